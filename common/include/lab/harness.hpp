@@ -1,0 +1,143 @@
+/// @file harness.hpp
+/// @brief The lesson harness: a lesson's main.cu declares its variants, then validates and
+/// measures them; the harness parses options, prints the table and writes the result file.
+///
+/// A lesson's main.cu, in outline:
+/// @code
+/// int main(int argc, char** argv) {
+///   lab::Lesson lesson("04-coalescing", "Coalescing: neighbouring threads, neighbouring addresses");
+///   lesson.declare("row_per_thread", lab::Role::Baseline, "one thread per row");
+///   lesson.declare("exercise", lab::Role::Exercise, "your gemv (exercise.cu)");
+///   return lesson.run(argc, argv, [&](lab::Lesson& l) {
+///     // for each validation size: inputs, then l.check(variant, case, comparison)
+///     // at the timing size: l.measure(variant, {bytes, flops}, launch)
+///     // then validate again: outputs after timing must still be right
+///   });
+/// }
+/// @endcode
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "lab/device.hpp"
+#include "lab/result.hpp"
+#include "lab/timing.hpp"
+#include "lab/validate.hpp"
+
+namespace lab {
+
+/// @brief Work done by one launch, declared by the lesson: the basis of GB/s and GFLOP/s.
+struct Work {
+  double bytes = 0;  ///< global-memory bytes read plus written (count every one, once)
+  double flops = 0;  ///< floating-point operations
+};
+
+/// Exit codes of a lesson program (also in docs/result-file.md).
+enum ExitCode : int {
+  kExitOk = 0,          ///< every variant correct
+  kExitIncorrect = 1,   ///< at least one variant gave a wrong result
+  kExitUsage = 2,       ///< bad command-line option
+  kExitCudaError = 3,   ///< a CUDA or other runtime error stopped the run
+  kExitNoGpu = 77,      ///< no usable GPU (CTest reports the test as skipped)
+};
+
+/// @brief One lesson program: its options, its variants, its results.
+class Lesson {
+ public:
+  /// @param id the lesson folder's name, e.g. "04-coalescing"
+  /// @param title one line saying what it teaches
+  Lesson(std::string id, std::string title);
+  ~Lesson();
+  Lesson(const Lesson&) = delete;
+  Lesson& operator=(const Lesson&) = delete;
+
+  /// @brief Declares a variant (before run()) so --list can show it and --variant can pick it.
+  /// @param name unique name (the student's is always "exercise")
+  /// @param role what it is
+  /// @param description one line for the table's legend
+  void declare(const std::string& name, Role role, const std::string& description);
+
+  /// @brief Adds an integer option of this lesson (before run()).
+  /// @param flag e.g. "--rows"
+  /// @param value its default on entry, the parsed value after run() starts
+  /// @param help one line for --help
+  void option(const std::string& flag, long long* value, const std::string& help);
+
+  /// @brief Parses the options, checks for a GPU, measures the ceilings, runs @p body, prints the
+  /// table and writes the result file. Catches every error so a partial result is still written.
+  /// @param argc from main
+  /// @param argv from main
+  /// @param body the lesson: validations and measurements through this object
+  /// @return the process exit code (see ExitCode)
+  int run(int argc, char** argv, const std::function<void(Lesson&)>& body);
+
+  /// @return true with --quick: small sizes and short timing, for tests
+  bool quick() const;
+  /// @return the seed of this run's inputs (--seed; the checker picks a fresh one each run)
+  std::uint64_t seed() const;
+  /// @return the stream every variant runs on
+  cudaStream_t stream() const;
+  /// @return the ceilings measured in this process
+  const Ceilings& ceilings() const;
+  /// @param variant a declared variant
+  /// @return false if --variant excluded it
+  bool selected(const std::string& variant) const;
+  /// @return true in --profile mode (measure() then runs the work once for the profiler)
+  bool profiling() const;
+
+  /// @brief Records the problem sizes for the table and the result file.
+  /// @param text e.g. "A 16384x16384 (1 GiB)"
+  void size(const std::string& text);
+
+  /// @brief Records a validation of @p variant.
+  /// @param variant a declared variant
+  /// @param case_name the case, e.g. "1000x777"
+  /// @param comparison the outcome of lab::allclose
+  void check(const std::string& variant, const std::string& case_name,
+             const Comparison& comparison);
+
+  /// @brief Records a validation that is a yes/no fact rather than an array comparison.
+  /// @param variant a declared variant
+  /// @param case_name the case
+  /// @param ok passed
+  /// @param message what went wrong (shown when not ok)
+  void check(const std::string& variant, const std::string& case_name, bool ok,
+             const std::string& message);
+
+  /// @brief Measures @p launch with lab::benchmark and records it for @p variant (or, with
+  /// --profile, runs it once between cudaProfilerStart/Stop). Work is per launch.
+  /// @param variant a declared variant
+  /// @param work bytes and FLOPs of one launch
+  /// @param launch enqueues the variant's work once on the given stream
+  /// @param options measurement options (defaults: cold, the course's stopping rule; --quick
+  ///        shortens them)
+  /// @return the measurement, or nullptr when profiling or when the variant is not selected
+  const Measurement* measure(const std::string& variant, Work work,
+                             const std::function<void(cudaStream_t)>& launch,
+                             BenchmarkOptions options = {});
+
+  /// @brief Records a lesson-specific number for the checker's rules.
+  /// @param name e.g. "overlap_efficiency"
+  /// @param value from medians
+  /// @param low pessimistic reading
+  /// @param high optimistic reading
+  /// @param unit for display
+  void metric(const std::string& name, double value, double low, double high,
+              const std::string& unit = "");
+
+  /// @brief Adds a line printed under the table (an observation the lesson wants to show).
+  /// @param text the line
+  void note(const std::string& text);
+
+  /// @return the results recorded so far
+  const Result& result() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace lab

@@ -1,0 +1,120 @@
+/// @file timing.hpp
+/// @brief Timers (host clock, CUDA events on one stream) and lab::benchmark, the measurement
+/// procedure every lesson and the checker use.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "lab/memory.hpp"
+#include "lab/stats.hpp"
+
+namespace lab {
+
+/// @brief Wall-clock timer on the host (std::chrono::steady_clock). Around an asynchronous
+/// launch it measures the launch call, not the kernel: synchronize first if you want the kernel.
+class HostTimer {
+ public:
+  HostTimer() : start_(std::chrono::steady_clock::now()) {}
+  /// @brief Restarts the timer.
+  void start() { start_ = std::chrono::steady_clock::now(); }
+  /// @return milliseconds since construction or the last start()
+  double elapsed_ms() const {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_)
+        .count();
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+};
+
+/// @brief Times a region of work on one stream with a pair of events. It never synchronizes the
+/// device: reading the time waits for the stop event only, so work on other streams is neither
+/// waited for nor counted.
+class EventTimer {
+ public:
+  /// @param stream the stream whose work is timed
+  explicit EventTimer(cudaStream_t stream) : stream_(stream) {}
+  /// @brief Records the start event on the stream.
+  void start() { start_.record(stream_); }
+  /// @brief Records the stop event on the stream.
+  void stop() { stop_.record(stream_); }
+  /// @return milliseconds between start() and stop() on the GPU (waits for the stop event)
+  float elapsed_ms() const { return lab::elapsed_ms(start_, stop_); }
+
+ private:
+  cudaStream_t stream_;
+  Event start_;
+  Event stop_;
+};
+
+/// @brief How samples are taken.
+enum class Mode {
+  Cold,   ///< default: one launch per sample, L2 flushed, launch latency hidden by a lead-in
+  Hot,    ///< back-to-back launches between one event pair, L2 warm: pipelined throughput
+  Graph,  ///< the launches captured once in a CUDA graph and replayed: no CPU launch cost
+};
+
+/// @param mode a mode
+/// @return "cold", "hot" or "graph"
+const char* to_string(Mode mode);
+
+/// @brief Options of lab::benchmark. The defaults are the course's method; change them only with
+/// a reason you can state.
+struct BenchmarkOptions {
+  Mode mode = Mode::Cold;      ///< see Mode
+  StoppingRule stop;           ///< when the median is pinned down
+  double timeout_s = 10.0;     ///< give up (converged = false) after this much wall time
+  double warmup_ms = 25.0;     ///< warm-up: at least this long ...
+  int warmup_runs = 2;         ///< ... and at least this many runs of the full sample procedure
+  double lead_in_us = 20.0;    ///< device-side spin before each sample so the launch latency is
+                               ///< not inside the event pair; grows if enqueueing is slow; 0 = none
+  double min_batch_ms = 1.0;   ///< Hot and Graph: launches per sample so a sample lasts this long
+  int max_batch = 1000;        ///< ... but at most this many
+  double working_set_bytes = 0;  ///< bytes one launch touches, if known: Hot and Graph modes warn
+                                 ///< when they fit in L2 (then DRAM bandwidth can be exceeded)
+};
+
+/// @brief What lab::benchmark measured for one piece of work.
+struct Measurement {
+  Mode mode = Mode::Cold;                ///< how it was measured
+  Stats gpu_ms;                          ///< GPU time per launch (events), milliseconds
+  double enqueue_us = 0;                 ///< median host time of the launch call (per launch)
+  int batch = 1;                         ///< launches per sample (Hot and Graph)
+  bool converged = false;                ///< the stopping rule was met before the timeout
+  double sm_clock_mhz = 0;               ///< median SM clock seen by the lead-in probe (0: unknown)
+  int discarded_throttled = 0;           ///< samples dropped: SM clock < 75% of its default
+  std::vector<std::string> diagnostics;  ///< why a number may not be trusted, in words
+};
+
+/// @brief Measures @p launch, which must only enqueue work on the stream it is given (no
+/// synchronization, no allocation). Warm-up, then samples until the stopping rule or the timeout.
+/// Cold samples: flush L2 (memset over twice its size), wait, lead-in spin kernel (also the clock
+/// probe), start event, launch, stop event.
+/// @param launch enqueues the work once on the given stream
+/// @param options see BenchmarkOptions
+/// @param stream the stream to use (a lab::Stream, blocking)
+/// @return the measurement; GPU time per launch in milliseconds
+Measurement benchmark(const std::function<void(cudaStream_t)>& launch, cudaStream_t stream,
+                      const BenchmarkOptions& options = {});
+
+/// @brief For profilers: one warm-up launch, then exactly one launch between cudaProfilerStart
+/// and cudaProfilerStop, so `nsys --capture-range=cudaProfilerApi` and
+/// `ncu --profile-from-start off` see one clean launch.
+/// @param launch enqueues the work once on the given stream
+/// @param stream the stream to use
+/// @param name the NVTX range pushed around the measured launch
+void profile_once(const std::function<void(cudaStream_t)>& launch, cudaStream_t stream,
+                  const std::string& name);
+
+/// @brief A kernel that runs for @p microseconds on one thread (spins on %globaltimer). Used for
+/// lead-ins, tests of the timer, and by lessons as a kernel of known duration.
+/// @param microseconds how long to spin
+/// @param stream where to launch it
+/// @param clock_probe optional device pointer to 2 long longs: receives the SM clock ticks and
+///        the nanoseconds that passed (their ratio is the SM clock)
+void spin(double microseconds, cudaStream_t stream, long long* clock_probe = nullptr);
+
+}  // namespace lab

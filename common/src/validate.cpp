@@ -1,0 +1,70 @@
+#include "lab/validate.hpp"
+
+#include <cmath>
+#include <sstream>
+
+namespace lab {
+namespace {
+
+template <class T>
+Comparison compare(const T* got, const T* expected, std::size_t n, Tolerance tol,
+                   std::size_t max_report) {
+  Comparison c;
+  c.count = n;
+  double diff_sq = 0, ref_sq = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double g = static_cast<double>(got[i]);
+    const double e = static_cast<double>(expected[i]);
+    bool close;
+    if (std::isnan(g) || std::isnan(e)) {
+      close = false;  // NaN never passes, not even against a NaN reference
+    } else if (std::isinf(g) || std::isinf(e)) {
+      close = (g == e);  // an infinity matches only the same infinity
+    } else {
+      const double err = std::fabs(g - e);
+      close = err <= tol.atol + tol.rtol * std::fabs(e);
+      c.max_abs_error = std::max(c.max_abs_error, err);
+      if (e != 0) c.max_rel_error = std::max(c.max_rel_error, err / std::fabs(e));
+      diff_sq += (g - e) * (g - e);
+      ref_sq += e * e;
+    }
+    if (!close) {
+      ++c.mismatches;
+      if (c.first.size() < max_report) c.first.push_back({i, g, e});
+    }
+  }
+  c.rel_l2_error = ref_sq > 0 ? std::sqrt(diff_sq / ref_sq) : std::sqrt(diff_sq);
+  c.ok = c.mismatches == 0;
+  return c;
+}
+
+}  // namespace
+
+Comparison allclose(const float* got, const float* expected, std::size_t n, Tolerance tol,
+                    std::size_t max_report) {
+  return compare(got, expected, n, tol, max_report);
+}
+
+Comparison allclose(const double* got, const double* expected, std::size_t n, Tolerance tol,
+                    std::size_t max_report) {
+  return compare(got, expected, n, tol, max_report);
+}
+
+std::string Comparison::summary() const {
+  if (!note.empty()) return note;
+  if (ok) return "ok";
+  std::ostringstream out;
+  out << mismatches << " of " << count << " elements differ";
+  const char* sep = "; first at ";
+  for (const Mismatch& m : first) {
+    out << sep << "[" << m.index << "]: got " << m.got << ", expected " << m.expected;
+    sep = ", ";
+  }
+  return out.str();
+}
+
+void fill_random_host(float* values, std::size_t n, std::uint64_t seed, float lo, float hi) {
+  for (std::size_t i = 0; i < n; ++i) values[i] = lo + (hi - lo) * uniform01(seed, i);
+}
+
+}  // namespace lab

@@ -1,0 +1,170 @@
+// The library on a real GPU: does it measure what it says it measures?
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "lab/data.hpp"
+#include "lab/device.hpp"
+#include "lab/memory.hpp"
+#include "lab/timing.hpp"
+#include "lab/validate.hpp"
+
+namespace {
+
+__global__ void copy_kernel(const float4* in, float4* out, std::size_t n) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
+    out[i] = in[i];
+}
+
+// y = 2x, with three kinds of bug planted on request.
+__global__ void doubler(const float* x, float* y, int n, int wrong_at, int nan_at, int skip_at) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n || i == skip_at) return;
+  y[i] = i == wrong_at ? 2 * x[i] + 0.5f : i == nan_at ? NAN : 2 * x[i];
+}
+
+lab::Comparison run_doubler(int n, int wrong_at, int nan_at, int skip_at) {
+  lab::Stream s;
+  lab::DeviceBuffer<float> x(n), y(n);
+  lab::fill_random(x.data(), n, 11, s);
+  lab::poison(y.data(), y.bytes(), s);
+  doubler<<<(n + 127) / 128, 128, 0, s>>>(x.data(), y.data(), n, wrong_at, nan_at, skip_at);
+  LAB_CHECK_LAUNCH();
+  std::vector<float> host_x(n), expected(n), got(n);
+  lab::fill_random_host(host_x.data(), n, 11);  // same values as on the device
+  for (int i = 0; i < n; ++i) expected[i] = 2 * host_x[i];
+  LAB_CHECK(cudaMemcpyAsync(got.data(), y.data(), y.bytes(), cudaMemcpyDeviceToHost, s));
+  s.synchronize();
+  return lab::allclose(got, expected);
+}
+
+}  // namespace
+
+// Below ~100 us the fixed cost of starting a kernel inside the event pair (~3 us) exceeds 2%.
+TEST_CASE("a kernel of known duration is measured within 2%") {
+  lab::Stream s;
+  for (double us : {500.0, 1000.0, 10000.0}) {
+    const lab::Measurement m = lab::benchmark([&](cudaStream_t st) { lab::spin(us, st); }, s);
+    INFO("spin of " << us << " us measured " << m.gpu_ms.median * 1e3 << " us");
+    CHECK(m.converged);
+    CHECK(std::fabs(m.gpu_ms.median * 1e3 - us) <= 0.02 * us);
+    CHECK(m.gpu_ms.n >= 20);
+  }
+}
+
+TEST_CASE("a benchmark of a 1 ms kernel converges in under 2 s") {
+  lab::Stream s;
+  lab::HostTimer wall;
+  const lab::Measurement m = lab::benchmark([&](cudaStream_t st) { lab::spin(1000, st); }, s);
+  CHECK(m.converged);
+  CHECK(wall.elapsed_ms() < 2000);
+}
+
+TEST_CASE("the measured copy ceiling lies between 0.75 and 1.0 of theoretical, in under 1 s") {
+  lab::HostTimer wall;
+  const lab::Ceilings& c = lab::ceilings();
+  const double seconds = wall.elapsed_ms() / 1e3;
+  const double peak = lab::device_info().peak_bandwidth_gbs();
+  INFO("copy " << c.copy_gbs << " GB/s of " << peak << ", measured in " << seconds << " s");
+  CHECK(c.copy_gbs >= 0.75 * peak);
+  CHECK(c.copy_gbs <= 1.0 * peak);
+  CHECK(seconds < 1.0);
+  CHECK(c.h2d_pinned_gbs > c.h2d_pageable_gbs);
+  CHECK(c.launch_us > 0);
+  CHECK(c.launch_us < 50);
+}
+
+TEST_CASE("cold vs hot on a 16 MiB copy: hot shows the L2 effect and is flagged") {
+  const std::size_t bytes = 16u << 20;
+  lab::DeviceBuffer<float4> in(bytes / 16), out(bytes / 16);
+  lab::Stream s;
+  LAB_CHECK(cudaMemsetAsync(in.data(), 1, bytes, s));
+  auto copy = [&](cudaStream_t st) {
+    copy_kernel<<<lab::device_info().sms * 4, 256, 0, st>>>(in.data(), out.data(), in.size());
+  };
+  lab::BenchmarkOptions cold, hot;
+  hot.mode = lab::Mode::Hot;
+  cold.working_set_bytes = hot.working_set_bytes = 2.0 * bytes;
+  const lab::Measurement c = lab::benchmark(copy, s, cold);
+  const lab::Measurement h = lab::benchmark(copy, s, hot);
+  const double cold_gbs = 2.0 * bytes / (c.gpu_ms.median * 1e6);
+  const double hot_gbs = 2.0 * bytes / (h.gpu_ms.median * 1e6);
+  INFO("cold " << cold_gbs << " GB/s, hot " << hot_gbs << " GB/s");
+  CHECK(hot_gbs > 1.3 * cold_gbs);
+  CHECK(h.batch > 1);
+  bool flagged = false;
+  for (const std::string& d : h.diagnostics) flagged |= d.find("fits in L2") != std::string::npos;
+  CHECK(flagged);
+  for (const std::string& d : c.diagnostics) CHECK(d.find("fits in L2") == std::string::npos);
+}
+
+TEST_CASE("graph mode replays a captured batch and costs less per launch than stream launches") {
+  lab::Stream s;
+  auto tiny = [&](cudaStream_t st) { lab::spin(1, st); };
+  lab::BenchmarkOptions hot, graph;
+  hot.mode = lab::Mode::Hot;
+  graph.mode = lab::Mode::Graph;
+  const lab::Measurement h = lab::benchmark(tiny, s, hot);
+  const lab::Measurement g = lab::benchmark(tiny, s, graph);
+  INFO("hot " << h.gpu_ms.median * 1e3 << " us, graph " << g.gpu_ms.median * 1e3 << " us");
+  CHECK(g.batch > 1);
+  CHECK(g.gpu_ms.median < h.gpu_ms.median);
+}
+
+TEST_CASE("validation catches a planted wrong element, a NaN and an unwritten element") {
+  const int n = 1000;  // not a multiple of the block size
+  CHECK(run_doubler(n, -1, -1, -1).ok);
+  const lab::Comparison wrong = run_doubler(n, 17, -1, -1);
+  CHECK(wrong.mismatches == 1);
+  CHECK(wrong.first.at(0).index == 17);
+  const lab::Comparison nan = run_doubler(n, -1, 500, -1);
+  CHECK(nan.mismatches == 1);
+  CHECK(nan.first.at(0).index == 500);
+  CHECK(std::isnan(nan.first.at(0).got));
+  const lab::Comparison unwritten = run_doubler(n, -1, -1, n - 1);  // the tail element
+  CHECK(unwritten.mismatches == 1);
+  CHECK(unwritten.first.at(0).index == std::size_t(n - 1));
+  CHECK(std::isnan(unwritten.first.at(0).got));  // poisoned, so it cannot pass by luck
+}
+
+TEST_CASE("device and host random inputs are bit-identical") {
+  const std::size_t n = 100003;
+  lab::DeviceBuffer<float> d(n);
+  lab::Stream s;
+  lab::fill_random(d.data(), n, 1234, s, -2.0f, 3.0f);
+  std::vector<float> from_device(n), from_host(n);
+  LAB_CHECK(cudaMemcpy(from_device.data(), d.data(), d.bytes(), cudaMemcpyDeviceToHost));
+  lab::fill_random_host(from_host.data(), n, 1234, -2.0f, 3.0f);
+  CHECK(from_device == from_host);
+}
+
+TEST_CASE("the event timer does not wait for, nor count, work on another stream") {
+  lab::Stream mine, other;
+  lab::spin(300000, other);  // 300 ms on another stream
+  lab::EventTimer timer(mine);
+  lab::HostTimer wall;
+  timer.start();
+  lab::spin(1000, mine);
+  timer.stop();
+  const float ms = timer.elapsed_ms();
+  const double waited = wall.elapsed_ms();
+  CHECK(ms == doctest::Approx(1.0).epsilon(0.1));
+  CHECK(waited < 100);  // it returned long before the other stream's work finished
+  other.synchronize();
+}
+
+TEST_CASE("CUDA errors become exceptions naming the call") {
+  lab::DeviceBuffer<float> d(4);
+  try {
+    LAB_CHECK(cudaMemcpy(d.data(), nullptr, 1ull << 40, cudaMemcpyHostToDevice));
+    FAIL("no exception");
+  } catch (const lab::CudaError& e) {
+    const std::string what = e.what();
+    CHECK(what.find("test_gpu.cu") != std::string::npos);
+    CHECK(what.find("cudaMemcpy(d.data(), nullptr") != std::string::npos);
+    CHECK(e.code() != cudaSuccess);
+  }
+}

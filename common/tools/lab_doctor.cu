@@ -1,0 +1,74 @@
+// lab-doctor: what this GPU is and what it can do, measured now. The checker's `doctor` verb
+// runs it; --probe launches one tiny kernel so the checker can ask ncu whether counters are
+// readable.
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "lab/device.hpp"
+#include "lab/harness.hpp"
+#include "lab/memory.hpp"
+#include "lab/result.hpp"
+
+namespace {
+__global__ void probe_kernel(int* out) { *out = 42; }
+}  // namespace
+
+int main(int argc, char** argv) {
+  const char* json_path = nullptr;
+  bool probe = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--json") && i + 1 < argc) {
+      json_path = argv[++i];
+    } else if (!std::strcmp(argv[i], "--probe")) {
+      probe = true;
+    } else {
+      std::fprintf(stderr, "usage: lab-doctor [--json PATH] [--probe]\n");
+      return lab::kExitUsage;
+    }
+  }
+  const std::string why = lab::gpu_unavailable_reason();
+  if (!why.empty()) {
+    std::fprintf(stderr, "%s\n", why.c_str());
+    return lab::kExitNoGpu;
+  }
+  try {
+    if (probe) {
+      lab::DeviceBuffer<int> out(1);
+      probe_kernel<<<1, 1>>>(out.data());
+      LAB_CHECK_LAUNCH();
+      LAB_CHECK(cudaDeviceSynchronize());
+      return lab::kExitOk;
+    }
+    // Reuse the result file's layout for device and ceilings, so there is one description.
+    lab::Result r;
+    r.lesson = "doctor";
+    r.build = "doctor";
+    r.device = lab::device_info();
+    r.ceilings = lab::ceilings();
+    r.complete = true;
+    const int others = lab::other_gpu_processes();
+    const nlohmann::json doc = nlohmann::json::parse(lab::to_json_text(r));
+    nlohmann::json out = {{"device", doc["device"]}, {"ceilings", doc["ceilings"]},
+                          {"other_processes", others}};
+    const lab::DeviceInfo& d = *r.device;
+    const lab::Ceilings& c = *r.ceilings;
+    std::printf("%s (compute capability %d.%d, %d SMs, %.0f MB L2, %.1f GB)\n", d.name.c_str(),
+                d.cc_major, d.cc_minor, d.sms, d.l2_bytes / 1e6, d.global_bytes / 1e9);
+    std::printf("driver %d, runtime %d; SM clock %d MHz, memory %d MHz x %d bit\n",
+                d.driver_version, d.runtime_version, d.sm_clock_mhz, d.mem_clock_mhz,
+                d.bus_width_bits);
+    std::printf("memory bandwidth: %.0f GB/s theoretical, %.0f GB/s measured copy (%.0f%%)\n",
+                d.peak_bandwidth_gbs(), c.copy_gbs, 100 * c.copy_gbs / d.peak_bandwidth_gbs());
+    std::printf("host transfers: pinned %.1f / %.1f GB/s, pageable %.1f / %.1f GB/s (H2D / D2H)\n",
+                c.h2d_pinned_gbs, c.d2h_pinned_gbs, c.h2d_pageable_gbs, c.d2h_pageable_gbs);
+    std::printf("launch: %.2f us per back-to-back empty kernel\n", c.launch_us);
+    if (others >= 0) std::printf("other processes on this GPU: %d\n", others);
+    if (json_path) lab::write_file_atomically(json_path, out.dump(2) + "\n");
+    return lab::kExitOk;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "lab-doctor: %s\n", e.what());
+    return lab::kExitCudaError;
+  }
+}

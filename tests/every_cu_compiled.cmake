@@ -1,0 +1,49 @@
+# cmake -DSOURCE_DIR=<repo> -DCOMPILE_COMMANDS=<build>/compile_commands.json -P every_cu_compiled.cmake
+#
+# Every .cu file under common/, lessons/, solutions/ and checker/ must be compiled by the build,
+# except the mutants that exist to fail compilation (lessons/*/mutants/compile_error*.cu).
+cmake_minimum_required(VERSION 3.25)
+if(NOT SOURCE_DIR OR NOT COMPILE_COMMANDS)
+  message(FATAL_ERROR "usage: cmake -DSOURCE_DIR=<repo> -DCOMPILE_COMMANDS=<file> "
+                      "-P every_cu_compiled.cmake")
+endif()
+if(NOT EXISTS "${COMPILE_COMMANDS}")
+  message(FATAL_ERROR "${COMPILE_COMMANDS} does not exist: configure with a Ninja or Makefile "
+                      "generator and CMAKE_EXPORT_COMPILE_COMMANDS=ON (the presets do)")
+endif()
+file(REAL_PATH "${SOURCE_DIR}" SOURCE_DIR)
+
+file(GLOB_RECURSE sources LIST_DIRECTORIES false RELATIVE "${SOURCE_DIR}"
+     "${SOURCE_DIR}/common/*.cu" "${SOURCE_DIR}/lessons/*.cu"
+     "${SOURCE_DIR}/solutions/*.cu" "${SOURCE_DIR}/checker/*.cu")
+list(FILTER sources EXCLUDE REGEX "^lessons/[^/]+/mutants/compile_error[^/]*\\.cu$")
+
+file(READ "${COMPILE_COMMANDS}" database)
+string(JSON count LENGTH "${database}")
+set(compiled "")
+if(count GREATER 0)
+  math(EXPR last "${count} - 1")
+  foreach(i RANGE ${last})
+    string(JSON file GET "${database}" ${i} file)
+    string(JSON dir GET "${database}" ${i} directory)
+    cmake_path(ABSOLUTE_PATH file BASE_DIRECTORY "${dir}" NORMALIZE)
+    if(EXISTS "${file}")
+      file(REAL_PATH "${file}" file)
+    endif()
+    list(APPEND compiled "${file}")
+  endforeach()
+endif()
+
+set(missing "")
+foreach(source IN LISTS sources)
+  if(NOT "${SOURCE_DIR}/${source}" IN_LIST compiled)
+    list(APPEND missing "${source}")
+  endif()
+endforeach()
+list(LENGTH sources total)
+if(missing)
+  list(JOIN missing "\n  " shown)
+  message(FATAL_ERROR "these .cu files are compiled by no target of this build (add them to a "
+                      "lesson, a test or the library, or delete them):\n  ${shown}")
+endif()
+message(STATUS "all ${total} .cu files under common/ lessons/ solutions/ checker/ are compiled")
