@@ -1,0 +1,241 @@
+// Lesson 01 — timing pitfalls. The harness: it times a kernel of adjustable length with the
+// library (the right way), asks your time_one_execution_ms (exercise.cu) for the same kernels,
+// and shows each classic mistake's number next to the right one.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "exercise.cuh"
+#include "lab/data.hpp"
+#include "lab/harness.hpp"
+
+namespace {
+
+// The workload: each element goes through `steps` dependent multiply-adds. Its run time grows
+// linearly with `steps`, so one kernel covers 0.1 ms to 10 ms. Tag makes distinct copies of the
+// kernel, so one can be launched for the very first time in the first-call demonstration.
+template <int Tag>
+__global__ void iterate(const float* x, float* y, int n, int steps) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float v = x[i];
+  for (int s = 0; s < steps; ++s) v = fmaf(v, 0.999f, 0.001f);
+  y[i] = v;
+}
+
+float iterate_on_host(float v, int steps) {
+  for (int s = 0; s < steps; ++s) v = std::fma(v, 0.999f, 0.001f);  // same rounding as fmaf
+  return v;
+}
+
+__global__ void copy_kernel(const float* in, float* out, std::size_t n) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
+    out[i] = in[i];
+}
+
+__global__ void empty_kernel() {}
+
+std::string us(double ms) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%9.1f us", ms * 1e3);
+  return buf;
+}
+
+// The pitfall's relative error against the right number, e.g. "-99%".
+std::string off_by(double got_ms, double right_ms) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%+.0f%%", 100.0 * (got_ms / right_ms - 1.0));
+  return buf;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  lab::Lesson lesson("01-timing-pitfalls",
+                     "Timing pitfalls: why the first number you measure is wrong");
+  const std::vector<double> targets_ms = {0.1, 1.0, 10.0};
+  std::vector<std::string> kernels;
+  for (double t : targets_ms) {
+    char name[32];
+    std::snprintf(name, sizeof name, "kernel_%gms", t);
+    kernels.push_back(name);
+    lesson.declare(name, lab::Role::Reference, "the library's measurement of a ~" +
+                                                   std::to_string(t).substr(0, 4) + " ms kernel");
+  }
+  lesson.declare("exercise", lab::Role::Exercise,
+                 "your time_one_execution_ms (exercise.cu): its work must run and be right");
+  long long elements = 1 << 22;
+  lesson.option("--elements", &elements, "elements processed by the timed kernel");
+  long long fixed_steps_per_ms = 0;
+  lesson.option("--steps-per-ms", &fixed_steps_per_ms,
+                "kernel steps per millisecond (0: calibrate on this GPU; fix it to compare runs, "
+                "e.g. under a profiler)");
+
+  return lesson.run(argc, argv, [&](lab::Lesson& l) {
+    const int n = static_cast<int>(elements);
+    const cudaStream_t stream = l.stream();
+    lab::DeviceBuffer<float> x(n), y(n);
+    lab::fill_random(x.data(), n, l.seed(), stream);
+    const int blocks = (n + 255) / 256;
+    l.size(std::to_string(n) + " elements, 4 bytes in and out each; run time set by the "
+           "number of multiply-add steps");
+
+    // Calibrate: steps per millisecond on this GPU (a throwaway copy of the kernel).
+    const lab::Measurement calibration = lab::benchmark(
+        [&](cudaStream_t s) { iterate<0><<<blocks, 256, 0, s>>>(x.data(), y.data(), n, 2000); },
+        stream);
+    const double steps_per_ms = fixed_steps_per_ms > 0 ? static_cast<double>(fixed_steps_per_ms)
+                                                       : 2000 / calibration.gpu_ms.median;
+    l.metric("steps_per_ms", steps_per_ms, steps_per_ms, steps_per_ms);
+
+    // Validates a sample of y against the host (the whole array would take the CPU too long).
+    auto output_right = [&](int steps) {
+      std::vector<float> got(n), host_x(n);
+      LAB_CHECK(cudaMemcpyAsync(got.data(), y.data(), y.bytes(), cudaMemcpyDeviceToHost, stream));
+      LAB_CHECK(cudaStreamSynchronize(stream));
+      lab::fill_random_host(host_x.data(), n, l.seed());
+      std::vector<float> sample_got, sample_expected;
+      for (int i = 0; i < n; i += std::max(1, n / 997)) {
+        sample_got.push_back(got[i]);
+        sample_expected.push_back(iterate_on_host(host_x[i], steps));
+      }
+      sample_got.push_back(got[n - 1]);  // the tail, where the grid overshoots
+      sample_expected.push_back(iterate_on_host(host_x[n - 1], steps));
+      return lab::allclose(sample_got, sample_expected, {1e-6, 1e-6});
+    };
+
+    double worst = 0, worst_low = 0, worst_high = 0;
+    for (std::size_t k = 0; k < targets_ms.size(); ++k) {
+      const int steps = std::max(1, static_cast<int>(std::lround(steps_per_ms * targets_ms[k])));
+      auto work = [&, steps](cudaStream_t s) {
+        iterate<1><<<blocks, 256, 0, s>>>(x.data(), y.data(), n, steps);
+      };
+      const std::string case_name = kernels[k] + " (" + std::to_string(steps) + " steps)";
+
+      // Yours first: at the first size it meets the kernel's first call, like a real program.
+      lab::poison(y.data(), y.bytes(), stream);
+      LAB_CHECK(cudaStreamSynchronize(stream));
+      const double reported = l.selected("exercise") ? time_one_execution_ms(work, stream) : 0;
+      LAB_CHECK(cudaDeviceSynchronize());
+      if (l.selected("exercise")) {
+        const lab::Comparison c = output_right(steps);
+        l.check("exercise", case_name, c.ok,
+                "the work's output is wrong or missing (did your timer run the work it was "
+                "given, on the stream it was given?): " + c.summary());
+      }
+
+      lab::poison(y.data(), y.bytes(), stream);
+      const lab::Measurement* m = l.measure(kernels[k], {8.0 * n, 2.0 * n * steps}, work);
+      l.check(kernels[k], case_name, output_right(steps));
+      if (!m || !l.selected("exercise")) continue;
+
+      // How far is your number from the library's? Low/high use the quartiles: a number inside
+      // [q1, q3] is as good as the median.
+      const lab::Stats& t = m->gpu_ms;
+      const double err = std::fabs(reported / t.median - 1);
+      const double to_q1 = std::fabs(reported / t.q1 - 1), to_q3 = std::fabs(reported / t.q3 - 1);
+      const double low = (reported >= t.q1 && reported <= t.q3) ? 0 : std::min(to_q1, to_q3);
+      worst = std::max(worst, err);
+      worst_low = std::max(worst_low, low);
+      worst_high = std::max(worst_high, std::max(to_q1, to_q3));
+      char line[160];
+      std::snprintf(line, sizeof line, "%-12s yours %s   library %s (median of %zu)   off by %s",
+                    kernels[k].c_str(), us(reported).c_str(), us(t.median).c_str(), t.n,
+                    off_by(reported, t.median).c_str());
+      l.note(line);
+    }
+    if (l.selected("exercise")) l.metric("timing_error", worst, worst_low, worst_high);
+
+    // ---- The pitfalls, each next to the right number (the ~1 ms kernel). ----------------------
+    if (l.profiling() || !l.selected(kernels[1])) return;
+    const int steps = static_cast<int>(std::lround(steps_per_ms * 1.0));
+    const double right = l.result().find(kernels[1])->measurement->gpu_ms.median;
+    auto launch = [&](auto kernel) { kernel<<<blocks, 256, 0, stream>>>(x.data(), y.data(), n, steps); };
+    l.note("");
+    l.note("The pitfalls, timing the ~1 ms kernel (right answer " + us(right) + "):");
+
+    // 1. The first call ever of a kernel: lazy module loading is inside it.
+    LAB_CHECK(cudaStreamSynchronize(stream));
+    lab::HostTimer host;
+    launch(iterate<2>);
+    LAB_CHECK(cudaStreamSynchronize(stream));
+    const double first_call = host.elapsed_ms();
+    l.note("  first call, host clock + sync  " + us(first_call) + "  " + off_by(first_call, right) +
+           "  (loads the kernel's code: CUDA_MODULE_LOADING=LAZY is the default)");
+    l.metric("pitfall_first_call_ms", first_call, first_call, first_call, "ms");
+
+    // 2. A host clock around the launch alone: the launch returns before the GPU starts.
+    host.start();
+    launch(iterate<2>);
+    const double no_sync = host.elapsed_ms();
+    LAB_CHECK(cudaStreamSynchronize(stream));
+    l.note("  host clock, no sync            " + us(no_sync) + "  " + off_by(no_sync, right) +
+           "  (measures the launch call only)");
+    l.metric("pitfall_no_sync_ms", no_sync, no_sync, no_sync, "ms");
+
+    // 3. Host clock with sync, warmed up: right order of magnitude, plus launch and sync costs.
+    std::vector<double> synced;
+    for (int i = 0; i < 21; ++i) {
+      host.start();
+      launch(iterate<2>);
+      LAB_CHECK(cudaStreamSynchronize(stream));
+      synced.push_back(host.elapsed_ms());
+    }
+    const lab::Stats s = lab::summarize(synced);
+    l.note("  host clock + sync, warm        " + us(s.median) + "  " + off_by(s.median, right) +
+           "  (adds the launch and the synchronize)");
+
+    // 4. One sample is noise: the spread of single event-timed samples.
+    lab::Event a, b;
+    std::vector<double> singles;
+    for (int i = 0; i < 21; ++i) {
+      a.record(stream);
+      launch(iterate<2>);
+      b.record(stream);
+      singles.push_back(lab::elapsed_ms(a, b));
+    }
+    const lab::Stats e = lab::summarize(singles);
+    l.note("  events, single samples         " + us(e.min) + " to " + us(e.max) +
+           " (median" + us(e.median) + ", mean" + us(e.mean) + ")");
+
+    // 5. Tiny kernels: an empty kernel costs microseconds, all of it overhead.
+    empty_kernel<<<1, 1, 0, stream>>>();
+    std::vector<double> empties;
+    for (int i = 0; i < 21; ++i) {
+      a.record(stream);
+      empty_kernel<<<1, 1, 0, stream>>>();
+      b.record(stream);
+      empties.push_back(lab::elapsed_ms(a, b));
+    }
+    l.note("  an empty kernel, by events     " + us(lab::summarize(empties).median) +
+           "  (launch overhead: batch small kernels, lessons 06 and 09)");
+    l.metric("pitfall_empty_kernel_us", 1e3 * lab::summarize(empties).median,
+             1e3 * lab::summarize(empties).q1, 1e3 * lab::summarize(empties).q3, "us");
+
+    // 6. Data that fits in L2: a 16 MiB copy timed back to back (hot) beats the DRAM.
+    const std::size_t copy_n = (16u << 20) / sizeof(float);
+    lab::DeviceBuffer<float> cin(copy_n), cout(copy_n);
+    lab::fill_random(cin.data(), copy_n, l.seed(), stream);
+    auto copy = [&](cudaStream_t st) {
+      copy_kernel<<<lab::device_info().sms * 4, 256, 0, st>>>(cin.data(), cout.data(), copy_n);
+    };
+    lab::BenchmarkOptions hot;
+    hot.mode = lab::Mode::Hot;
+    const double bytes = 2.0 * copy_n * sizeof(float);
+    const double cold_gbs = bytes / (lab::benchmark(copy, stream).gpu_ms.median * 1e6);
+    const double hot_gbs = bytes / (lab::benchmark(copy, stream, hot).gpu_ms.median * 1e6);
+    char line[200];
+    std::snprintf(line, sizeof line,
+                  "  16 MiB copy: cold %.0f GB/s, hot %.0f GB/s; the copy ceiling (1 GiB) is %.0f "
+                  "GB/s, theoretical %.0f: hot numbers measure the L2",
+                  cold_gbs, hot_gbs, l.ceilings().copy_gbs,
+                  lab::device_info().peak_bandwidth_gbs());
+    l.note(line);
+    l.metric("pitfall_l2_hot_over_copy", hot_gbs / l.ceilings().copy_gbs,
+             hot_gbs / l.ceilings().copy_gbs, hot_gbs / l.ceilings().copy_gbs);
+  });
+}
