@@ -1,0 +1,429 @@
+// Lesson 03 harness: pinned memory. Students read this file; they do not edit it.
+//
+// Three ways of doing the same round trip (upload, a trivial kernel, download), all through the
+// interface in exercise.cuh:
+//   pageable           std::vector buffers: what a program gets by default (the baseline)
+//   pinned_registered  the same kind of std::vector buffers, page-locked with cudaHostRegister
+//   exercise           yours (exercise.cu)
+// Each is validated (fresh random input, NaN-filled output, a kernel with fresh coefficients,
+// guard bytes past the device arrays) at an odd size twice, then at the timing size before and
+// after it is timed. Then, as notes under the table: bandwidth against transfer size, the price
+// of pinning, and the first-touch penalty.
+#include <sys/mman.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "exercise.cuh"
+#include "lab/data.hpp"
+#include "lab/harness.hpp"
+#include "lab/memory.hpp"
+#include "lab/timing.hpp"
+#include "lab/validate.hpp"
+
+namespace {
+
+constexpr std::size_t kOddN = 1'000'003;         // validation size: not a multiple of anything
+constexpr std::size_t kGuard = 1024;             // floats of guard bytes after each device array
+constexpr unsigned char kGuardByte = 0x5A;
+
+std::string text(const char* format, double a = 0, double b = 0, double c = 0, double d = 0,
+                 double e = 0) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, format, a, b, c, d, e);
+  return buf;
+}
+
+std::string size_text(double bytes) {
+  if (bytes >= (1 << 20)) return text("%.0f MiB", bytes / (1 << 20));
+  return text("%.0f KiB", bytes / 1024);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The device side: two arrays with guard bytes after them, and the trivial kernel.
+
+// out[i] = a * in[i] + b: one read and one write per element, so on the H100 it takes about 2%
+// of the time the two transfers take (the table's notes show both).
+__global__ void scale_shift_kernel(const float* __restrict__ in, float* __restrict__ out,
+                                   std::size_t n, float a, float b) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
+    out[i] = fmaf(a, in[i], b);
+}
+
+class DeviceSide {
+ public:
+  explicit DeviceSide(std::size_t n) : n_(n), in_(n + kGuard), out_(n + kGuard) {}
+
+  l03::DeviceArrays arrays() const { return {in_.data(), out_.data(), n_}; }
+  std::size_t n() const { return n_; }
+
+  // The kernel with the given coefficients, for one round trip.
+  l03::Kernel kernel(float a, float b) const {
+    const float* in = in_.data();
+    float* out = out_.data();
+    const std::size_t n = n_;
+    const int blocks = lab::device_info().sms * 16;
+    return [=](cudaStream_t stream) {
+      scale_shift_kernel<<<blocks, 256, 0, stream>>>(in, out, n, a, b);
+      LAB_CHECK_LAUNCH();
+    };
+  }
+
+  // Before a validated run: NaN in both arrays, the guard pattern after each; then waits, so
+  // nothing the round trip does (on any stream) can overlap with it.
+  void prepare(cudaStream_t stream) const {
+    lab::poison(in_.data(), n_ * sizeof(float), stream);
+    lab::poison(out_.data(), n_ * sizeof(float), stream);
+    LAB_CHECK(cudaMemsetAsync(in_.data() + n_, kGuardByte, kGuard * sizeof(float), stream));
+    LAB_CHECK(cudaMemsetAsync(out_.data() + n_, kGuardByte, kGuard * sizeof(float), stream));
+    LAB_CHECK(cudaStreamSynchronize(stream));
+  }
+
+  // After a validated run (and a device-wide wait): "" if both guards are intact.
+  std::string guard_damage() const {
+    std::vector<unsigned char> guard(kGuard * sizeof(float));
+    const std::pair<const char*, float*> arrays[] = {{"device.in", in_.data()},
+                                                     {"device.out", out_.data()}};
+    for (const auto& [name, array] : arrays) {
+      LAB_CHECK(cudaMemcpy(guard.data(), array + n_, guard.size(), cudaMemcpyDeviceToHost));
+      for (std::size_t i = 0; i < guard.size(); ++i)
+        if (guard[i] != kGuardByte)
+          return std::string("something wrote past the end of ") + name + " (" +
+                 std::to_string(n_) + " floats): byte " + std::to_string(i) +
+                 " after the end was changed. Do the copies use n = device.n elements?";
+    }
+    return "";
+  }
+
+ private:
+  std::size_t n_;
+  lab::DeviceBuffer<float> in_, out_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// The harness's own round trips, written against the same interface as the exercise.
+
+// Upload, kernel, download, in stream order: the same three calls for every variant here.
+void enqueue_round_trip(const float* in, float* out, const l03::DeviceArrays& device,
+                        const l03::Kernel& kernel, cudaStream_t stream) {
+  const std::size_t bytes = device.n * sizeof(float);
+  LAB_CHECK(cudaMemcpyAsync(device.in, in, bytes, cudaMemcpyHostToDevice, stream));
+  kernel(stream);
+  LAB_CHECK(cudaMemcpyAsync(out, device.out, bytes, cudaMemcpyDeviceToHost, stream));
+}
+
+// Ordinary host memory: std::vector (touched when it is value-initialised, so no first-touch
+// faults are timed). cudaMemcpyAsync from such memory goes through a staging buffer.
+class PageableRoundTrip final : public l03::RoundTrip {
+ public:
+  void setup(std::size_t n) override {
+    in_.assign(n, 0.0f);
+    out_.assign(n, 0.0f);
+  }
+  float* input() override { return in_.data(); }
+  float* output() override { return out_.data(); }
+  void round_trip(const l03::DeviceArrays& device, const l03::Kernel& kernel,
+                  cudaStream_t stream) override {
+    enqueue_round_trip(in_.data(), out_.data(), device, kernel, stream);
+  }
+
+ private:
+  std::vector<float> in_, out_;
+};
+
+// The same kind of std::vector memory, page-locked in place with cudaHostRegister: memory you
+// did not allocate yourself (a library's, a framework's) can be pinned too. Input and output
+// share one block, registered once: two registrations must not share a page.
+class RegisteredRoundTrip final : public l03::RoundTrip {
+ public:
+  void setup(std::size_t n) override {
+    n_ = n;
+    buffer_.assign(2 * n, 0.0f);
+    pin_ = std::make_unique<lab::HostRegistration>(buffer_.data(), buffer_.size() * sizeof(float));
+  }
+  float* input() override { return buffer_.data(); }
+  float* output() override { return buffer_.data() + n_; }
+  void round_trip(const l03::DeviceArrays& device, const l03::Kernel& kernel,
+                  cudaStream_t stream) override {
+    enqueue_round_trip(input(), output(), device, kernel, stream);
+  }
+
+ private:
+  std::size_t n_ = 0;
+  std::vector<float> buffer_;
+  std::unique_ptr<lab::HostRegistration> pin_;  // after buffer_: unregistered before it is freed
+};
+
+// ---------------------------------------------------------------------------------------------
+// Validation and measurement of one variant.
+
+using Factory = std::unique_ptr<l03::RoundTrip> (*)();
+
+std::unique_ptr<l03::RoundTrip> make_pageable() { return std::make_unique<PageableRoundTrip>(); }
+std::unique_ptr<l03::RoundTrip> make_registered() { return std::make_unique<RegisteredRoundTrip>(); }
+
+// Coefficients of a validated run's kernel: new for every run, unknown to the round trip.
+void coefficients(std::uint64_t seed, std::uint64_t run, float& a, float& b) {
+  a = 0.5f + lab::uniform01(seed ^ 0xA5A5A5A5ull, 2 * run);
+  b = -1.0f + 2.0f * lab::uniform01(seed ^ 0xA5A5A5A5ull, 2 * run + 1);
+}
+
+class Runner {
+ public:
+  explicit Runner(lab::Lesson& l) : l_(l) {}
+
+  // One validated run; records its checks under `variant`.
+  void validated_run(const std::string& variant, l03::RoundTrip& rt, const DeviceSide& dev,
+                     const std::string& when) {
+    const std::uint64_t run = runs_++;
+    const std::uint64_t seed = l_.seed() + 1000 * run + 1;
+    const std::string name = std::to_string(dev.n()) + " floats, " + when;
+    const std::size_t n = dev.n();
+    const cudaStream_t s = l_.stream();
+    try {
+      float* in = rt.input();
+      float* out = rt.output();
+      if (!in || !out) {
+        l_.check(variant, name, false, "input() or output() returned a null pointer after setup()");
+        return;
+      }
+      float a, b;
+      coefficients(l_.seed(), run, a, b);
+      std::memset(out, 0xff, n * sizeof(float));  // NaN: an element never written fails
+      lab::fill_random_host(in, n, seed);
+      expected_.resize(n);
+      // In double, a * in[i] is exact and one rounding follows: at most 1 ulp from the GPU's fmaf.
+      for (std::size_t i = 0; i < n; ++i)
+        expected_[i] = static_cast<float>(double(a) * in[i] + double(b));
+      dev.prepare(s);
+
+      rt.round_trip(dev.arrays(), dev.kernel(a, b), s);
+      LAB_CHECK(cudaGetLastError());
+      LAB_CHECK(cudaStreamSynchronize(s));  // the contract: stream s finished = output ready
+      l_.check(variant, name, lab::allclose(out, expected_.data(), n));
+
+      LAB_CHECK(cudaDeviceSynchronize());  // drain whatever else it started, then the guards
+      const std::string damage = dev.guard_damage();
+      l_.check(variant, name + ", bounds", damage.empty(), damage);
+    } catch (const std::exception& e) {
+      l_.check(variant, name, false, e.what());
+      throw;  // a CUDA error may have broken the context: the harness stops and reports
+    }
+  }
+
+  // Validates at the odd size (twice: a result kept from an earlier call fails the second),
+  // then sets up at the timing size, validates, measures, validates again.
+  const lab::Measurement* run(const std::string& variant, Factory make, std::size_t n,
+                              double* setup_ms) {
+    if (!l_.selected(variant)) return nullptr;
+    {
+      std::unique_ptr<l03::RoundTrip> rt = make();
+      rt->setup(kOddN);
+      DeviceSide dev(kOddN);
+      validated_run(variant, *rt, dev, "first call");
+      validated_run(variant, *rt, dev, "second call");
+    }
+    lab::HostTimer setup_timer;
+    std::unique_ptr<l03::RoundTrip> rt = make();
+    rt->setup(n);
+    if (setup_ms) *setup_ms = setup_timer.elapsed_ms();
+    DeviceSide dev(n);
+    validated_run(variant, *rt, dev, "before timing");
+
+    // The timed kernel is always y = 2x + 1. Median to 1%: the rules' thresholds are tens of
+    // percent away, and pageable copies are too noisy for the default 0.5% in a few seconds.
+    lab::BenchmarkOptions options;
+    options.stop.target_precision = 0.01;
+    const l03::Kernel kernel = dev.kernel(2.0f, 1.0f);
+    const l03::DeviceArrays arrays = dev.arrays();
+    const lab::Measurement* m =
+        l_.measure(variant, {2.0 * n * sizeof(float), 2.0 * n},
+                   [&](cudaStream_t s) { rt->round_trip(arrays, kernel, s); }, options);
+    LAB_CHECK(cudaDeviceSynchronize());
+
+    validated_run(variant, *rt, dev, "after timing");
+    return m;
+  }
+
+ private:
+  lab::Lesson& l_;
+  std::uint64_t runs_ = 0;
+  std::vector<float> expected_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// The demonstrations printed under the table.
+
+double gbs(double bytes, double ms) { return bytes / (ms * 1e6); }
+
+// One cudaMemcpyAsync of each size, both directions, pinned and pageable.
+void size_sweep(lab::Lesson& l, lab::DeviceBuffer<char>& dev, char* pinned, char* pageable,
+                std::size_t max_bytes) {
+  lab::BenchmarkOptions o;  // short rules: 4 x 9 points, a rough median is enough
+  o.stop.min_samples = 10;
+  o.stop.min_total_ms = 2;
+  o.stop.target_precision = 0.02;
+  o.timeout_s = 0.5;
+  o.warmup_runs = 1;
+  o.warmup_ms = 0;
+  const cudaStream_t s = l.stream();
+  auto time_ms = [&](void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind) {
+    return lab::benchmark([&](cudaStream_t st) { LAB_CHECK(cudaMemcpyAsync(dst, src, bytes, kind, st)); },
+                          s, o).gpu_ms.median;
+  };
+  l.note("");
+  l.note("Bandwidth against transfer size: one cudaMemcpyAsync, median GPU time, GB/s = 1e9 B/s");
+  l.note("      size | H2D pinned  H2D pageable | D2H pinned  D2H pageable | pinned H2D time");
+  for (std::size_t bytes = 4096; bytes <= max_bytes; bytes *= 4) {
+    const double hp = time_ms(dev.data(), pinned, bytes, cudaMemcpyHostToDevice);
+    const double hg = time_ms(dev.data(), pageable, bytes, cudaMemcpyHostToDevice);
+    const double dp = time_ms(pinned, dev.data(), bytes, cudaMemcpyDeviceToHost);
+    const double dg = time_ms(pageable, dev.data(), bytes, cudaMemcpyDeviceToHost);
+    char line[160];
+    std::snprintf(line, sizeof line, "%10s | %10.1f  %12.1f | %10.1f  %12.1f | %9.1f us",
+                  size_text(double(bytes)).c_str(), gbs(bytes, hp), gbs(bytes, hg), gbs(bytes, dp),
+                  gbs(bytes, dg), hp * 1e3);
+    l.note(line);
+  }
+}
+
+// Copies into memory the process has never touched: the OS maps each page on its first write.
+// (malloc returns exactly such memory for large sizes; mmap makes sure of it.)
+void first_touch(lab::Lesson& l, lab::DeviceBuffer<char>& dev, std::size_t bytes) {
+  void* fresh = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (fresh == MAP_FAILED) {
+    l.note("first touch: mmap failed, skipped");
+    return;
+  }
+  const cudaStream_t s = l.stream();
+  double ms[2];
+  try {
+    for (double& t : ms) {  // the first copy touches every page; the second finds them mapped
+      lab::EventTimer timer(s);
+      timer.start();
+      LAB_CHECK(cudaMemcpyAsync(fresh, dev.data(), bytes, cudaMemcpyDeviceToHost, s));
+      timer.stop();
+      t = timer.elapsed_ms();
+    }
+  } catch (...) {
+    munmap(fresh, bytes);
+    throw;
+  }
+  munmap(fresh, bytes);
+  l.note("");
+  l.note("First touch: D2H of " + size_text(double(bytes)) + " into never-touched pageable memory: " +
+         text("%.2f GB/s (%.1f ms); the same buffer again: %.2f GB/s (%.1f ms)", gbs(bytes, ms[0]),
+              ms[0], gbs(bytes, ms[1]), ms[1]));
+}
+
+void demonstrations(lab::Lesson& l, std::size_t n, const lab::Measurement* exercise,
+                    double exercise_setup_ms) {
+  const std::size_t bytes = n * sizeof(float);
+  const cudaStream_t s = l.stream();
+  lab::DeviceBuffer<char> dev(bytes);
+  LAB_CHECK(cudaMemsetAsync(dev.data(), 1, bytes, s));
+
+  // The price of pinning, on the host clock: allocating pinned memory, and pinning memory
+  // that already exists (touched, as a program's buffers are).
+  lab::HostTimer timer;
+  lab::PinnedBuffer<char> pinned(bytes);
+  const double malloc_host_ms = timer.elapsed_ms();
+  std::memset(pinned.data(), 1, bytes);
+  std::vector<char> pageable(bytes, 1);
+  timer.start();
+  double register_ms, unregister_ms;
+  {
+    lab::HostRegistration registration(pageable.data(), bytes);
+    register_ms = timer.elapsed_ms();
+    timer.start();
+  }
+  unregister_ms = timer.elapsed_ms();
+
+  size_sweep(l, dev, pinned.data(), pageable.data(), bytes);
+
+  timer.start();
+  pinned = lab::PinnedBuffer<char>();  // the old buffer is freed (cudaFreeHost) right here
+  const double free_host_ms = timer.elapsed_ms();
+
+  l.note("");
+  l.note("The price of pinning " + size_text(double(bytes)) + " (host clock): " +
+         text("cudaMallocHost %.1f ms, cudaFreeHost %.1f ms; cudaHostRegister of an existing "
+              "buffer %.1f ms, cudaHostUnregister %.1f ms",
+              malloc_host_ms, free_host_ms, register_ms, unregister_ms));
+  if (exercise) {
+    const double trip_ms = exercise->gpu_ms.median;
+    l.note(text("Your setup() took %.1f ms, the time of %.0f of your round trips, paid once and "
+                "not timed.",
+                exercise_setup_ms, exercise_setup_ms / trip_ms));
+    DeviceSide kernel_only(n);
+    kernel_only.prepare(s);
+    lab::BenchmarkOptions o;
+    o.stop.min_samples = 10;
+    o.timeout_s = 1.0;
+    const double kernel_ms =
+        lab::benchmark(kernel_only.kernel(2.0f, 1.0f), s, o).gpu_ms.median;
+    l.note(text("The kernel alone: %.3f ms, %.1f%% of your round trip's %.3f ms.", kernel_ms,
+                100 * kernel_ms / trip_ms, trip_ms));
+  }
+
+  first_touch(l, dev, bytes);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  lab::Lesson lesson("03-pinned-memory", "Pinned memory: moving data at the speed of the bus");
+  lesson.declare("pageable", lab::Role::Baseline,
+                 "std::vector buffers, cudaMemcpyAsync: staged through the driver");
+  lesson.declare("pinned_registered", lab::Role::Reference,
+                 "std::vector memory page-locked in place (cudaHostRegister) in setup");
+  lesson.declare("exercise", lab::Role::Exercise, "your round trip (exercise.cu)");
+  long long mib = 0;
+  lesson.option("--mib", &mib, "MiB in each direction (0: 256, or 16 with --quick)");
+  long long demos = 1;
+  lesson.option("--demos", &demos, "1: also the size sweep, pinning costs and first touch; 0: not");
+
+  return lesson.run(argc, argv, [&](lab::Lesson& l) {
+    if (mib <= 0) mib = l.quick() ? 16 : 256;
+    const std::size_t n = static_cast<std::size_t>(mib) << 18;  // floats: 2^20 B / 4 B
+    l.size("round trip: " + std::to_string(mib) + " MiB (" + std::to_string(n) +
+           " floats) up, y = 2x + 1, " + std::to_string(mib) + " MiB down");
+    l.size("validated at " + std::to_string(kOddN) + " floats (twice) and at the timing size "
+           "(before and after timing)");
+
+    Runner runner(l);
+    runner.run("pageable", make_pageable, n, nullptr);
+    runner.run("pinned_registered", make_registered, n, nullptr);
+    double exercise_setup_ms = 0;
+    const lab::Measurement* exercise =
+        runner.run("exercise", l03::make_round_trip, n, &exercise_setup_ms);
+
+    if (l.profiling()) return;  // nothing below is for the profiler
+    if (exercise) {
+      // The rule's metric: effective bandwidth 2 * n * 4 B over the round trip's GPU time, as a
+      // fraction of the pinned round-trip ceiling of this run. A round trip moves the same bytes
+      // each way, one after the other, so that ceiling is the harmonic mean of the two pinned
+      // ceilings: 2 / (1/H2D + 1/D2H).
+      const lab::Ceilings& c = l.ceilings();
+      const double ceiling = 2.0 / (1.0 / c.h2d_pinned_gbs + 1.0 / c.d2h_pinned_gbs);
+      const double bytes = 2.0 * n * sizeof(float);
+      const lab::Stats& t = exercise->gpu_ms;
+      l.metric("fraction_of_pinned", gbs(bytes, t.median) / ceiling, gbs(bytes, t.q3) / ceiling,
+               gbs(bytes, t.q1) / ceiling);
+      l.note(text("Pinned ceilings of this run (64 MiB, cudaMemcpyAsync): H2D %.1f GB/s, D2H %.1f "
+                  "GB/s, round trip %.1f GB/s; pageable: H2D %.1f GB/s, D2H %.1f GB/s.",
+                  c.h2d_pinned_gbs, c.d2h_pinned_gbs, ceiling, c.h2d_pageable_gbs,
+                  c.d2h_pageable_gbs));
+      l.note(text("Your round trip: %.1f GB/s, host time per round_trip() call %.0f us for %.0f us "
+                  "of GPU time (a call that waits for its copies is not asynchronous).",
+                  gbs(bytes, t.median), exercise->enqueue_us, t.median * 1e3));
+    }
+    if (demos) demonstrations(l, n, exercise, exercise_setup_ms);
+  });
+}
