@@ -39,6 +39,8 @@ function(lab_dependency alias)
       "${ARG_HEADER}), and downloads are disabled. On a machine with network run "
       "scripts/bundle-deps.sh and copy the deps/ folder here.")
   endif()
+  message(STATUS "lab: ${ARG_PACKAGE} is neither installed nor in ${LAB_DEPS_DIR}: downloading "
+                 "${ARG_URL} (offline? run scripts/bundle-deps.sh where there is network)")
   # SOURCE_SUBDIR points at a folder without a CMakeLists.txt: we want the headers, not the
   # project's own build (some of whose CMakeLists no longer configure with CMake 4).
   FetchContent_Declare(lab_src_${alias} URL "${ARG_URL}" SOURCE_SUBDIR lab-headers-only)
@@ -53,9 +55,13 @@ lab_dependency(cli11 PACKAGE CLI11 TARGET CLI11::CLI11 HEADER CLI/CLI.hpp
   URL https://github.com/CLIUtils/CLI11/archive/refs/tags/v2.4.2.tar.gz INCLUDE_SUBDIR include)
 lab_dependency(json PACKAGE nlohmann_json TARGET nlohmann_json::nlohmann_json HEADER nlohmann/json.hpp
   URL https://github.com/nlohmann/json/archive/refs/tags/v3.11.3.tar.gz INCLUDE_SUBDIR include)
-lab_dependency(toml PACKAGE tomlplusplus TARGET tomlplusplus::tomlplusplus HEADER toml++/toml.hpp
+lab_dependency(toml PACKAGE tomlplusplus TARGET tomlplusplus::tomlplusplus HEADER toml++/toml.h
   URL https://github.com/marzer/tomlplusplus/archive/refs/tags/v3.4.0.tar.gz INCLUDE_SUBDIR include)
 lab_dependency(doctest PACKAGE doctest TARGET doctest::doctest HEADER doctest/doctest.h
   URL https://github.com/doctest/doctest/archive/refs/tags/v2.4.12.tar.gz INCLUDE_SUBDIR .)
-# toml++ is used header-only everywhere, so a bundle needs no compiled library.
-target_compile_definitions(lab_dep_toml INTERFACE TOML_HEADER_ONLY=1)
+# Without the system package (which brings its compiled library and says so itself), toml++ is
+# used header-only, so a bundle needs no compiled library. Include it as <toml++/toml.h>: the
+# only name Debian's 3.3 has.
+if(NOT TARGET tomlplusplus::tomlplusplus)
+  target_compile_definitions(lab_dep_toml INTERFACE TOML_HEADER_ONLY=1)
+endif()

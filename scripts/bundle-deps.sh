@@ -11,8 +11,10 @@
 # Sources, first that works:
 #   apt       `apt-get download` of the Debian/Ubuntu -dev packages, unpacked with `dpkg -x`
 #             (no root needed; the package lists must be present: apt-get update)
+#   system    the same packages' headers, already installed on this machine (dpkg), when the
+#             package lists are missing (a fresh container) or the mirror is unreachable
 #   download  the pinned release tarballs named in cmake/LabDependencies.cmake (curl or wget)
-# LAB_BUNDLE_METHOD=apt|download forces one of them.
+# LAB_BUNDLE_METHOD=apt|system|download forces one of them.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -56,6 +58,23 @@ from_apt() {
       cp "$work/x-$alias/usr/share/doc/$pkg/copyright" "$staged/licenses/$alias/"
     fi
     echo "$alias $pkg $(dpkg-deb -f "$deb" Version) (apt)" >>"$staged/VERSIONS"
+  done
+}
+
+from_system() {
+  command -v dpkg-query >/dev/null || { say "no dpkg-query here"; return 1; }
+  local entry alias pkg header version
+  for entry in "${libraries[@]}"; do
+    IFS='|' read -r alias pkg header <<<"$entry"
+    version="$(dpkg-query -W -f='${Status} ${Version}' "$pkg" 2>/dev/null)" || version=""
+    [[ "$version" == "install ok installed "* ]] || { say "$pkg is not installed"; return 1; }
+    [[ -f "/usr/include/$header" ]] || { say "$pkg is installed but /usr/include/$header is missing"; return 1; }
+    cp -R "/usr/include/${header%%/*}" "$staged/include/"
+    if [[ -f "/usr/share/doc/$pkg/copyright" ]]; then
+      mkdir -p "$staged/licenses/$alias"
+      cp "/usr/share/doc/$pkg/copyright" "$staged/licenses/$alias/"
+    fi
+    echo "$alias $pkg ${version##* } (system)" >>"$staged/VERSIONS"
   done
 }
 
@@ -104,6 +123,9 @@ reset_stage() {
 done_with=""
 if [[ "$method" == auto || "$method" == apt ]]; then
   if from_apt; then done_with=apt; else reset_stage; fi
+fi
+if [[ -z "$done_with" && ( "$method" == auto || "$method" == system ) ]]; then
+  if from_system; then done_with=system; else reset_stage; fi
 fi
 if [[ -z "$done_with" && ( "$method" == auto || "$method" == download ) ]]; then
   if from_download; then done_with=download; fi

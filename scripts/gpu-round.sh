@@ -1,29 +1,49 @@
 #!/usr/bin/env bash
-# One round on a GPU machine: configure (offline bundle if the system lacks the libraries),
-# build everything for this GPU, run the GPU tests, the checker's selftest, and the lessons
-# (starter and solution) with their result files; logs go to $OUT (default build/gpu-round).
-# Usage: scripts/gpu-round.sh [extra ctest args]
+# A round on a GPU machine, in two phases that each fit in a few minutes:
+#   scripts/gpu-round.sh build     configure (release preset; the deps/ bundle covers missing
+#                                  libraries), build, the GPU and unit tests, every lesson's
+#                                  starter and solution with result files, ncu agreement
+#   scripts/gpu-round.sh selftest  the checker's selftest: solutions pass, starters fail,
+#                                  mutants get their verdicts (REPEAT=N for N rounds)
+# Logs go to build/gpu-round/; when $OUT is set (the device tool) they are also archived there.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out=build/gpu-round   # $OUT (the device tool's folder) takes few files: it gets one archive
-mkdir -p "$out"
+phase=${1:-build}
+log=build/gpu-round
+mkdir -p "$log"
 build=build/release
 status=0
-step() {  # step NAME COMMAND...: run, log to $out/NAME.log, remember failures
-  local name=$1; shift
+step() {  # step NAME COMMAND...: run it, keep its log, remember a failure, show the end
+  local name=$1
+  shift
   echo "== $name: $*"
-  if ! "$@" > "$out/$name.log" 2>&1; then echo "   FAILED (see $name.log)"; status=1; fi
-  tail -n 25 "$out/$name.log"
+  if ! "$@" > "$log/$name.log" 2>&1; then
+    echo "   FAILED (see $name.log)"
+    status=1
+  fi
+  tail -n 20 "$log/$name.log"
 }
-nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw --format=csv | tee "$out/gpu.txt"
-step configure cmake --preset release
-step build cmake --build --preset release
-step ctest ctest --preset release --output-on-failure "$@"
-for lesson in lessons/[0-9][0-9]-*/; do
-  lesson=$(basename "$lesson")
-  for kind in starter solution; do
-    step "$lesson-$kind" "$build/lessons/$lesson/$kind" --json "$out/$lesson-$kind.json"
-  done
-done
-[ -n "${OUT:-}" ] && tar czf "$OUT/gpu-round.tgz" -C "$out" .
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw --format=csv | tee "$log/gpu.txt"
+case $phase in
+  build)
+    step configure cmake --preset release
+    step build cmake --build --preset release
+    step ctest ctest --preset release --output-on-failure -E checker.selftest
+    for dir in lessons/[0-9][0-9]-*/; do
+      lesson=$(basename "$dir")
+      for kind in starter solution; do
+        step "$lesson-$kind" "$build/lessons/$lesson/$kind" --json "$log/$lesson-$kind.json"
+      done
+    done
+    step ncu-agreement scripts/ncu-agreement.sh "$build" "$log/ncu"
+    ;;
+  selftest)
+    step selftest "$build/checker/lab-check" selftest --repeat "${REPEAT:-1}"
+    ;;
+  *)
+    echo "usage: scripts/gpu-round.sh build|selftest" >&2
+    exit 2
+    ;;
+esac
+if [ -n "${OUT:-}" ]; then tar czf "$OUT/gpu-round-$phase.tgz" -C "$log" .; fi
 exit $status

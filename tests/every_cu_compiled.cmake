@@ -1,7 +1,9 @@
 # cmake -DSOURCE_DIR=<repo> -DCOMPILE_COMMANDS=<build>/compile_commands.json -P every_cu_compiled.cmake
 #
 # Every .cu file under common/, lessons/, solutions/ and checker/ must be compiled by the build,
-# except the mutants that exist to fail compilation (lessons/*/mutants/compile_error*.cu).
+# except the mutants that exist to fail compilation (lessons/*/mutants/compile_error*.cu) and files
+# of a separate CMake project inside the tree (a folder whose CMakeLists.txt calls project(), such as
+# the checker's test fixture course), which that project's own tests build.
 cmake_minimum_required(VERSION 3.25)
 if(NOT SOURCE_DIR OR NOT COMPILE_COMMANDS)
   message(FATAL_ERROR "usage: cmake -DSOURCE_DIR=<repo> -DCOMPILE_COMMANDS=<file> "
@@ -17,6 +19,35 @@ file(GLOB_RECURSE sources LIST_DIRECTORIES false RELATIVE "${SOURCE_DIR}"
      "${SOURCE_DIR}/common/*.cu" "${SOURCE_DIR}/lessons/*.cu"
      "${SOURCE_DIR}/solutions/*.cu" "${SOURCE_DIR}/checker/*.cu")
 list(FILTER sources EXCLUDE REGEX "^lessons/[^/]+/mutants/compile_error[^/]*\\.cu$")
+
+# Sets <out> to the folder of the nearest separate CMake project holding <source>, or "".
+function(own_project source out)
+  get_filename_component(dir "${source}" DIRECTORY)
+  while(dir)
+    if(EXISTS "${SOURCE_DIR}/${dir}/CMakeLists.txt")
+      file(STRINGS "${SOURCE_DIR}/${dir}/CMakeLists.txt" calls REGEX "^[ \t]*project[ \t]*\\(")
+      if(calls)
+        set(${out} "${dir}" PARENT_SCOPE)
+        return()
+      endif()
+    endif()
+    get_filename_component(dir "${dir}" DIRECTORY)
+  endwhile()
+  set(${out} "" PARENT_SCOPE)
+endfunction()
+
+set(own "")
+foreach(source IN LISTS sources)
+  own_project("${source}" project_dir)
+  if(project_dir)
+    list(APPEND own "${source}")
+  endif()
+endforeach()
+if(own)
+  list(REMOVE_ITEM sources ${own})
+  list(LENGTH own n_own)
+  message(STATUS "not counted: ${n_own} .cu files of separate CMake projects in the tree")
+endif()
 
 file(READ "${COMPILE_COMMANDS}" database)
 string(JSON count LENGTH "${database}")

@@ -50,6 +50,7 @@ class Lesson {
   /// @param id the lesson folder's name, e.g. "04-coalescing"
   /// @param title one line saying what it teaches
   Lesson(std::string id, std::string title);
+  /// @brief Releases the lesson's stream and state.
   ~Lesson();
   Lesson(const Lesson&) = delete;
   Lesson& operator=(const Lesson&) = delete;

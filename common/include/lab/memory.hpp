@@ -13,11 +13,13 @@ namespace lab {
 template <class T>
 class DeviceBuffer {
  public:
+  /// @brief An empty buffer.
   DeviceBuffer() = default;
   /// @param count number of elements (uninitialised memory; see lab::poison and lab::fill_random)
   explicit DeviceBuffer(std::size_t count) : count_(count) {
     if (count > 0) LAB_CHECK(cudaMalloc(reinterpret_cast<void**>(&data_), count * sizeof(T)));
   }
+  /// @brief Frees the memory.
   ~DeviceBuffer() { reset(); }
   /// @param other the buffer to take over
   DeviceBuffer(DeviceBuffer&& other) noexcept { swap(other); }
@@ -58,11 +60,13 @@ class DeviceBuffer {
 template <class T>
 class PinnedBuffer {
  public:
+  /// @brief An empty buffer.
   PinnedBuffer() = default;
   /// @param count number of elements
   explicit PinnedBuffer(std::size_t count) : count_(count) {
     if (count > 0) LAB_CHECK(cudaMallocHost(reinterpret_cast<void**>(&data_), count * sizeof(T)));
   }
+  /// @brief Frees (unpins) the memory.
   ~PinnedBuffer() {
     if (data_) cudaFreeHost(data_);
   }
@@ -102,6 +106,7 @@ class HostRegistration {
   HostRegistration(void* ptr, std::size_t bytes) : ptr_(ptr) {
     LAB_CHECK(cudaHostRegister(ptr, bytes, cudaHostRegisterDefault));
   }
+  /// @brief Unpins the memory.
   ~HostRegistration() {
     if (ptr_) cudaHostUnregister(ptr_);
   }
@@ -116,7 +121,9 @@ class HostRegistration {
 /// default stream still lands between events recorded on it.
 class Stream {
  public:
+  /// @brief Creates the stream.
   Stream() { LAB_CHECK(cudaStreamCreate(&stream_)); }
+  /// @brief Destroys the stream (work already queued still completes).
   ~Stream() {
     if (stream_) cudaStreamDestroy(stream_);
   }
@@ -136,7 +143,9 @@ class Stream {
 /// @brief A CUDA event with timing enabled.
 class Event {
  public:
+  /// @brief Creates the event.
   Event() { LAB_CHECK(cudaEventCreate(&event_)); }
+  /// @brief Destroys the event.
   ~Event() {
     if (event_) cudaEventDestroy(event_);
   }

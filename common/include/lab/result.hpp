@@ -62,7 +62,7 @@ struct Metric {
 /// @brief The whole document.
 struct Result {
   std::string lesson;                         ///< "04-coalescing"
-  std::string build;                          ///< starter | solution | submission | mutant-<m>
+  std::string build;                          ///< starter | solution | submission | mutant-\<m\>
   std::string nonce;                          ///< echoed from --nonce
   bool complete = false;                      ///< the lesson ran to its end
   std::optional<DeviceInfo> device;           ///< absent if no GPU

@@ -17,6 +17,7 @@ namespace lab {
 /// launch it measures the launch call, not the kernel: synchronize first if you want the kernel.
 class HostTimer {
  public:
+  /// @brief Starts the timer.
   HostTimer() : start_(std::chrono::steady_clock::now()) {}
   /// @brief Restarts the timer.
   void start() { start_ = std::chrono::steady_clock::now(); }

@@ -48,7 +48,13 @@ struct Comparison {
 Comparison allclose(const float* got, const float* expected, std::size_t n, Tolerance tol = {},
                     std::size_t max_report = 5);
 
-/// @copydoc allclose(const float*, const float*, std::size_t, Tolerance, std::size_t)
+/// @overload
+/// @param got values computed by the code under test
+/// @param expected reference values
+/// @param n number of elements
+/// @param tol tolerances (as for float)
+/// @param max_report how many mismatches to keep
+/// @return the comparison
 Comparison allclose(const double* got, const double* expected, std::size_t n, Tolerance tol = {},
                     std::size_t max_report = 5);
 

@@ -1,0 +1,29 @@
+// `lab-check doctor`: what this machine has (GPU, driver, clocks, measured ceilings, profilers).
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace lab {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+struct DoctorReport {
+  int exit_code = 0;   ///< 0 fine, 3 no usable GPU, 1 lab-doctor failed or is missing
+  std::string problem; ///< one sentence when exit_code != 0
+  json info;           ///< {"device":{...},"ceilings":{...},"tools":{...},"ncu_counters":...}
+};
+
+/// Runs <build>/common/lab-doctor (and ncu, if present, to see whether counters are readable).
+DoctorReport run_doctor(const fs::path& build_dir, double timeout_s);
+
+/// The human version of the report.
+std::string doctor_text(const DoctorReport& report);
+
+/// A CUDA version integer (13000) as text ("13.0").
+std::string cuda_version_text(long long v);
+
+}  // namespace lab

@@ -1,0 +1,257 @@
+#include "grade.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "files.hpp"
+#include "process.hpp"
+
+namespace lab {
+
+namespace {
+
+constexpr std::uintmax_t kMaxExerciseBytes = 1u << 20;
+constexpr double kConfigureTimeout = 900;
+constexpr double kBuildTimeout = 900;
+
+std::string read_all(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+fs::path cmake_program(const std::map<std::string, std::string>& cache) {
+  auto it = cache.find("CMAKE_COMMAND");
+  if (it != cache.end() && fs::exists(it->second)) return it->second;
+  if (auto found = find_on_path("cmake")) return *found;
+  throw ConfigError("cmake is not on PATH, and the build's CMakeCache.txt names none");
+}
+
+}  // namespace
+
+std::map<std::string, std::string> read_cmake_cache(const fs::path& build_dir) {
+  std::map<std::string, std::string> out;
+  std::ifstream in(build_dir / "CMakeCache.txt");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#' || line[0] == '/') continue;
+    const auto colon = line.find(':');
+    const auto eq = line.find('=');
+    if (colon == std::string::npos || eq == std::string::npos || colon > eq) continue;
+    out[line.substr(0, colon)] = line.substr(eq + 1);
+  }
+  return out;
+}
+
+std::string compiler_errors(const std::string& log, const std::string& staging_prefix,
+                            std::size_t max_lines) {
+  static const std::regex error_line(R"((^|[\s:(])(fatal )?error\b|: undefined reference|: multiple definition|Error \d)");
+  std::string text = log;
+  if (!staging_prefix.empty())
+    for (auto at = text.find(staging_prefix); at != std::string::npos; at = text.find(staging_prefix, at))
+      text.erase(at, staging_prefix.size());
+  std::istringstream in(text);
+  std::vector<std::string> lines;
+  std::string line;
+  while (std::getline(in, line)) lines.push_back(line);
+
+  std::vector<std::string> picked;
+  for (std::size_t i = 0; i < lines.size() && picked.size() < max_lines; ++i) {
+    const std::string& l = lines[i];
+    if (l.rfind("FAILED:", 0) == 0 || l.rfind("ninja:", 0) == 0 || l.rfind("gmake", 0) == 0) continue;
+    if (!std::regex_search(l, error_line)) continue;
+    picked.push_back(l);
+    // The source line and caret nvcc and gcc print under an error.
+    const std::size_t last = std::min(i + 2, lines.size() - 1);
+    std::size_t k = i + 1;
+    for (; k <= last && picked.size() < max_lines; ++k) {
+      if (lines[k].empty() || std::regex_search(lines[k], error_line) ||
+          lines[k].rfind("FAILED:", 0) == 0 || lines[k].rfind("ninja:", 0) == 0)
+        break;
+      picked.push_back(lines[k]);
+    }
+    i = k - 1;
+  }
+  if (picked.empty()) {  // no recognisable error line: the end of the log says most
+    const std::size_t from = lines.size() > max_lines ? lines.size() - max_lines : 0;
+    picked.assign(lines.begin() + static_cast<std::ptrdiff_t>(from), lines.end());
+  }
+  std::string out;
+  for (const auto& p : picked) out += p + "\n";
+  return printable(out);
+}
+
+GradingBuild::GradingBuild(fs::path source_dir, fs::path main_build, fs::path dir, int jobs)
+    : source_(std::move(source_dir)), main_build_(std::move(main_build)), dir_(std::move(dir)),
+      jobs_(jobs < 1 ? 1 : jobs) {}
+
+void GradingBuild::stage(const std::string& lesson, const std::string& content) {
+  const fs::path target = dir_ / "staging" / lesson / "exercise.cu";
+  // Unchanged content keeps its timestamp, so the build skips it.
+  if (fs::exists(target) && read_all(target) == content) return;
+  write_file_atomic(target, content);
+}
+
+void GradingBuild::prepare() {
+  if (prepared_) return;
+  bool staged_new = false;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(source_ / "lessons", ec)) {
+    const fs::path starter = entry.path() / "exercise.cu";
+    const std::string lesson = entry.path().filename().string();
+    if (fs::exists(starter) && !fs::exists(dir_ / "staging" / lesson / "exercise.cu")) {
+      stage(lesson, read_all(starter));
+      staged_new = true;
+    }
+  }
+  const auto main_cache = read_cmake_cache(main_build_);
+  const auto cache = read_cmake_cache(dir_);
+  const fs::path staging = fs::absolute(dir_ / "staging");
+  if (!staged_new && cache.count("LAB_SUBMISSION_DIR") && cache.at("LAB_SUBMISSION_DIR") == staging.string()) {
+    prepared_ = true;  // configured by an earlier run; the build re-runs CMake if needed
+    return;
+  }
+  ProcessOptions p;
+  p.argv = {cmake_program(main_cache).string(), "-S", source_.string(), "-B", dir_.string()};
+  auto generator = main_cache.find("CMAKE_GENERATOR");
+  p.argv.push_back("-G");
+  p.argv.push_back(generator != main_cache.end() ? generator->second : "Ninja");
+  p.argv.push_back("-DLAB_SUBMISSION_DIR=" + staging.string());
+  p.argv.push_back("-DLAB_BUILD_TESTS=OFF");
+  // Same compilers, architectures, build type and dependency sources as the current build.
+  for (const char* key : {"CMAKE_CUDA_ARCHITECTURES", "CMAKE_BUILD_TYPE", "CMAKE_CUDA_COMPILER",
+                          "CMAKE_CXX_COMPILER", "LAB_DEPS_DIR", "FETCHCONTENT_FULLY_DISCONNECTED"}) {
+    auto it = main_cache.find(key);
+    if (it != main_cache.end() && !it->second.empty()) p.argv.push_back(std::string("-D") + key + "=" + it->second);
+  }
+  if (fs::is_directory(main_build_ / "_deps"))
+    p.argv.push_back("-DFETCHCONTENT_BASE_DIR=" + (main_build_ / "_deps").string());
+  fs::create_directories(dir_);
+  const fs::path log = dir_ / "configure.log";
+  p.stdout_path = p.stderr_path = log;
+  p.timeout_s = kConfigureTimeout;
+  p.max_output_bytes = 8u << 20;
+  const ProcessResult r = run_process(p);
+  if (!r.exited_ok())
+    throw ConfigError("configuring the grading build " + dir_.string() + " failed (" +
+                      describe(r, kConfigureTimeout) + "); the end of " + log.string() + ":\n" +
+                      file_tail(log, 3000));
+  prepared_ = true;
+}
+
+GradingBuild::Built GradingBuild::build(const Lesson& lesson, const fs::path& exercise) {
+  Built b;
+  b.program = dir_ / "lessons" / lesson.name / "submission";
+  std::error_code ec;
+  const auto st = fs::symlink_status(exercise, ec);
+  if (ec || !fs::is_regular_file(st)) {
+    b.message = exercise.filename().string() + " is not a regular file (links are not followed)";
+    return b;
+  }
+  std::string why;
+  auto content = read_file_limited(exercise, kMaxExerciseBytes, why);
+  if (!content) {
+    b.message = "exercise.cu " + why;
+    return b;
+  }
+  prepare();
+  stage(lesson.name, *content);
+  fs::remove(b.program, ec);  // never run a previous student's program
+
+  const fs::path log = dir_ / "logs" / (lesson.name + ".log");
+  fs::create_directories(log.parent_path());
+  ProcessOptions p;
+  p.argv = {cmake_program(read_cmake_cache(main_build_)).string(), "--build", dir_.string(),
+            "--target", lesson.name + "-submission", "-j", std::to_string(jobs_)};
+  p.stdout_path = p.stderr_path = log;
+  p.timeout_s = kBuildTimeout;
+  p.max_output_bytes = 4u << 20;
+  const ProcessResult r = run_process(p);
+  if (r.exited_ok() && fs::exists(b.program)) {
+    b.ok = true;
+    return b;
+  }
+  const std::string text = read_all(log);
+  // Not the student's doing: the grading build has no such program (it was configured without
+  // this lesson's staged file, or LAB_SUBMISSION_DIR was not honoured).
+  if (text.find("unknown target '" + lesson.name + "-submission'") != std::string::npos ||
+      text.find("No rule to make target '" + lesson.name + "-submission'") != std::string::npos)
+    throw ConfigError("the grading build " + dir_.string() + " has no target " + lesson.name +
+                      "-submission: is LAB_SUBMISSION_DIR honoured by cmake/LabLesson.cmake? (see " +
+                      log.string() + ")");
+  const std::string prefix = fs::absolute(dir_ / "staging").string() + "/";
+  b.output = compiler_errors(text, prefix);
+  b.message = r.timed_out ? "building your exercise.cu " + describe(r, kBuildTimeout)
+                          : "your exercise.cu did not compile; the first errors are below";
+  return b;
+}
+
+std::optional<fs::path> submitted_file(const fs::path& submission, const Lesson& lesson) {
+  for (const fs::path& p : {submission / lesson.name / "exercise.cu",
+                            submission / "lessons" / lesson.name / "exercise.cu"}) {
+    std::error_code ec;
+    if (fs::exists(fs::symlink_status(p, ec))) return p;
+  }
+  return std::nullopt;
+}
+
+std::string submission_slug(const fs::path& submission) {
+  fs::path p = submission;
+  if (!p.has_filename()) p = p.parent_path();  // "alice/" -> "alice"
+  std::string name = p.filename().string();
+  for (char& c : name)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) c = '_';
+  if (name.empty() || name == "." || name == "..") name = "submission";
+  return name;
+}
+
+std::optional<Report> grade_submission(const fs::path& submission, const std::vector<Lesson>& lessons,
+                                       GradingBuild& build, const GradeOptions& opt) {
+  const fs::path out = opt.out / submission_slug(submission);
+  if (!opt.force && fs::exists(out / "result.json")) {
+    std::string why;
+    if (auto text = read_file_limited(out / "result.json", 64u << 20, why)) {
+      try {
+        if (json::parse(*text).value("complete", false)) return std::nullopt;
+      } catch (const json::parse_error&) {
+        // A damaged record is graded again.
+      }
+    }
+  }
+  build.prepare();
+
+  Report report;
+  report.name = submission_slug(submission);
+  report.started_at = utc_now();
+  for (const auto& lesson : lessons) {
+    LessonOutcome outcome;
+    auto file = submitted_file(submission, lesson);
+    if (!file) {
+      outcome = lesson_outcome(lesson, "submission", Verdict::fail, reason::not_submitted,
+                               "not submitted (no " + lesson.name + "/exercise.cu)");
+    } else {
+      auto built = build.build(lesson, *file);
+      if (!built.ok) {
+        outcome = lesson_outcome(lesson, "submission", Verdict::error, reason::compile, built.message);
+        outcome.output = built.output;
+      } else {
+        JudgeOptions j = opt.judge;
+        j.build = "submission";
+        outcome = judge_program(lesson, built.program, j);
+      }
+    }
+    report.lessons.push_back(outcome);
+    report.finished_at = utc_now();
+    write_report_files(out, report);  // a killed grading run keeps every lesson graded so far
+    if (opt.on_lesson) opt.on_lesson(report.name, outcome);
+  }
+  report.complete = true;
+  report.finished_at = utc_now();
+  write_report_files(out, report);
+  return report;
+}
+
+}  // namespace lab

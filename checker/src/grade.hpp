@@ -1,0 +1,77 @@
+// Grading submissions: one grading build folder, each student's exercise.cu files staged into
+// it in turn, only the submission programs rebuilt, then run and judged lesson by lesson.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "judge.hpp"
+#include "report.hpp"
+#include "rules.hpp"
+
+namespace lab {
+
+namespace fs = std::filesystem;
+
+/// KEY:TYPE=VALUE lines of <build>/CMakeCache.txt (empty map if there is none).
+std::map<std::string, std::string> read_cmake_cache(const fs::path& build_dir);
+
+/// The first compiler errors of a build log, with the staging folder's path removed.
+std::string compiler_errors(const std::string& log, const std::string& staging_prefix,
+                            std::size_t max_lines = 25);
+
+class GradingBuild {
+ public:
+  /// `dir` is configured from `source_dir` with the architectures and build type of the
+  /// already-configured `main_build` (read from its CMakeCache.txt). `jobs` = compiler jobs.
+  GradingBuild(fs::path source_dir, fs::path main_build, fs::path dir, int jobs);
+
+  /// Stages every lesson's starter that has no staged file yet (so every submission target
+  /// exists) and configures the folder if needed. Throws ConfigError (with the end of CMake's
+  /// output) if configuring fails.
+  void prepare();
+
+  struct Built {
+    bool ok = false;
+    std::string message;   ///< why not, for the student
+    std::string output;    ///< the first compiler errors
+    fs::path program;
+  };
+  /// Puts `exercise` in the staging folder as the lesson's exercise.cu and builds its
+  /// submission program (only that target).
+  Built build(const Lesson& lesson, const fs::path& exercise);
+
+  const fs::path& dir() const { return dir_; }
+
+ private:
+  void stage(const std::string& lesson, const std::string& content);
+  fs::path source_, main_build_, dir_;
+  int jobs_;
+  bool prepared_ = false;
+};
+
+struct GradeOptions {
+  fs::path out;
+  bool force = false;          ///< grade again even if a complete result.json is there
+  JudgeOptions judge;
+  /// Called after each lesson (for progress lines).
+  std::function<void(const std::string& submission, const LessonOutcome&)> on_lesson;
+};
+
+/// Where a submission folder keeps a lesson's file: NN-topic/exercise.cu (or, for a copy of the
+/// whole repository, lessons/NN-topic/exercise.cu). nullopt if not submitted.
+std::optional<fs::path> submitted_file(const fs::path& submission, const Lesson& lesson);
+
+/// The folder name a submission's outputs go to (unsafe characters replaced).
+std::string submission_slug(const fs::path& submission);
+
+/// Grades one submission folder and writes <out>/<slug>/{result.json,gradescope.json,junit.xml},
+/// rewritten after every lesson. Returns nullopt if it was skipped (already graded).
+std::optional<Report> grade_submission(const fs::path& submission, const std::vector<Lesson>& lessons,
+                                       GradingBuild& build, const GradeOptions& options);
+
+}  // namespace lab

@@ -1,0 +1,387 @@
+#include "judge.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <regex>
+#include <sstream>
+
+#include "files.hpp"
+#include "process.hpp"
+#include "result.hpp"
+
+namespace lab {
+
+namespace {
+
+constexpr std::size_t kOutputTail = 4096;
+
+struct Attempt {
+  bool ok = false;
+  Verdict verdict = Verdict::error;
+  std::string reason, message, output;
+  json doc;
+};
+
+std::string first_line(const std::string& text) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line))
+    if (!line.empty()) return line;
+  return "";
+}
+
+Attempt run_once(const Lesson& lesson, const fs::path& program, const JudgeOptions& opt,
+                 const fs::path& work, int index, double timeout) {
+  Attempt a;
+  const fs::path json_path = work / ("result-" + std::to_string(index) + ".json");
+  const fs::path log = work / ("output-" + std::to_string(index) + ".txt");
+  const std::string nonce = random_hex(16);
+  const std::uint32_t seed = random_seed();
+
+  ProcessOptions p;
+  p.argv.push_back(program.string());
+  for (const auto& arg : lesson.args) p.argv.push_back(arg);
+  for (const auto& arg : {std::string("--json"), json_path.string(), std::string("--seed"),
+                          std::to_string(seed), std::string("--nonce"), nonce})
+    p.argv.push_back(arg);
+  if (opt.quick) p.argv.push_back("--quick");
+  p.workdir = work;
+  p.timeout_s = timeout;
+  p.stdout_path = p.stderr_path = log;
+  const ProcessResult r = run_process(p);
+  a.output = printable(file_tail(log, kOutputTail));
+  const std::string how = describe(r, timeout);
+
+  if (!r.started) {
+    a.reason = reason::missing;
+    a.message = "could not run " + program.string() + ": " + r.start_error;
+    return a;
+  }
+  if (r.timed_out) {
+    a.reason = reason::timeout;
+    a.message = how + ": an endless loop, a deadlock, or a kernel far slower than expected?";
+    return a;
+  }
+  if (r.signal != 0) {
+    a.reason = reason::crash;
+    a.message = "the program crashed: " + how;
+    return a;
+  }
+  if (r.exit_code == 77) {
+    a.verdict = Verdict::environment;
+    a.reason = reason::no_gpu;
+    const std::string said = first_line(a.output);
+    a.message = "no usable GPU" + (said.empty() ? std::string() : ": " + said);
+    return a;
+  }
+  if (r.exit_code != 0 && !fs::exists(json_path)) {
+    a.reason = reason::exit;
+    a.message = "the program " + how + " and wrote no result file";
+    if (r.exit_code == 2) a.message += " (exit 2: a usage error; check the lesson's args)";
+    if (r.exit_code == 3) a.message += " (exit 3: a CUDA or runtime error stopped it)";
+    return a;
+  }
+  LoadedResult loaded = load_result(json_path, nonce, lesson.name);
+  if (!loaded.ok) {
+    a.reason = reason::result;
+    a.message = loaded.error + (r.exit_code != 0 ? " (the program " + how + ")" : std::string());
+    return a;
+  }
+  a.ok = true;
+  a.doc = std::move(loaded.doc);
+  return a;
+}
+
+// The re-run rule prefers runs whose environment was healthy (see combine_runs).
+std::vector<json> usable_runs(const std::vector<json>& runs) {
+  std::vector<json> good;
+  for (const auto& r : runs)
+    if (r.value("environment_ok", true)) good.push_back(r);
+  return good.empty() ? runs : good;
+}
+
+int preference(Verdict v) {
+  switch (v) {
+    case Verdict::pass: return 0;
+    case Verdict::ambiguous: return 1;
+    case Verdict::environment: return 2;
+    case Verdict::fail: return 3;
+    case Verdict::error: return 4;
+  }
+  return 4;
+}
+
+std::vector<RuleOutcome> evaluate_all(const Lesson& lesson, const std::vector<json>& runs) {
+  const json combined = combine_runs(runs);
+  const std::vector<json> usable = usable_runs(runs);
+  std::vector<RuleOutcome> out;
+  for (const auto& rule : lesson.rules) {
+    if (rule.kind != RuleKind::metric || usable.size() == 1) {
+      out.push_back(evaluate_rule(rule, combined));
+      continue;
+    }
+    // A metric is judged on each run and the best reading kept, as a variant keeps its best
+    // median. A wrong variant in any run still fails (combined's "correct").
+    std::optional<RuleOutcome> best;
+    for (const auto& run : usable) {
+      json one = run;
+      one["variants"] = combined["variants"];
+      RuleOutcome o = evaluate_rule(rule, one);
+      if (!best || preference(o.verdict) <= preference(best->verdict)) best = o;
+    }
+    out.push_back(*best);
+  }
+  return out;
+}
+
+bool needs_rerun(const std::vector<RuleOutcome>& outcomes) {
+  for (const auto& o : outcomes)
+    if (o.verdict == Verdict::ambiguous || o.verdict == Verdict::environment) return true;
+  return false;
+}
+
+std::string short_location(const std::string& path, const std::string& line) {
+  const fs::path p(path);
+  const std::string parent = p.parent_path().filename().string();
+  return (parent.empty() ? "" : parent + "/") + p.filename().string() + ":" + line;
+}
+
+void run_sanitizers(const Lesson& lesson, const fs::path& program, const JudgeOptions& opt,
+                    const fs::path& work, double timeout, LessonOutcome& out) {
+  RuleOutcome line;
+  line.id = "sanitizer";
+  line.kind = "sanitizer";
+  line.verdict = Verdict::pass;
+  std::vector<std::string> notes;
+  for (const std::string tool : {"memcheck", "racecheck"}) {
+    const fs::path log = work / (tool + ".log");
+    const fs::path output = work / (tool + "-output.txt");
+    ProcessOptions p;
+    p.argv = opt.sanitizer_cmd;
+    if (p.argv.empty() || (p.argv[0].find('/') == std::string::npos)) {
+      auto found = p.argv.empty() ? std::nullopt : find_on_path(p.argv[0]);
+      if (!found) {
+        line.verdict = worse(line.verdict, Verdict::environment);
+        notes.push_back("compute-sanitizer is not on PATH, so nothing was checked");
+        break;
+      }
+      p.argv[0] = found->string();
+    }
+    for (const auto& a : {std::string("--tool"), tool, std::string("--error-exitcode"),
+                          std::string("86"), std::string("--print-limit"), std::string("20"),
+                          std::string("--log-file"), log.string(), program.string()})
+      p.argv.push_back(a);
+    for (const auto& arg : lesson.args) p.argv.push_back(arg);
+    const fs::path json_path = work / (tool + ".json");
+    for (const auto& a : {std::string("--json"), json_path.string(), std::string("--seed"),
+                          std::to_string(random_seed()), std::string("--nonce"), random_hex(16),
+                          std::string("--quick")})
+      p.argv.push_back(a);
+    p.workdir = work;
+    p.timeout_s = timeout;
+    p.stdout_path = p.stderr_path = output;
+    const ProcessResult r = run_process(p);
+
+    std::string why;
+    const std::string text = read_file_limited(log, 4u << 20, why).value_or("");
+    auto found = parse_sanitizer_log(tool, text);
+    out.findings.insert(out.findings.end(), found.begin(), found.end());
+    if (r.timed_out) {
+      line.verdict = worse(line.verdict, Verdict::error);
+      notes.push_back(tool + " " + describe(r, timeout));
+    } else if (!r.started) {
+      line.verdict = worse(line.verdict, Verdict::environment);
+      notes.push_back("could not start compute-sanitizer: " + r.start_error);
+    } else if (r.exit_code == 77) {
+      line.verdict = worse(line.verdict, Verdict::environment);
+      notes.push_back(tool + ": no usable GPU");
+    } else if (r.exit_code == 86 || !found.empty()) {
+      line.verdict = worse(line.verdict, Verdict::fail);
+      std::size_t n = 0;
+      for (const auto& f : found) n += static_cast<std::size_t>(f.count);
+      notes.push_back(tool + " found " + std::to_string(std::max<std::size_t>(n, 1)) +
+                      " error(s)" + (found.empty() ? "" : ", first: " + found.front().what +
+                      (found.front().location.empty() ? "" : " at " + found.front().location)));
+    } else if (r.signal != 0) {
+      line.verdict = worse(line.verdict, Verdict::error);
+      notes.push_back(tool + ": the program " + describe(r, timeout));
+    }
+  }
+  if (line.verdict == Verdict::pass) notes.push_back("memcheck and racecheck found no errors");
+  for (const auto& n : notes) line.message += (line.message.empty() ? "" : "; ") + n;
+  out.sanitizer = line;
+}
+
+}  // namespace
+
+std::string printable(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  const std::size_t n = text.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c == 0x1b) {  // ESC [ ... letter: a terminal control sequence
+      if (i + 1 < n && text[i + 1] == '[') {
+        i += 2;
+        while (i < n && !std::isalpha(static_cast<unsigned char>(text[i]))) ++i;
+      }
+      continue;
+    }
+    if (c < 0x80) {
+      if (c == '\n' || c == '\t' || (c >= 0x20 && c != 0x7f)) out += static_cast<char>(c);
+      else if (c != '\r') out += '?';
+      continue;
+    }
+    // Keep well-formed UTF-8 (no overlongs, surrogates or values past U+10FFFF); else '?'.
+    const int len = (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+    bool ok = len > 0 && i + static_cast<std::size_t>(len) <= n;
+    unsigned cp = len == 2 ? (c & 0x1fu) : len == 3 ? (c & 0x0fu) : (c & 0x07u);
+    for (int k = 1; ok && k < len; ++k) {
+      const unsigned char cc = static_cast<unsigned char>(text[i + static_cast<std::size_t>(k)]);
+      ok = (cc & 0xc0) == 0x80;
+      cp = (cp << 6) | (cc & 0x3fu);
+    }
+    if (ok) {
+      const unsigned least = len == 2 ? 0x80u : len == 3 ? 0x800u : 0x10000u;
+      ok = cp >= least && cp <= 0x10ffff && !(cp >= 0xd800 && cp <= 0xdfff);
+    }
+    if (!ok) {
+      out += '?';
+      continue;
+    }
+    out.append(text, i, static_cast<std::size_t>(len));
+    i += static_cast<std::size_t>(len) - 1;
+  }
+  return out;
+}
+
+std::vector<SanitizerFinding> parse_sanitizer_log(const std::string& tool, const std::string& log) {
+  static const std::regex location(R"(\bin (\S+\.(?:cu|cuh|cpp|cc|h|hpp)):(\d+))");
+  std::vector<SanitizerFinding> out;
+  std::istringstream in(log);
+  std::string line;
+  SanitizerFinding* open = nullptr;
+  const std::string mark = "========= ";
+  while (std::getline(in, line)) {
+    if (line.rfind(mark, 0) != 0) continue;
+    const std::string body = line.substr(mark.size());
+    if (body.empty()) continue;
+    if (body[0] != ' ') {
+      open = nullptr;
+      // Headlines; the tool's banner and summaries are not findings.
+      for (const char* skip : {"COMPUTE-SANITIZER", "ERROR SUMMARY", "RACECHECK SUMMARY",
+                               "LEAK SUMMARY", "Target application returned", "Saved host backtrace"})
+        if (body.rfind(skip, 0) == 0) goto next;
+      {
+        SanitizerFinding f;
+        f.tool = tool;
+        f.what = body.rfind("Error: ", 0) == 0 ? body.substr(7) : body;
+        // A racecheck headline carries its own location.
+        std::smatch m;
+        if (std::regex_search(f.what, m, location)) {
+          f.location = short_location(m[1], m[2]);
+          f.what = f.what.substr(0, static_cast<std::size_t>(m.position(0)));
+          while (!f.what.empty() && f.what.back() == ' ') f.what.pop_back();
+        }
+        out.push_back(f);
+        open = &out.back();
+      }
+    } else if (open && open->location.empty()) {
+      std::smatch m;
+      if (std::regex_search(body, m, location)) open->location = short_location(m[1], m[2]);
+    }
+  next:;
+  }
+  // Fold identical findings (a race reported by many threads is one bug).
+  std::vector<SanitizerFinding> folded;
+  for (const auto& f : out) {
+    auto it = std::find_if(folded.begin(), folded.end(), [&](const SanitizerFinding& g) {
+      return g.what == f.what && g.location == f.location;
+    });
+    if (it != folded.end()) ++it->count;
+    else folded.push_back(f);
+  }
+  if (folded.size() > 10) folded.resize(10);
+  return folded;
+}
+
+LessonOutcome lesson_outcome(const Lesson& lesson, const std::string& build, Verdict verdict,
+                             const std::string& why, const std::string& message) {
+  LessonOutcome out;
+  out.lesson = lesson.name;
+  out.title = lesson.title;
+  out.build = build;
+  out.reason = why;
+  out.message = message;
+  out.rules = error_outcomes(lesson, verdict, message);
+  finalize(out, lesson);
+  out.verdict = verdict;
+  return out;
+}
+
+void finalize(LessonOutcome& out, const Lesson& lesson) {
+  Verdict v = Verdict::pass;
+  double score = 0;
+  for (const auto& r : out.rules) {
+    v = worse(v, r.verdict);
+    score += r.points;
+  }
+  if (out.sanitizer) {
+    v = worse(v, out.sanitizer->verdict);
+    if (out.sanitizer->verdict == Verdict::fail && out.reason.empty()) out.reason = reason::sanitizer;
+  }
+  out.verdict = v;
+  out.score = score;
+  out.max_score = lesson.max_points();
+}
+
+LessonOutcome judge_program(const Lesson& lesson, const fs::path& program, const JudgeOptions& opt) {
+  if (!fs::exists(program))
+    return lesson_outcome(lesson, opt.build, Verdict::error, reason::missing,
+                          "no program at " + program.string() + ": build it first");
+  const double timeout = opt.timeout_s > 0 ? opt.timeout_s : lesson.timeout_s;
+  TempDir work("lab-check-" + lesson.name);
+  const auto t0 = std::chrono::steady_clock::now();
+
+  LessonOutcome out;
+  out.lesson = lesson.name;
+  out.title = lesson.title;
+  out.build = opt.build;
+  std::vector<json> runs;
+  const int max_runs = opt.quick ? 1 : std::max(1, opt.max_runs);
+  for (int i = 0; i < max_runs; ++i) {
+    Attempt a = run_once(lesson, program, opt, work.path(), i, timeout);
+    out.runs = i + 1;
+    out.output = a.output;
+    if (!a.ok) {
+      const std::string when = i == 0 ? "" : " (on re-run " + std::to_string(i + 1) + ")";
+      LessonOutcome failed = lesson_outcome(lesson, opt.build, a.verdict, a.reason, a.message + when);
+      failed.output = a.output;
+      failed.runs = out.runs;
+      out = std::move(failed);
+      break;
+    }
+    runs.push_back(std::move(a.doc));
+    out.rules = evaluate_all(lesson, runs);
+    if (!needs_rerun(out.rules)) break;
+  }
+  if (!runs.empty()) {
+    const json& last = runs.back();
+    out.device = last.value("device", json::object());
+    if (last.contains("diagnostics"))
+      for (const auto& d : last["diagnostics"])
+        if (d.is_string()) out.diagnostics.push_back(printable(d.get<std::string>()));
+  }
+  if (opt.sanitize) {
+    const double sanitize_timeout = opt.timeout_s > 0 ? opt.timeout_s : 4 * lesson.timeout_s;
+    run_sanitizers(lesson, program, opt, work.path(), sanitize_timeout, out);
+  }
+  finalize(out, lesson);
+  out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (out.reason.empty() && out.verdict == Verdict::ambiguous)
+    out.message = "some readings stayed too close to their threshold after " +
+                  std::to_string(out.runs) + " runs; they were given the benefit of the doubt";
+  return out;
+}
+
+}  // namespace lab

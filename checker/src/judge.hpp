@@ -1,0 +1,82 @@
+// Running one lesson program (as many times as the re-run rule asks) and judging its result.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "rules.hpp"
+
+namespace lab {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+struct SanitizerFinding {
+  std::string tool;      ///< memcheck | racecheck
+  std::string what;      ///< "Invalid __global__ write of size 4 bytes"
+  std::string location;  ///< "04-coalescing/exercise.cu:31", or "" if the report named none
+  int count = 1;         ///< identical reports folded into one
+};
+
+/// Why a lesson got an error (or environment) verdict as a whole, for reports and for the
+/// mutants' expected.toml.
+namespace reason {
+inline constexpr const char* compile = "compile";            ///< the exercise did not build
+inline constexpr const char* not_submitted = "not-submitted";
+inline constexpr const char* missing = "missing";            ///< no program: not built
+inline constexpr const char* timeout = "timeout";
+inline constexpr const char* crash = "crash";                ///< killed by a signal
+inline constexpr const char* exit = "exit";                  ///< non-zero exit, no result file
+inline constexpr const char* result = "result";              ///< result file missing/garbage/forged
+inline constexpr const char* no_gpu = "no-gpu";              ///< the program exited 77
+inline constexpr const char* sanitizer = "sanitizer";        ///< compute-sanitizer found errors
+}  // namespace reason
+
+struct LessonOutcome {
+  std::string lesson, title;
+  std::string build;            ///< starter | solution | submission | mutant-<name>
+  Verdict verdict = Verdict::pass;
+  std::string reason;           ///< see lab::reason; "" when the rules decided
+  std::string message;          ///< for a lesson-level verdict: what happened
+  std::vector<RuleOutcome> rules;
+  std::optional<RuleOutcome> sanitizer;  ///< the "sanitizer" line (--sanitize), 0 points
+  std::vector<SanitizerFinding> findings;
+  int runs = 0;
+  double wall_s = 0;
+  double score = 0, max_score = 0;
+  std::string output;           ///< the program's (or compiler's) last output, for feedback
+  json device = json::object(); ///< from the result file
+  std::vector<std::string> diagnostics;
+};
+
+struct JudgeOptions {
+  std::string build = "solution";  ///< a name for reports
+  double timeout_s = 0;            ///< > 0 overrides the lesson's timeout_s
+  bool quick = false;              ///< pass --quick (small sizes; one run, no re-runs)
+  bool sanitize = false;           ///< also run compute-sanitizer memcheck and racecheck
+  int max_runs = 3;                ///< the re-run rule: at most this many runs in total
+  std::vector<std::string> sanitizer_cmd = {"compute-sanitizer"};  ///< the tool (tests swap it)
+};
+
+/// Runs `program` (a lesson built from some exercise.cu) and judges it by the lesson's rules.
+/// Never throws for anything the program does: a crash, a hang, garbage, all end as verdicts.
+LessonOutcome judge_program(const Lesson& lesson, const fs::path& program, const JudgeOptions& options);
+
+/// An outcome that says the lesson could not be judged: every rule gets `verdict` and 0 points.
+LessonOutcome lesson_outcome(const Lesson& lesson, const std::string& build, Verdict verdict,
+                             const std::string& reason, const std::string& message);
+
+/// Recomputes verdict, score and max_score from the rules and the sanitizer line.
+void finalize(LessonOutcome& outcome, const Lesson& lesson);
+
+/// Pulls findings with file:line out of a compute-sanitizer log.
+std::vector<SanitizerFinding> parse_sanitizer_log(const std::string& tool, const std::string& log);
+
+/// Text from a program, made safe to show: no escape sequences or control characters.
+std::string printable(const std::string& text);
+
+}  // namespace lab

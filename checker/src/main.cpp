@@ -1,0 +1,384 @@
+// lab-check: the CUDA Performance Lab's checker. See checker/README.md.
+#include <algorithm>
+#include <iostream>
+#include <map>
+#include <set>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+
+#include "doctor.hpp"
+#include "files.hpp"
+#include "grade.hpp"
+#include "process.hpp"
+#include "report.hpp"
+#include "rules.hpp"
+#include "selftest.hpp"
+
+namespace {
+
+using namespace lab;
+
+// Exit codes of lab-check itself.
+constexpr int kOk = 0;
+constexpr int kFailed = 1;     // a rule failed / a submission could not be graded / selftest failed
+constexpr int kUsage = 2;      // bad options, bad check.toml or overrides, nothing built
+constexpr int kNoGpu = 3;      // doctor: no usable GPU
+constexpr int kSkip = 77;      // selftest: no usable GPU (CTest's SKIP_RETURN_CODE)
+
+struct Common {
+  std::string source_dir = LAB_SOURCE_DIR;
+  std::string build_dir;
+  std::string format = "table";
+  double timeout_s = 0;
+};
+
+/// The build tree this binary was built in: the nearest folder above it with a CMakeCache.txt.
+fs::path own_build_dir() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return {};
+  for (fs::path d = exe.parent_path(); d.has_relative_path(); d = d.parent_path())
+    if (fs::exists(d / "CMakeCache.txt")) return d;
+  return {};
+}
+
+fs::path build_dir_of(const Common& c) {
+  fs::path d = c.build_dir.empty() ? own_build_dir() : fs::path(c.build_dir);
+  if (d.empty())
+    throw ConfigError("cannot tell which build to use: pass --build-dir (the folder you configured with cmake)");
+  if (!fs::is_directory(d)) throw ConfigError("--build-dir " + d.string() + " does not exist");
+  return fs::absolute(d);
+}
+
+std::vector<Lesson> lessons_of(const Common& c, const std::vector<std::string>& names,
+                               const std::string& overrides) {
+  std::vector<Lesson> all = load_lessons(c.source_dir);
+  if (all.empty()) throw ConfigError("no lessons with a check.toml in " + c.source_dir + "/lessons");
+  if (!overrides.empty()) apply_overrides(all, overrides);
+  return select_lessons(all, names);
+}
+
+std::string points(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+std::string threshold(const Rule& r) {
+  std::string s;
+  if (r.min) s += ">= " + format_value(r.kind, *r.min);
+  if (r.max) s += std::string(s.empty() ? "" : ", ") + "<= " + format_value(r.kind, *r.max);
+  return s;
+}
+
+// ------------------------------------------------------------------ verbs
+
+int cmd_doctor(const Common& c) {
+  const DoctorReport rep = run_doctor(build_dir_of(c), c.timeout_s > 0 ? c.timeout_s : 300);
+  if (c.format == "json") {
+    json j = rep.info;
+    j["ok"] = rep.exit_code == 0;
+    if (rep.exit_code != 0) j["problem"] = rep.problem;
+    std::cout << dump_json(j);
+  } else {
+    (rep.exit_code == 0 ? std::cout : std::cerr) << doctor_text(rep);
+  }
+  return rep.exit_code;
+}
+
+int cmd_list(const Common& c) {
+  const auto lessons = lessons_of(c, {}, "");
+  if (c.format == "json") {
+    json out = json::array();
+    for (const auto& l : lessons) {
+      json rules = json::array();
+      for (const auto& r : l.rules) {
+        json j = {{"id", r.id}, {"kind", to_string(r.kind)}, {"points", r.points}, {"hint", r.hint}};
+        if (!r.variant.empty()) j["variant"] = r.variant;
+        if (!r.over.empty()) j["over"] = r.over;
+        if (!r.metric.empty()) j["metric"] = r.metric;
+        if (r.min) j["min"] = *r.min;
+        if (r.max) j["max"] = *r.max;
+        rules.push_back(j);
+      }
+      out.push_back({{"lesson", l.name}, {"title", l.title}, {"timeout_s", l.timeout_s},
+                     {"max_score", l.max_points()}, {"rules", rules}});
+    }
+    std::cout << dump_json(out);
+    return kOk;
+  }
+  double total = 0;
+  for (const auto& l : lessons) {
+    total += l.max_points();
+    std::cout << l.name << "  " << l.title << "  (" << points(l.max_points()) << " points, timeout "
+              << points(l.timeout_s) << " s)\n";
+    for (const auto& r : l.rules) {
+      std::string what = to_string(r.kind);
+      if (r.kind == RuleKind::metric) what += " " + r.metric;
+      if (!r.variant.empty()) what += " of " + r.variant;
+      if (!r.over.empty()) what += " over " + r.over;
+      std::cout << "    " << r.id << ": " << what << (r.min || r.max ? " " + threshold(r) : "")
+                << "  [" << points(r.points) << " pt]\n";
+    }
+  }
+  std::cout << lessons.size() << " lessons, " << points(total) << " points\n";
+  return kOk;
+}
+
+int cmd_run(const Common& c, const std::vector<std::string>& names, const std::string& build,
+            bool quick, bool sanitize, const std::string& overrides, bool report_only) {
+  const fs::path bdir = build_dir_of(c);
+  const auto lessons = lessons_of(c, names, overrides);
+  JudgeOptions j;
+  j.build = build;
+  j.quick = quick;
+  j.sanitize = sanitize;
+  j.timeout_s = c.timeout_s;
+  const bool table = c.format == "table";
+  const bool colour = table && use_colour(stdout);
+  Report report;
+  report.name = build;
+  report.started_at = utc_now();
+  bool all_pass = true, all_judged = true;
+  for (const auto& l : lessons) {
+    LessonOutcome o = judge_program(l, bdir / "lessons" / l.name / build, j);
+    all_pass = all_pass && earns_points(o.verdict);
+    all_judged = all_judged && o.verdict != Verdict::error;
+    if (table) std::cout << table_text({o}, colour) << std::flush;
+    report.lessons.push_back(std::move(o));
+  }
+  report.complete = true;
+  report.finished_at = utc_now();
+  if (table) {
+    if (lessons.size() > 1)
+      std::cout << "total " << points(report.score()) << "/" << points(report.max_score()) << "\n";
+    if (quick) std::cout << "(--quick: small sizes; performance verdicts are only indicative)\n";
+  } else {
+    std::cout << dump_json(report_json(report));
+  }
+  if (report_only) return all_judged ? kOk : kFailed;
+  return all_pass ? kOk : kFailed;
+}
+
+int cmd_grade(const Common& c, const std::vector<std::string>& submissions, const std::string& out,
+              const std::string& overrides, bool sanitize, int jobs, bool force,
+              const std::string& grading_dir) {
+  const fs::path bdir = build_dir_of(c);
+  const auto lessons = lessons_of(c, {}, overrides);
+  std::map<std::string, std::string> slugs;
+  for (const auto& s : submissions) {
+    const std::string slug = submission_slug(s);
+    if (slugs.count(slug))
+      throw ConfigError("two submissions would both be written to " + out + "/" + slug + ": " +
+                        slugs[slug] + " and " + s + " (rename one folder)");
+    slugs[slug] = s;
+  }
+  GradingBuild build(c.source_dir, bdir, grading_dir.empty() ? bdir / "grading" : fs::path(grading_dir),
+                     jobs > 0 ? jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  GradeOptions opt;
+  opt.out = out;
+  opt.force = force;
+  opt.judge.sanitize = sanitize;
+  opt.judge.timeout_s = c.timeout_s;
+  const bool table = c.format == "table";
+  const bool colour = table && use_colour(stdout);
+  opt.on_lesson = [&](const std::string& name, const LessonOutcome& o) {
+    if (!table) return;
+    std::string v = to_string(o.verdict);
+    if (colour) v = std::string(o.verdict == Verdict::pass ? "\033[32m" : "\033[31m") + v + "\033[0m";
+    std::cout << "  " << name << "  " << o.lesson << "  " << v << "  " << points(o.score) << "/"
+              << points(o.max_score) << (o.reason.empty() ? "" : "  (" + o.reason + ")") << "\n" << std::flush;
+  };
+  json summary = json::array();
+  for (const auto& s : submissions) {
+    if (table) std::cout << "grading " << s << "\n" << std::flush;
+    auto report = grade_submission(s, lessons, build, opt);
+    const fs::path where = fs::path(out) / submission_slug(s);
+    if (!report) {
+      if (table) std::cout << "  already graded: " << where.string() << " (--force grades it again)\n";
+      summary.push_back({{"submission", submission_slug(s)}, {"skipped", true}});
+      continue;
+    }
+    if (table)
+      std::cout << "  " << report->name << ": " << points(report->score()) << "/"
+                << points(report->max_score()) << "  -> " << where.string() << "\n" << std::flush;
+    summary.push_back({{"submission", report->name}, {"score", report->score()},
+                       {"max_score", report->max_score()}, {"out", where.string()}});
+  }
+  if (!table) std::cout << dump_json(summary);
+  return kOk;
+}
+
+int cmd_merge(const std::vector<std::string>& dirs, const std::string& csv, const std::string& json_out) {
+  std::vector<fs::path> paths(dirs.begin(), dirs.end());
+  const Gradebook book = merge_results(paths);
+  for (const auto& w : book.warnings) std::cerr << "warning: " << w << "\n";
+  write_file_atomic(csv, book.csv);
+  if (!json_out.empty()) write_file_atomic(json_out, dump_json(book.doc));
+  std::cout << book.doc["students"].size() << " students -> " << csv
+            << (json_out.empty() ? "" : " and " + json_out) << "\n";
+  return kOk;
+}
+
+int cmd_selftest(const Common& c, const std::vector<std::string>& names, int repeat, int jobs) {
+  const fs::path bdir = build_dir_of(c);
+  const auto lessons = lessons_of(c, names, "");
+  // No GPU: say so and let CTest count the test as skipped.
+  const fs::path doctor = bdir / "common" / "lab-doctor";
+  if (fs::exists(doctor)) {
+    TempDir t("lab-selftest");
+    ProcessOptions p;
+    p.argv = {doctor.string(), "--json", (t.path() / "d.json").string()};
+    p.timeout_s = 300;
+    p.stderr_path = t.path() / "err.txt";
+    const ProcessResult r = run_process(p);
+    if (r.started && !r.timed_out && r.signal == 0 && r.exit_code == 77) {
+      std::string said = printable(file_tail(t.path() / "err.txt", 300));
+      while (!said.empty() && (said.back() == '\n' || said.back() == ' ')) said.pop_back();
+      std::cerr << "selftest skipped: no usable GPU (" << said << ")\n";
+      return kSkip;
+    }
+  }
+  SelftestOptions opt;
+  opt.build_dir = bdir;
+  opt.timeout_s = c.timeout_s;
+  opt.jobs = jobs > 0 ? jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  GradingBuild grading(c.source_dir, bdir, bdir / "grading-selftest", opt.jobs);
+  const bool table = c.format == "table";
+  const bool colour = table && use_colour(stdout);
+
+  std::map<std::string, std::vector<bool>> history;  // "lesson subject" -> held per repetition
+  std::vector<SelftestCheck> all;
+  bool ok = true;
+  for (int rep = 0; rep < std::max(1, repeat); ++rep) {
+    if (table && repeat > 1) std::cout << "repetition " << rep + 1 << "/" << repeat << "\n";
+    for (const auto& l : lessons) {
+      for (auto& check : selftest_lesson(l, opt, &grading)) {
+        ok = ok && check.held;
+        history[check.lesson + " " + check.subject].push_back(check.held);
+        if (table) {
+          std::string mark = check.held ? "ok  " : "FAIL";
+          if (colour) mark = (check.held ? "\033[32m" : "\033[31m") + mark + "\033[0m";
+          std::cout << mark << "  " << check.lesson << "  " << check.subject << ": " << check.expected;
+          if (!check.held) std::cout << "\n      " << check.detail;
+          std::cout << "\n" << std::flush;
+        }
+        all.push_back(check);
+      }
+    }
+  }
+  std::vector<std::string> flips;
+  for (const auto& [key, held] : history)
+    if (std::count(held.begin(), held.end(), true) != 0 && std::count(held.begin(), held.end(), false) != 0)
+      flips.push_back(key + ": held " + std::to_string(std::count(held.begin(), held.end(), true)) + " of " +
+                      std::to_string(held.size()) + " times");
+  if (table) {
+    for (const auto& f : flips) std::cout << "FLIP  " << f << "\n";
+    std::size_t failed = 0;
+    for (const auto& chk : all) failed += chk.held ? 0 : 1;
+    std::cout << (ok ? "selftest passed: " : "selftest FAILED: ") << all.size() - failed << " of "
+              << all.size() << " expectations held\n";
+  } else {
+    json checks = json::array();
+    for (const auto& chk : all)
+      checks.push_back({{"lesson", chk.lesson}, {"subject", chk.subject}, {"expected", chk.expected},
+                        {"held", chk.held}, {"detail", chk.detail}});
+    std::cout << dump_json({{"ok", ok}, {"checks", checks}, {"flips", flips}});
+  }
+  return ok ? kOk : kFailed;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  install_interrupt_cleanup();
+  CLI::App app{"lab-check: judges the CUDA Performance Lab's lessons by the rules in each "
+               "lessons/NN-topic/check.toml. Lesson programs run as separate processes, each in "
+               "its own process group with a time limit."};
+  app.require_subcommand(1);
+  app.fallthrough();
+  Common c;
+  app.add_option("--source-dir", c.source_dir, "The course repository (default: the one this lab-check was built from)")
+      ->capture_default_str();
+  app.add_option("--build-dir", c.build_dir, "The configured build folder (default: the one lab-check lives in)");
+  app.add_option("--format", c.format, "Output on stdout: table or json")
+      ->check(CLI::IsMember({"table", "json"}))->capture_default_str();
+  app.add_option("--timeout", c.timeout_s, "Seconds each lesson run may take (default: timeout_s in check.toml)")
+      ->check(CLI::PositiveNumber);
+
+  auto* doctor = app.add_subcommand("doctor", "What this machine has: GPU, driver, clocks, measured ceilings, "
+                                              "nsys/ncu/compute-sanitizer, readable counters. Exit 3 without a GPU.");
+  auto* list = app.add_subcommand("list", "The lessons, their rules and points");
+
+  auto* run = app.add_subcommand("run", "Run built lessons (starter by default) and judge them. Exit 0 only if every rule passes.");
+  std::vector<std::string> run_lessons;
+  std::string run_build = "starter", overrides;
+  bool quick = false, sanitize = false;
+  run->add_option("lessons", run_lessons, "Lessons to run, e.g. 04-coalescing or 04 (default: all)");
+  run->add_option("--build", run_build, "Which program: starter, solution or submission")
+      ->check(CLI::IsMember({"starter", "solution", "submission"}))->capture_default_str();
+  bool report_only = false;
+  run->add_flag("--report", report_only,
+                "Exit 0 once every lesson was judged, passed or not; non-zero only if a lesson "
+                "could not be run (missing program, crash, timeout, bad result)");
+  run->add_flag("--quick", quick, "Small sizes, one run (a smoke test; performance verdicts only indicative)");
+  run->add_flag("--sanitize", sanitize, "Also run compute-sanitizer memcheck and racecheck");
+  run->add_option("--overrides", overrides, "A TOML file of threshold/points overrides")->check(CLI::ExistingFile);
+
+  auto* grade = app.add_subcommand("grade", "Grade submission folders (each holds NN-topic/exercise.cu files); "
+                                            "writes <out>/<name>/{result.json,gradescope.json,junit.xml}");
+  std::vector<std::string> submissions;
+  std::string out, grading_dir;
+  int jobs = 0;
+  bool force = false, grade_sanitize = false;
+  grade->add_option("submissions", submissions, "Submission folders")->required()->check(CLI::ExistingDirectory);
+  grade->add_option("--out", out, "Folder for the results")->required();
+  grade->add_option("--overrides", overrides, "A TOML file of threshold/points overrides")->check(CLI::ExistingFile);
+  grade->add_flag("--sanitize", grade_sanitize, "Also run compute-sanitizer memcheck and racecheck");
+  grade->add_option("--jobs,-j", jobs, "Compiler jobs (lesson runs are always one at a time)");
+  grade->add_flag("--force", force, "Grade again submissions that already have a complete result.json");
+  grade->add_option("--grading-dir", grading_dir, "The grading build folder (default: <build>/grading)");
+
+  auto* merge = app.add_subcommand("merge", "Merge graded results into one gradebook");
+  std::vector<std::string> result_dirs;
+  std::string csv, merge_json;
+  merge->add_option("results", result_dirs, "--out folders of grade (or single submission folders)")
+      ->required()->check(CLI::ExistingDirectory);
+  merge->add_option("--csv", csv, "The gradebook CSV to write (student, one column per lesson, total)")->required();
+  merge->add_option("--json", merge_json, "Also write the gradebook as JSON");
+
+  auto* selftest = app.add_subcommand("selftest", "Check the checker on each lesson: the solution passes, the starter fails "
+                                                  "a performance rule with its hint, each mutant gets its expected verdict. "
+                                                  "Exit 77 without a GPU.");
+  std::vector<std::string> self_lessons;
+  int repeat = 1;
+  selftest->add_option("lessons", self_lessons, "Lessons (default: all)");
+  selftest->add_option("--repeat", repeat, "Repeat N times and report expectations that flip")->check(CLI::PositiveNumber);
+  selftest->add_option("--jobs,-j", jobs, "Compiler jobs for compile_error mutants");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? kOk : kUsage;
+  }
+  try {
+    if (*doctor) return cmd_doctor(c);
+    if (*list) return cmd_list(c);
+    if (*run) return cmd_run(c, run_lessons, run_build, quick, sanitize, overrides, report_only);
+    if (*grade) return cmd_grade(c, submissions, out, overrides, grade_sanitize, jobs, force, grading_dir);
+    if (*merge) return cmd_merge(result_dirs, csv, merge_json);
+    if (*selftest) return cmd_selftest(c, self_lessons, repeat, jobs);
+  } catch (const Interrupted& e) {
+    std::cerr << "lab-check: interrupted; results written so far are kept\n";
+    return 128 + e.signal;
+  } catch (const ConfigError& e) {
+    std::cerr << "lab-check: " << e.what() << "\n";
+    return kUsage;
+  } catch (const std::exception& e) {
+    std::cerr << "lab-check: " << e.what() << "\n";
+    return kUsage;
+  }
+  return kUsage;
+}

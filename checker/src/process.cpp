@@ -1,0 +1,241 @@
+#include "process.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <csignal>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+namespace lab {
+
+namespace {
+
+std::atomic<pid_t> g_running_group{0};
+volatile std::sig_atomic_t g_interrupted = 0;
+
+// First signal: kill the running group and let run_process throw Interrupted, so temporary
+// folders are removed and results already written stay. A second one ends the checker at once.
+void interrupt_handler(int sig) {
+  const pid_t group = g_running_group.load();
+  if (group > 0) ::kill(-group, SIGKILL);
+  if (g_interrupted) {
+    ::signal(sig, SIG_DFL);
+    ::raise(sig);
+  }
+  g_interrupted = sig;
+}
+
+/// Receives a pipe's bytes into a file, keeping at most `limit` of them.
+struct Sink {
+  int read_fd = -1;
+  int file_fd = -1;
+  std::size_t kept = 0;
+  std::size_t limit = 0;
+  bool truncated = false;
+
+  // Returns false at end of stream.
+  bool pump() {
+    char buf[65536];
+    const ssize_t n = ::read(read_fd, buf, sizeof buf);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) return true;
+    if (n <= 0) return false;
+    std::size_t take = static_cast<std::size_t>(n);
+    if (kept + take > limit) {
+      take = limit > kept ? limit - kept : 0;
+      truncated = true;
+    }
+    if (file_fd >= 0 && take > 0) {
+      // Short writes to a local file are not worth a loop's complexity here; count what landed.
+      const ssize_t w = ::write(file_fd, buf, take);
+      if (w > 0) kept += static_cast<std::size_t>(w);
+    }
+    return true;
+  }
+};
+
+int open_output(const fs::path& path) {
+  if (path.empty()) return -1;
+  return ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+void install_interrupt_cleanup() {
+  struct sigaction sa {};
+  sa.sa_handler = interrupt_handler;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
+}
+
+ProcessResult run_process(const ProcessOptions& options) {
+  if (g_interrupted) throw Interrupted(g_interrupted);
+  ProcessResult result;
+  if (options.argv.empty()) {
+    result.start_error = "no program given";
+    return result;
+  }
+  const bool merged = !options.stderr_path.empty() && options.stderr_path == options.stdout_path;
+
+  int out_pipe[2], err_pipe[2], exec_pipe[2];
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0 ||
+      ::pipe2(exec_pipe, O_CLOEXEC) != 0) {
+    result.start_error = std::string("pipe: ") + std::strerror(errno);
+    return result;
+  }
+
+  std::vector<char*> argv;
+  for (const auto& a : options.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const pid_t parent = ::getpid();
+
+  const auto t0 = std::chrono::steady_clock::now();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    result.start_error = std::string("fork: ") + std::strerror(errno);
+    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1], exec_pipe[0], exec_pipe[1]})
+      ::close(fd);
+    return result;
+  }
+  if (pid == 0) {
+    // Child: only async-signal-safe calls from here to exec.
+    ::setsid();                                   // new session => new process group, no tty
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);           // if the checker dies, so does the lesson
+    if (::getppid() != parent) ::_exit(127);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) ::signal(sig, SIG_DFL);
+    struct rlimit no_core {0, 0};
+    ::setrlimit(RLIMIT_CORE, &no_core);           // a segfault leaves no core file behind
+    const int devnull = ::open("/dev/null", O_RDONLY);
+    if (devnull >= 0) ::dup2(devnull, 0);
+    ::dup2(out_pipe[1], 1);
+    ::dup2(merged ? out_pipe[1] : err_pipe[1], 2);
+    if (!options.workdir.empty() && ::chdir(options.workdir.c_str()) != 0) {
+      const int e = errno;
+      (void)!::write(exec_pipe[1], &e, sizeof e);
+      ::_exit(127);
+    }
+    ::execv(argv[0], argv.data());
+    const int e = errno;
+    (void)!::write(exec_pipe[1], &e, sizeof e);
+    ::_exit(127);
+  }
+
+  // Parent. The group id equals the child's pid (setsid). Set it here too, to close the race
+  // with a kill before the child ran setsid (EPERM/EACCES then are harmless).
+  ::setpgid(pid, pid);
+  g_running_group = pid;
+  ::close(out_pipe[1]);
+  ::close(err_pipe[1]);
+  ::close(exec_pipe[1]);
+
+  int exec_errno = 0;
+  if (::read(exec_pipe[0], &exec_errno, sizeof exec_errno) == sizeof exec_errno) {
+    result.start_error = std::strerror(exec_errno);
+  }
+  ::close(exec_pipe[0]);
+
+  Sink out{out_pipe[0], open_output(options.stdout_path), 0, options.max_output_bytes};
+  Sink err{err_pipe[0], merged ? -1 : open_output(options.stderr_path), 0,
+           options.max_output_bytes};
+  bool out_open = true, err_open = true;
+
+  int status = 0;
+  bool reaped = false;
+  bool term_sent = false;
+  std::chrono::steady_clock::time_point term_time;
+
+  while (!reaped) {
+    pollfd fds[2];
+    nfds_t n = 0;
+    if (out_open) fds[n++] = {out.read_fd, POLLIN, 0};
+    if (err_open) fds[n++] = {err.read_fd, POLLIN, 0};
+    if (n > 0) {
+      ::poll(fds, n, 20);
+      for (nfds_t i = 0; i < n; ++i) {
+        if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+        Sink& s = fds[i].fd == out.read_fd ? out : err;
+        bool& open = fds[i].fd == out.read_fd ? out_open : err_open;
+        if (!s.pump()) open = false;
+      }
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+
+    const pid_t w = ::waitpid(pid, &status, WNOHANG);
+    if (w == pid) {
+      reaped = true;
+      break;
+    }
+    const double elapsed = seconds_since(t0);
+    if (!term_sent && elapsed > options.timeout_s) {
+      result.timed_out = true;
+      ::kill(-pid, SIGTERM);
+      term_sent = true;
+      term_time = std::chrono::steady_clock::now();
+    } else if (term_sent && seconds_since(term_time) > options.grace_s) {
+      ::kill(-pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      reaped = true;
+    }
+  }
+  result.wall_s = seconds_since(t0);
+
+  // The leader is gone; whatever is left in its group (background children) goes too.
+  ::kill(-pid, SIGKILL);
+  g_running_group = 0;
+
+  // Drain what is still buffered in the pipes (bounded in time: a process that escaped the
+  // group by starting its own session could hold them open).
+  const auto drain_start = std::chrono::steady_clock::now();
+  while ((out_open || err_open) && seconds_since(drain_start) < 1.0) {
+    pollfd fds[2];
+    nfds_t n = 0;
+    if (out_open) fds[n++] = {out.read_fd, POLLIN, 0};
+    if (err_open) fds[n++] = {err.read_fd, POLLIN, 0};
+    if (::poll(fds, n, 50) <= 0) continue;
+    for (nfds_t i = 0; i < n; ++i) {
+      if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      Sink& s = fds[i].fd == out.read_fd ? out : err;
+      bool& open = fds[i].fd == out.read_fd ? out_open : err_open;
+      if (!s.pump()) open = false;
+    }
+  }
+  for (int fd : {out.read_fd, err.read_fd, out.file_fd, err.file_fd})
+    if (fd >= 0) ::close(fd);
+  result.output_truncated = out.truncated || err.truncated;
+  if (g_interrupted) throw Interrupted(g_interrupted);
+
+  if (!result.start_error.empty()) return result;
+  result.started = true;
+  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
+  return result;
+}
+
+std::string describe(const ProcessResult& r, double timeout_s) {
+  if (!r.started) return "could not start: " + r.start_error;
+  if (r.timed_out) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%g", timeout_s);
+    return std::string("timed out after ") + buf + " s (its process group was killed)";
+  }
+  if (r.signal != 0) {
+    const char* name = ::strsignal(r.signal);
+    return "killed by signal " + std::to_string(r.signal) + " (" + (name ? name : "?") + ")";
+  }
+  return "exited with code " + std::to_string(r.exit_code);
+}
+
+}  // namespace lab

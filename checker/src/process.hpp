@@ -1,0 +1,56 @@
+// Running untrusted programs: each in its own session and process group, no shell, output
+// captured to bounded files, and a wall-clock limit that kills the whole group.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace lab {
+
+namespace fs = std::filesystem;
+
+struct ProcessOptions {
+  std::vector<std::string> argv;       ///< argv[0] is the program's path; it is exec'd directly
+  fs::path workdir;                    ///< empty = the checker's own working directory
+  double timeout_s = 60;               ///< wall-clock limit for the whole process group
+  double grace_s = 2;                  ///< between SIGTERM and SIGKILL on a timeout
+  fs::path stdout_path;                ///< empty = discard
+  fs::path stderr_path;                ///< empty = discard; equal to stdout_path = merged
+  std::size_t max_output_bytes = 1 << 20;  ///< per stream; the rest is read and dropped
+};
+
+struct ProcessResult {
+  bool started = false;
+  std::string start_error;   ///< why exec failed ("No such file or directory")
+  int exit_code = -1;        ///< valid when it exited normally
+  int signal = 0;            ///< the signal that ended it (0 = it exited)
+  bool timed_out = false;    ///< killed by the checker at the wall-clock limit
+  double wall_s = 0;
+  bool output_truncated = false;
+
+  bool exited_ok() const { return started && !timed_out && signal == 0 && exit_code == 0; }
+};
+
+/// Runs a program to completion or to its time limit. Every process left in its group (children
+/// it forked that did not start their own session) is killed once it ends, in every case.
+ProcessResult run_process(const ProcessOptions& options);
+
+/// One line about how it ended: "exited with code 3", "killed by signal 11 (Segmentation
+/// fault)", "timed out after 10 s (the process group was killed)", "could not start: ...".
+std::string describe(const ProcessResult& result, double timeout_s);
+
+/// Installs SIGINT/SIGTERM/SIGHUP handlers that kill the running child's process group (if any)
+/// at once, so Ctrl-C never leaves a student's program on the GPU; run_process then throws
+/// Interrupted (and so does any later call), which unwinds and removes temporary folders.
+void install_interrupt_cleanup();
+
+/// Thrown by run_process after the checker received SIGINT, SIGTERM or SIGHUP.
+struct Interrupted : std::runtime_error {
+  explicit Interrupted(int sig) : std::runtime_error("interrupted"), signal(sig) {}
+  int signal;
+};
+
+}  // namespace lab

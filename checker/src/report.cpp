@@ -1,0 +1,363 @@
+#include "report.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <ctime>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "files.hpp"
+
+namespace lab {
+
+double Report::score() const {
+  double s = 0;
+  for (const auto& l : lessons) s += l.score;
+  return s;
+}
+
+double Report::max_score() const {
+  double s = 0;
+  for (const auto& l : lessons) s += l.max_score;
+  return s;
+}
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string dump_json(const json& doc) {
+  return doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+namespace {
+
+std::string points_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+json rule_json(const RuleOutcome& r) {
+  json j = {{"id", r.id}, {"kind", r.kind}, {"verdict", to_string(r.verdict)},
+            {"points", r.points}, {"max_points", r.max_points}, {"message", r.message}};
+  if (r.reading) {
+    j["value"] = r.reading->value;
+    j["low"] = r.reading->low;
+    j["high"] = r.reading->high;
+  }
+  if (r.min) j["min"] = *r.min;
+  if (r.max) j["max"] = *r.max;
+  if (!r.hint.empty()) j["hint"] = r.hint;
+  return j;
+}
+
+// Everything about a lesson a student should read when one of its rules is not a pass.
+std::string lesson_feedback(const LessonOutcome& l) {
+  std::string s;
+  if (!l.message.empty()) s += l.message + "\n";
+  for (const auto& f : l.findings)
+    s += f.tool + ": " + f.what + (f.location.empty() ? "" : " at " + f.location) +
+         (f.count > 1 ? " (x" + std::to_string(f.count) + ")" : "") + "\n";
+  for (const auto& d : l.diagnostics) s += "diagnostic: " + d + "\n";
+  if (!l.output.empty() && (l.verdict == Verdict::error || l.verdict == Verdict::environment))
+    s += "\n" + std::string(l.reason == reason::compile ? "Compiler output" : "Program output") +
+         " (last lines):\n" + l.output + "\n";
+  return s;
+}
+
+std::string xml_escape(const std::string& text) {
+  const std::string clean = printable(text);
+  std::string out;
+  out.reserve(clean.size());
+  for (char c : clean) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+}  // namespace
+
+json outcome_json(const LessonOutcome& l) {
+  json rules = json::array();
+  for (const auto& r : l.rules) rules.push_back(rule_json(r));
+  json j = {{"lesson", l.lesson}, {"title", l.title}, {"build", l.build},
+            {"verdict", to_string(l.verdict)}, {"reason", l.reason}, {"message", l.message},
+            {"score", l.score}, {"max_score", l.max_score}, {"runs", l.runs},
+            {"rules", rules}, {"diagnostics", l.diagnostics}, {"device", l.device},
+            {"output", l.output}};
+  if (l.sanitizer) {
+    j["sanitizer"] = rule_json(*l.sanitizer);
+    json findings = json::array();
+    for (const auto& f : l.findings)
+      findings.push_back({{"tool", f.tool}, {"what", f.what}, {"location", f.location}, {"count", f.count}});
+    j["sanitizer"]["findings"] = findings;
+  }
+  return j;
+}
+
+json report_json(const Report& r) {
+  json lessons = json::array();
+  for (const auto& l : r.lessons) lessons.push_back(outcome_json(l));
+  return {{"schema", kGradeSchema}, {"checker_version", LAB_CHECKER_VERSION},
+          {"submission", r.name}, {"started_at", r.started_at}, {"finished_at", r.finished_at},
+          {"complete", r.complete}, {"score", r.score()}, {"max_score", r.max_score()},
+          {"lessons", lessons}};
+}
+
+json gradescope_json(const Report& r) {
+  json tests = json::array();
+  std::string summary;
+  int lesson_number = 0;
+  for (const auto& l : r.lessons) {
+    ++lesson_number;
+    summary += l.lesson + ": " + points_text(l.score) + "/" + points_text(l.max_score) + " (" +
+               to_string(l.verdict) + ")\n";
+    const std::string feedback = lesson_feedback(l);
+    bool first = true;
+    int rule_number = 0;
+    auto add = [&](const RuleOutcome& rule) {
+      std::string output = rule.message;
+      if (rule.verdict != Verdict::pass && first && !feedback.empty() && feedback != rule.message + "\n")
+        output += "\n\n" + feedback;
+      if (rule.verdict != Verdict::pass) first = false;
+      const bool passed = rule.verdict == Verdict::pass || rule.verdict == Verdict::ambiguous;
+      tests.push_back({{"name", l.lesson + ": " + rule.id},
+                       {"number", std::to_string(lesson_number) + "." + std::to_string(++rule_number)},
+                       {"score", rule.points},
+                       {"max_score", rule.max_points},
+                       {"status", passed ? "passed" : "failed"},
+                       {"output", printable(output)},
+                       {"tags", json::array({l.lesson, rule.kind, to_string(rule.verdict)})},
+                       {"visibility", "visible"}});
+    };
+    for (const auto& rule : l.rules) add(rule);
+    if (l.sanitizer) add(*l.sanitizer);
+  }
+  return {{"score", r.score()},
+          {"max_score", r.max_score()},
+          {"output", summary},
+          {"visibility", "visible"},
+          {"stdout_visibility", "hidden"},
+          {"tests", tests}};
+}
+
+std::string junit_xml(const Report& r) {
+  int tests = 0, failures = 0, errors = 0, skipped = 0;
+  double total_time = 0;
+  std::ostringstream suites;
+  for (const auto& l : r.lessons) {
+    int t = 0, f = 0, e = 0, s = 0;
+    std::ostringstream cases;
+    std::vector<RuleOutcome> all = l.rules;
+    if (l.sanitizer) all.push_back(*l.sanitizer);
+    for (const auto& rule : all) {
+      ++t;
+      cases << "    <testcase classname=\"" << xml_escape(l.lesson) << "\" name=\""
+            << xml_escape(rule.id) << "\" time=\"0\">\n";
+      const std::string msg = xml_escape(rule.message);
+      switch (rule.verdict) {
+        case Verdict::fail:
+          ++f;
+          cases << "      <failure type=\"fail\" message=\"" << msg << "\">" << msg << "</failure>\n";
+          break;
+        case Verdict::error:
+          ++e;
+          cases << "      <error type=\"" << xml_escape(l.reason.empty() ? "error" : l.reason)
+                << "\" message=\"" << msg << "\">" << xml_escape(lesson_feedback(l)) << "</error>\n";
+          break;
+        case Verdict::environment:
+          ++s;
+          cases << "      <skipped message=\"" << msg << "\"/>\n";
+          break;
+        default:
+          cases << "      <system-out>" << xml_escape(std::string(to_string(rule.verdict)) + ": " +
+                                                      rule.message) << "</system-out>\n";
+      }
+      cases << "    </testcase>\n";
+    }
+    suites << "  <testsuite name=\"" << xml_escape(l.lesson) << "\" tests=\"" << t
+           << "\" failures=\"" << f << "\" errors=\"" << e << "\" skipped=\"" << s
+           << "\" time=\"" << fixed(l.wall_s, 3) << "\">\n"
+           << cases.str();
+    if (!l.output.empty()) suites << "    <system-out>" << xml_escape(l.output) << "</system-out>\n";
+    suites << "  </testsuite>\n";
+    tests += t;
+    failures += f;
+    errors += e;
+    skipped += s;
+    total_time += l.wall_s;
+  }
+  std::ostringstream doc;
+  doc << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+      << "<testsuites name=\"lab-check " << xml_escape(r.name) << "\" tests=\"" << tests
+      << "\" failures=\"" << failures << "\" errors=\"" << errors << "\" skipped=\"" << skipped
+      << "\" time=\"" << fixed(total_time, 3) << "\">\n"
+      << suites.str() << "</testsuites>\n";
+  return doc.str();
+}
+
+void write_report_files(const fs::path& dir, const Report& r) {
+  write_file_atomic(dir / "gradescope.json", dump_json(gradescope_json(r)));
+  write_file_atomic(dir / "junit.xml", junit_xml(r));
+  // Last: its "complete" flag is what resuming trusts.
+  write_file_atomic(dir / "result.json", dump_json(report_json(r)));
+}
+
+bool use_colour(std::FILE* stream) {
+  const char* no = std::getenv("NO_COLOR");
+  if (no && *no) return false;
+  const char* term = std::getenv("TERM");
+  if (term && std::string(term) == "dumb") return false;
+  return ::isatty(::fileno(stream)) == 1;
+}
+
+std::string table_text(const std::vector<LessonOutcome>& lessons, bool colour) {
+  auto paint = [&](Verdict v, const std::string& text) {
+    if (!colour) return text;
+    const char* code = v == Verdict::pass ? "32" : v == Verdict::fail ? "31"
+                       : v == Verdict::error ? "1;31" : "33";
+    return "\033[" + std::string(code) + "m" + text + "\033[0m";
+  };
+  auto pad = [](std::string s, std::size_t w) {
+    if (s.size() < w) s.append(w - s.size(), ' ');
+    return s;
+  };
+  std::size_t id_width = 9;
+  for (const auto& l : lessons)
+    for (const auto& r : l.rules) id_width = std::max(id_width, r.id.size());
+
+  std::ostringstream out;
+  double score = 0, max_score = 0;
+  for (const auto& l : lessons) {
+    score += l.score;
+    max_score += l.max_score;
+    out << paint(l.verdict, pad(to_string(l.verdict), 11)) << " " << l.lesson << " ("
+        << l.build << ")  " << points_text(l.score) << "/" << points_text(l.max_score);
+    if (l.runs > 1) out << "  [" << l.runs << " runs]";
+    out << "\n";
+    const bool lesson_level = !l.reason.empty() && l.reason != reason::sanitizer;
+    if (lesson_level) {
+      out << "    " << l.message << "\n";
+      if (l.verdict == Verdict::error && !l.output.empty()) {
+        std::istringstream lines(l.output);
+        std::string line;
+        int shown = 0;
+        while (std::getline(lines, line) && shown++ < 12) out << "    | " << line << "\n";
+      }
+    } else {
+      std::vector<RuleOutcome> all = l.rules;
+      if (l.sanitizer) all.push_back(*l.sanitizer);
+      for (const auto& r : all)
+        out << "    " << paint(r.verdict, pad(to_string(r.verdict), 11)) << " "
+            << pad(r.id, id_width) << " " << pad(points_text(r.points) + "/" + points_text(r.max_points), 7)
+            << " " << r.message << "\n";
+      for (const auto& f : l.findings)
+        out << "      " << f.tool << ": " << f.what << (f.location.empty() ? "" : " at " + f.location)
+            << (f.count > 1 ? " (x" + std::to_string(f.count) + ")" : "") << "\n";
+      if (!l.message.empty()) out << "    note: " << l.message << "\n";
+    }
+    for (const auto& d : l.diagnostics) out << "    diagnostic: " << d << "\n";
+  }
+  if (lessons.size() > 1)
+    out << "total " << points_text(score) << "/" << points_text(max_score) << "\n";
+  return out.str();
+}
+
+Gradebook merge_results(const std::vector<fs::path>& dirs) {
+  std::vector<fs::path> files;
+  for (const auto& d : dirs) {
+    if (fs::is_regular_file(d / "result.json")) {
+      files.push_back(d / "result.json");
+      continue;
+    }
+    if (!fs::is_directory(d)) throw ConfigError(d.string() + " is not a folder");
+    std::vector<fs::path> found;
+    for (const auto& e : fs::directory_iterator(d))
+      if (e.is_directory() && fs::is_regular_file(e.path() / "result.json"))
+        found.push_back(e.path() / "result.json");
+    std::sort(found.begin(), found.end());
+    if (found.empty())
+      throw ConfigError("no result.json in " + d.string() + " or its sub-folders: is it an --out folder of lab-check grade?");
+    files.insert(files.end(), found.begin(), found.end());
+  }
+
+  Gradebook book;
+  std::map<std::string, json> students;     // name -> record
+  std::map<std::string, double> lesson_max;  // lesson -> max score
+  for (const auto& f : files) {
+    std::string why;
+    auto text = read_file_limited(f, 64u << 20, why);
+    if (!text) throw ConfigError(f.string() + " " + why);
+    json doc;
+    try {
+      doc = json::parse(*text);
+    } catch (const json::parse_error&) {
+      throw ConfigError(f.string() + " is not valid JSON");
+    }
+    if (!doc.is_object() || doc.value("schema", "") != kGradeSchema)
+      throw ConfigError(f.string() + " is not a lab-check grade record (schema " + kGradeSchema + ")");
+    const std::string name = doc.value("submission", f.parent_path().filename().string());
+    if (!doc.value("complete", false))
+      book.warnings.push_back(name + ": grading is incomplete (" + f.string() + "); grade it again to finish");
+    if (students.count(name)) book.warnings.push_back(name + ": graded twice; keeping " + f.string());
+    json record = {{"name", name}, {"total", doc.value("score", 0.0)},
+                   {"max_score", doc.value("max_score", 0.0)}, {"complete", doc.value("complete", false)},
+                   {"lessons", json::object()}, {"source", f.string()}};
+    for (const auto& l : doc.value("lessons", json::array())) {
+      const std::string lesson = l.value("lesson", "");
+      record["lessons"][lesson] = {{"score", l.value("score", 0.0)}, {"verdict", l.value("verdict", "")}};
+      lesson_max[lesson] = std::max(lesson_max[lesson], l.value("max_score", 0.0));
+    }
+    students[name] = record;
+  }
+
+  std::ostringstream csv;
+  csv << "student";
+  for (const auto& [lesson, _] : lesson_max) csv << "," << csv_field(lesson);
+  csv << ",total\n";
+  json list = json::array();
+  for (const auto& [name, rec] : students) {
+    csv << csv_field(name);
+    for (const auto& [lesson, _] : lesson_max) {
+      csv << ",";
+      if (rec["lessons"].contains(lesson)) csv << points_text(rec["lessons"][lesson]["score"].get<double>());
+    }
+    csv << "," << points_text(rec["total"].get<double>()) << "\n";
+    list.push_back(rec);
+  }
+  json lessons = json::array();
+  double max_total = 0;
+  for (const auto& [lesson, m] : lesson_max) {
+    lessons.push_back({{"lesson", lesson}, {"max_score", m}});
+    max_total += m;
+  }
+  book.csv = csv.str();
+  book.doc = {{"schema", kGradebookSchema}, {"created_at", utc_now()}, {"lessons", lessons},
+              {"max_total", max_total}, {"students", list}, {"warnings", book.warnings}};
+  return book;
+}
+
+}  // namespace lab

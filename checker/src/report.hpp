@@ -1,0 +1,65 @@
+// Outputs: the neutral result.json, Gradescope results.json, JUnit XML, the terminal table and
+// the merged gradebook (CSV + JSON).
+#pragma once
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "judge.hpp"
+
+namespace lab {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+inline constexpr const char* kGradeSchema = "cuda-perf-lab/grade/1";
+inline constexpr const char* kGradebookSchema = "cuda-perf-lab/gradebook/1";
+
+/// Everything graded for one submission (or one `run`).
+struct Report {
+  std::string name;          ///< the submission (its folder's name), or the build judged
+  std::string started_at;    ///< ISO 8601, UTC
+  std::string finished_at;
+  bool complete = false;     ///< false while grading is under way (or was interrupted)
+  std::vector<LessonOutcome> lessons;
+
+  double score() const;
+  double max_score() const;
+};
+
+std::string utc_now();
+
+json outcome_json(const LessonOutcome& lesson);
+/// The neutral record (schema cuda-perf-lab/grade/1; `merge` reads it).
+json report_json(const Report& report);
+/// Gradescope's results.json: score, max_score, tests[] (name, score, max_score, output,
+/// visibility, status), one test per rule.
+json gradescope_json(const Report& report);
+/// JUnit XML: a <testsuite> per lesson, a <testcase> per rule; fail = <failure>, error =
+/// <error>, environment = <skipped>.
+std::string junit_xml(const Report& report);
+/// Writes result.json, gradescope.json and junit.xml into `dir`, each atomically.
+void write_report_files(const fs::path& dir, const Report& report);
+
+/// The human table. Colour only when asked (see use_colour).
+std::string table_text(const std::vector<LessonOutcome>& lessons, bool colour);
+/// Colour on a terminal, unless NO_COLOR is set (https://no-color.org) or TERM=dumb.
+bool use_colour(std::FILE* stream);
+
+/// A JSON string dumped safely even if it holds bytes that are not UTF-8.
+std::string dump_json(const json& doc);
+
+struct Gradebook {
+  std::string csv;    ///< student, one column per lesson, total
+  json doc;           ///< schema cuda-perf-lab/gradebook/1
+  std::vector<std::string> warnings;  ///< incomplete gradings, duplicates
+};
+/// Collects every result.json in `dirs` (each an `--out` folder of `grade`, or one submission's
+/// folder). Throws ConfigError if none is found or one is not a grade record.
+Gradebook merge_results(const std::vector<fs::path>& dirs);
+
+}  // namespace lab

@@ -1,0 +1,515 @@
+#include "rules.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <set>
+
+// Debian's toml++ 3.3 ships toml.h; releases from 3.4 on also have toml.hpp.
+#if __has_include(<toml++/toml.hpp>)
+#include <toml++/toml.hpp>
+#else
+#include <toml++/toml.h>
+#endif
+
+#include "result.hpp"
+
+namespace lab {
+
+// ---------------------------------------------------------------- names
+
+const char* to_string(Verdict v) {
+  switch (v) {
+    case Verdict::pass: return "pass";
+    case Verdict::fail: return "fail";
+    case Verdict::ambiguous: return "ambiguous";
+    case Verdict::environment: return "environment";
+    case Verdict::error: return "error";
+  }
+  return "?";
+}
+
+const char* to_string(RuleKind k) {
+  switch (k) {
+    case RuleKind::correct: return "correct";
+    case RuleKind::fraction_of_copy: return "fraction_of_copy";
+    case RuleKind::fraction_of_peak: return "fraction_of_peak";
+    case RuleKind::speedup: return "speedup";
+    case RuleKind::metric: return "metric";
+  }
+  return "?";
+}
+
+std::optional<Verdict> verdict_from_string(const std::string& s) {
+  for (Verdict v : {Verdict::pass, Verdict::fail, Verdict::ambiguous, Verdict::environment,
+                    Verdict::error})
+    if (s == to_string(v)) return v;
+  return std::nullopt;
+}
+
+Verdict worse(Verdict a, Verdict b) {
+  auto rank = [](Verdict v) {
+    switch (v) {
+      case Verdict::pass: return 0;
+      case Verdict::ambiguous: return 1;
+      case Verdict::environment: return 2;
+      case Verdict::fail: return 3;
+      case Verdict::error: return 4;
+    }
+    return 4;
+  };
+  return rank(a) >= rank(b) ? a : b;
+}
+
+double Lesson::max_points() const {
+  double sum = 0;
+  for (const auto& r : rules) sum += r.points;
+  return sum;
+}
+
+// ---------------------------------------------------------------- TOML reading
+
+namespace {
+
+std::string where(const fs::path& file, const toml::node& node) {
+  return file.string() + ":" + std::to_string(node.source().begin.line);
+}
+
+[[noreturn]] void config_error(const fs::path& file, const toml::node& node,
+                               const std::string& what) {
+  throw ConfigError(where(file, node) + ": " + what);
+}
+
+std::string get_string(const fs::path& file, const toml::node& node, const std::string& key) {
+  if (!node.is_string()) config_error(file, node, "\"" + key + "\" must be a string");
+  return node.as_string()->get();
+}
+
+double get_number(const fs::path& file, const toml::node& node, const std::string& key) {
+  if (node.is_integer()) return static_cast<double>(node.as_integer()->get());
+  if (node.is_floating_point()) return node.as_floating_point()->get();
+  config_error(file, node, "\"" + key + "\" must be a number");
+}
+
+std::optional<RuleKind> kind_from_string(const std::string& s) {
+  for (RuleKind k : {RuleKind::correct, RuleKind::fraction_of_copy, RuleKind::fraction_of_peak,
+                     RuleKind::speedup, RuleKind::metric})
+    if (s == to_string(k)) return k;
+  return std::nullopt;
+}
+
+toml::table parse_toml(const fs::path& file) {
+  try {
+    return toml::parse_file(file.string());
+  } catch (const toml::parse_error& e) {
+    throw ConfigError(file.string() + ":" + std::to_string(e.source().begin.line) +
+                      ": not valid TOML: " + std::string(e.description()));
+  }
+}
+
+// Sets one overridable rule field; returns false if `key` is not one.
+bool set_rule_field(const fs::path& file, Rule& rule, const std::string& key,
+                    const toml::node& node) {
+  if (key == "min") rule.min = get_number(file, node, key);
+  else if (key == "max") rule.max = get_number(file, node, key);
+  else if (key == "points") {
+    rule.points = get_number(file, node, key);
+    if (rule.points < 0) config_error(file, node, "\"points\" cannot be negative");
+  } else if (key == "hint") rule.hint = get_string(file, node, key);
+  else return false;
+  return true;
+}
+
+void check_rule(const fs::path& file, const toml::node& node, const Rule& r) {
+  const std::string name = "rule \"" + r.id + "\"";
+  const bool perf = r.kind != RuleKind::correct;
+  if (r.kind != RuleKind::metric && r.variant.empty())
+    config_error(file, node, name + " needs \"variant\" (the variant it judges)");
+  if (r.kind == RuleKind::speedup && r.over.empty())
+    config_error(file, node, name + " is a speedup and needs \"over\" (the variant it is compared with)");
+  if (r.kind == RuleKind::metric && r.metric.empty())
+    config_error(file, node, name + " is a metric rule and needs \"metric\" (a key of the result's metrics)");
+  if (perf && !r.min && !r.max)
+    config_error(file, node, name + " needs a threshold: \"min\", \"max\" or both");
+  if (!perf && (r.min || r.max))
+    config_error(file, node, name + " is a correctness rule: it takes no \"min\"/\"max\"");
+  if (r.min && r.max && *r.min > *r.max)
+    config_error(file, node, name + " has min > max: nothing could pass");
+}
+
+}  // namespace
+
+Lesson load_lesson(const fs::path& check_toml) {
+  const toml::table doc = parse_toml(check_toml);
+  Lesson lesson;
+  lesson.dir = check_toml.parent_path();
+  const std::string folder = lesson.dir.filename().string();
+  std::set<std::string> ids;
+
+  for (auto&& [k, node] : doc) {
+    const std::string key(k.str());
+    if (key == "lesson") lesson.name = get_string(check_toml, node, key);
+    else if (key == "title") lesson.title = get_string(check_toml, node, key);
+    else if (key == "timeout_s") {
+      lesson.timeout_s = get_number(check_toml, node, key);
+      if (!(lesson.timeout_s > 0)) config_error(check_toml, node, "\"timeout_s\" must be positive");
+    } else if (key == "args") {
+      if (!node.is_array()) config_error(check_toml, node, "\"args\" must be an array of strings");
+      for (auto&& a : *node.as_array()) lesson.args.push_back(get_string(check_toml, a, "args"));
+    } else if (key == "rule") {
+      if (!node.is_array_of_tables())
+        config_error(check_toml, node, "\"rule\" must be written as [[rule]] tables");
+      for (auto&& item : *node.as_array()) {
+        const toml::table& t = *item.as_table();
+        Rule r;
+        r.origin = where(check_toml, item);
+        bool have_kind = false;
+        for (auto&& [rk, rn] : t) {
+          const std::string rkey(rk.str());
+          if (rkey == "id") r.id = get_string(check_toml, rn, rkey);
+          else if (rkey == "kind") {
+            const std::string s = get_string(check_toml, rn, rkey);
+            auto kind = kind_from_string(s);
+            if (!kind)
+              config_error(check_toml, rn, "unknown rule kind \"" + s + "\" (kinds: correct, "
+                           "fraction_of_copy, fraction_of_peak, speedup, metric)");
+            r.kind = *kind;
+            have_kind = true;
+          } else if (rkey == "variant") r.variant = get_string(check_toml, rn, rkey);
+          else if (rkey == "over") r.over = get_string(check_toml, rn, rkey);
+          else if (rkey == "metric") r.metric = get_string(check_toml, rn, rkey);
+          else if (!set_rule_field(check_toml, r, rkey, rn))
+            config_error(check_toml, rn, "unknown key \"" + rkey + "\" in a rule (keys: id, "
+                         "kind, variant, over, metric, min, max, points, hint)");
+        }
+        if (r.id.empty()) config_error(check_toml, item, "a [[rule]] has no \"id\"");
+        if (!have_kind) config_error(check_toml, item, "rule \"" + r.id + "\" has no \"kind\"");
+        if (!ids.insert(r.id).second)
+          config_error(check_toml, item, "two rules share the id \"" + r.id + "\"");
+        if (r.id == "sanitizer")
+          config_error(check_toml, item, "\"sanitizer\" is reserved for the --sanitize line");
+        check_rule(check_toml, item, r);
+        lesson.rules.push_back(r);
+      }
+    } else {
+      config_error(check_toml, node, "unknown key \"" + key + "\" (keys: lesson, title, "
+                   "timeout_s, args, [[rule]])");
+    }
+  }
+  if (lesson.name.empty())
+    throw ConfigError(check_toml.string() + ": \"lesson\" is missing (it should be \"" + folder + "\")");
+  if (lesson.name != folder)
+    throw ConfigError(check_toml.string() + ": lesson = \"" + lesson.name +
+                      "\" but the folder is \"" + folder + "\"");
+  if (lesson.rules.empty()) throw ConfigError(check_toml.string() + ": no [[rule]] tables");
+  if (lesson.title.empty()) lesson.title = lesson.name;
+  return lesson;
+}
+
+std::vector<Lesson> load_lessons(const fs::path& source_dir) {
+  const fs::path root = source_dir / "lessons";
+  if (!fs::is_directory(root))
+    throw ConfigError(root.string() + " does not exist: is --source-dir the course repository?");
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(root))
+    if (entry.is_directory() && fs::exists(entry.path() / "check.toml"))
+      files.push_back(entry.path() / "check.toml");
+  std::sort(files.begin(), files.end());
+  std::vector<Lesson> lessons;
+  for (const auto& f : files) lessons.push_back(load_lesson(f));
+  return lessons;
+}
+
+std::vector<Lesson> select_lessons(const std::vector<Lesson>& all,
+                                   const std::vector<std::string>& names) {
+  if (names.empty()) return all;
+  std::vector<Lesson> out;
+  for (const auto& name : names) {
+    auto it = std::find_if(all.begin(), all.end(), [&](const Lesson& l) {
+      return l.name == name || l.name.rfind(name + "-", 0) == 0;
+    });
+    if (it == all.end()) {
+      std::string known;
+      for (const auto& l : all) known += (known.empty() ? "" : ", ") + l.name;
+      throw ConfigError("no lesson \"" + name + "\" (lessons: " + (known.empty() ? "none" : known) + ")");
+    }
+    out.push_back(*it);
+  }
+  return out;
+}
+
+void apply_overrides(std::vector<Lesson>& lessons, const fs::path& file) {
+  const toml::table doc = parse_toml(file);
+  for (auto&& [lk, lnode] : doc) {
+    const std::string lname(lk.str());
+    auto lesson = std::find_if(lessons.begin(), lessons.end(),
+                               [&](const Lesson& l) { return l.name == lname; });
+    if (lesson == lessons.end()) config_error(file, lnode, "no lesson \"" + lname + "\"");
+    if (!lnode.is_table())
+      config_error(file, lnode, "\"" + lname + "\" must be a table: [\"" + lname + "\".rule-id]");
+    for (auto&& [rk, rnode] : *lnode.as_table()) {
+      const std::string rname(rk.str());
+      if (rname == "timeout_s") {
+        lesson->timeout_s = get_number(file, rnode, rname);
+        if (!(lesson->timeout_s > 0)) config_error(file, rnode, "\"timeout_s\" must be positive");
+        continue;
+      }
+      auto rule = std::find_if(lesson->rules.begin(), lesson->rules.end(),
+                               [&](const Rule& r) { return r.id == rname; });
+      if (rule == lesson->rules.end())
+        config_error(file, rnode, "lesson \"" + lname + "\" has no rule \"" + rname + "\"");
+      if (!rnode.is_table())
+        config_error(file, rnode, "[\"" + lname + "\"." + rname + "] must be a table");
+      for (auto&& [fk, fnode] : *rnode.as_table()) {
+        const std::string fname(fk.str());
+        if (!set_rule_field(file, *rule, fname, fnode))
+          config_error(file, fnode, "\"" + fname + "\" cannot be overridden (min, max, points, hint)");
+      }
+      check_rule(file, rnode, *rule);
+      rule->origin += " (overridden at " + where(file, rnode) + ")";
+    }
+  }
+}
+
+// ---------------------------------------------------------------- evaluation
+
+std::string format_value(RuleKind kind, double value, const std::string& unit) {
+  char buf[64];
+  switch (kind) {
+    case RuleKind::fraction_of_copy:
+    case RuleKind::fraction_of_peak:
+      std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * value);
+      break;
+    case RuleKind::speedup:
+      std::snprintf(buf, sizeof buf, "%.2fx", value);
+      break;
+    default:
+      std::snprintf(buf, sizeof buf, "%.3g", value);
+      return unit.empty() ? std::string(buf) : std::string(buf) + " " + unit;
+  }
+  return buf;
+}
+
+std::string fill_hint(const Rule& rule, double value, const std::string& unit) {
+  std::string out = rule.hint;
+  auto replace = [&](const std::string& token, const std::string& text) {
+    for (std::size_t at = out.find(token); at != std::string::npos;
+         at = out.find(token, at + text.size()))
+      out.replace(at, token.size(), text);
+  };
+  replace("{value}", format_value(rule.kind, value, unit));
+  replace("{min}", rule.min ? format_value(rule.kind, *rule.min, unit) : "-");
+  replace("{max}", rule.max ? format_value(rule.kind, *rule.max, unit) : "-");
+  return out;
+}
+
+namespace {
+
+std::string variant_list(const json& result) {
+  std::string s;
+  for (const auto& v : result["variants"]) s += (s.empty() ? "" : ", ") + v["name"].get<std::string>();
+  return s.empty() ? "none" : s;
+}
+
+// Why a correctness check failed, in a line: the first failing check's case and message.
+std::string first_failed_check(const json& variant) {
+  if (!variant.contains("checks") || !variant["checks"].is_array()) return "";
+  for (const auto& c : variant["checks"]) {
+    if (!c.is_object() || c.value("ok", true)) continue;
+    std::string s = c.value("case", std::string("a check"));
+    const std::string msg = c.value("message", std::string());
+    if (!msg.empty()) s += ": " + msg;
+    else if (c.contains("mismatches") && c["mismatches"].is_number())
+      s += ": " + c["mismatches"].dump() + " mismatches";
+    return s;
+  }
+  return "";
+}
+
+double time_q(const json& variant, const char* key) {
+  const auto& t = variant["time_ms"];
+  if (t.contains(key) && t[key].is_number()) return t[key].get<double>();
+  return t["median"].get<double>();
+}
+
+std::string threshold_text(const Rule& r, const std::string& unit) {
+  std::string s;
+  if (r.min) s += "at least " + format_value(r.kind, *r.min, unit);
+  if (r.max) s += std::string(s.empty() ? "" : " and ") + "at most " + format_value(r.kind, *r.max, unit);
+  return s;
+}
+
+const char* what_is_measured(RuleKind k) {
+  switch (k) {
+    case RuleKind::fraction_of_copy: return " of the copy bandwidth";
+    case RuleKind::fraction_of_peak: return " of the theoretical bandwidth";
+    case RuleKind::speedup: return " faster than ";
+    default: return "";
+  }
+}
+
+}  // namespace
+
+RuleOutcome evaluate_rule(const Rule& rule, const json& result) {
+  RuleOutcome out;
+  out.id = rule.id;
+  out.kind = to_string(rule.kind);
+  out.min = rule.min;
+  out.max = rule.max;
+  out.max_points = rule.points;
+  const bool complete = result.value("complete", true);
+  auto finish = [&](Verdict v, std::string msg) {
+    out.verdict = v;
+    out.message = std::move(msg);
+    out.points = earns_points(v) ? rule.points : 0;
+    return out;
+  };
+
+  // The judged variant (optional only for metric rules).
+  const json* variant = nullptr;
+  if (!rule.variant.empty()) {
+    variant = find_variant(result, rule.variant);
+    if (!variant) {
+      if (!complete)
+        return finish(Verdict::fail, "the program stopped before it measured \"" + rule.variant + "\"");
+      return finish(Verdict::error, "check.toml names the variant \"" + rule.variant +
+                                        "\", which the lesson does not report (it has: " +
+                                        variant_list(result) + ")");
+    }
+  }
+
+  if (rule.kind == RuleKind::correct) {
+    if ((*variant)["correct"].get<bool>()) return finish(Verdict::pass, "\"" + rule.variant + "\" gives correct results");
+    std::string msg = "\"" + rule.variant + "\" gives wrong results";
+    if (auto why = first_failed_check(*variant); !why.empty()) msg += " (" + why + ")";
+    if (!rule.hint.empty()) {
+      out.hint = rule.hint;
+      msg += ". " + rule.hint;
+    }
+    return finish(Verdict::fail, msg);
+  }
+
+  // Performance only counts for correct code.
+  if (variant && !(*variant)["correct"].get<bool>())
+    return finish(Verdict::fail, "\"" + rule.variant + "\" gives wrong results, so its speed does not count");
+
+  Reading reading;
+  std::string unit;
+  switch (rule.kind) {
+    case RuleKind::fraction_of_copy:
+    case RuleKind::fraction_of_peak: {
+      const bool copy = rule.kind == RuleKind::fraction_of_copy;
+      if (!variant->contains("time_ms"))
+        return finish(Verdict::fail, "\"" + rule.variant + "\" was not timed (it stopped before it was measured)");
+      double value;
+      const char* field = copy ? "fraction_of_copy" : "fraction_of_peak";
+      if (variant->contains(field)) {
+        value = (*variant)[field].get<double>();
+      } else {
+        const json& base = copy ? result.value("ceilings", json::object()) : result.value("device", json::object());
+        const char* key = copy ? "copy_gbs" : "peak_bandwidth_gbs";
+        if (!variant->contains("gbs") || !base.contains(key) || !base[key].is_number() ||
+            !(base[key].get<double>() > 0))
+          return finish(Verdict::error, std::string("the result has no ") + field + " for \"" + rule.variant + "\"");
+        value = (*variant)["gbs"].get<double>() / base[key].get<double>();
+      }
+      // A rate is bytes over time: the quartiles of the time bound it.
+      const double median = (*variant)["time_ms"]["median"].get<double>();
+      reading = {value, value * median / time_q(*variant, "q3"), value * median / time_q(*variant, "q1")};
+      break;
+    }
+    case RuleKind::speedup: {
+      const json* over = find_variant(result, rule.over);
+      if (!over) {
+        if (!complete)
+          return finish(Verdict::fail, "the program stopped before it measured \"" + rule.over + "\"");
+        return finish(Verdict::error, "check.toml names the variant \"" + rule.over +
+                                          "\", which the lesson does not report (it has: " +
+                                          variant_list(result) + ")");
+      }
+      if (!variant->contains("time_ms"))
+        return finish(Verdict::fail, "\"" + rule.variant + "\" was not timed (it stopped before it was measured)");
+      if (!over->contains("time_ms"))
+        return finish(Verdict::error, "the baseline \"" + rule.over + "\" was not timed");
+      const double v = (*over)["time_ms"]["median"].get<double>() / (*variant)["time_ms"]["median"].get<double>();
+      reading = {v, time_q(*over, "q1") / time_q(*variant, "q3"), time_q(*over, "q3") / time_q(*variant, "q1")};
+      break;
+    }
+    case RuleKind::metric: {
+      const json metrics = result.value("metrics", json::object());
+      if (!metrics.contains(rule.metric)) {
+        if (!complete)
+          return finish(Verdict::fail, "the program stopped before it measured \"" + rule.metric + "\"");
+        std::string have;
+        for (auto& [k, _] : metrics.items()) have += (have.empty() ? "" : ", ") + k;
+        return finish(Verdict::error, "check.toml names the metric \"" + rule.metric +
+                                          "\", which the lesson does not report (it has: " +
+                                          (have.empty() ? "none" : have) + ")");
+      }
+      const json& m = metrics[rule.metric];
+      const double v = m["value"].get<double>();
+      reading = {v, m.value("low", v), m.value("high", v)};
+      unit = m.value("unit", std::string());
+      break;
+    }
+    case RuleKind::correct:
+      break;
+  }
+  if (reading.low > reading.high) std::swap(reading.low, reading.high);
+  out.reading = reading;
+
+  // Both ends of the range on the right side: pass; both on the wrong side: fail; else ambiguous.
+  Verdict v = Verdict::pass;
+  if (rule.min) {
+    if (reading.high < *rule.min) v = worse(v, Verdict::fail);
+    else if (reading.low < *rule.min) v = worse(v, Verdict::ambiguous);
+  }
+  if (rule.max) {
+    if (reading.low > *rule.max) v = worse(v, Verdict::fail);
+    else if (reading.high > *rule.max) v = worse(v, Verdict::ambiguous);
+  }
+
+  std::string measured = format_value(rule.kind, reading.value, unit) + what_is_measured(rule.kind);
+  if (rule.kind == RuleKind::speedup) measured += "\"" + rule.over + "\"";
+  if (rule.kind == RuleKind::metric) measured = rule.metric + " = " + measured;
+  std::string msg = measured + " (needs " + threshold_text(rule, unit) + ")";
+  if (v == Verdict::ambiguous)
+    msg = measured + ", between " + format_value(rule.kind, reading.low, unit) + " and " +
+          format_value(rule.kind, reading.high, unit) + " over the quartiles: too close to " +
+          threshold_text(rule, unit) + " to call";
+
+  if (v != Verdict::pass && !result.value("environment_ok", true)) {
+    std::string why;
+    if (result.contains("diagnostics"))
+      for (const auto& d : result["diagnostics"])
+        if (d.is_string()) why += (why.empty() ? "" : "; ") + d.get<std::string>();
+    return finish(Verdict::environment,
+                  "not judged: this run's timings are not trustworthy" +
+                      (why.empty() ? std::string() : " (" + why + ")") + "; measured " + msg);
+  }
+  if (v == Verdict::fail && !rule.hint.empty()) {
+    out.hint = fill_hint(rule, reading.value, unit);
+    msg += ". " + out.hint;
+  }
+  return finish(v, msg);
+}
+
+std::vector<RuleOutcome> error_outcomes(const Lesson& lesson, Verdict verdict,
+                                        const std::string& message) {
+  std::vector<RuleOutcome> out;
+  for (const auto& r : lesson.rules) {
+    RuleOutcome o;
+    o.id = r.id;
+    o.kind = to_string(r.kind);
+    o.verdict = verdict;
+    o.min = r.min;
+    o.max = r.max;
+    o.max_points = r.points;
+    o.points = 0;
+    o.message = message;
+    out.push_back(o);
+  }
+  return out;
+}
+
+}  // namespace lab

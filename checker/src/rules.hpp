@@ -1,0 +1,101 @@
+// A lesson's rules (lessons/NN-topic/check.toml, docs/check-toml.md) and their evaluation
+// against one result document.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace lab {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+/// pass, fail, ambiguous (too close to call after all re-runs; points are awarded), environment
+/// (timings untrustworthy: not the student's failure, no points), error (did not build, crashed,
+/// timed out, no valid result).
+enum class Verdict { pass, fail, ambiguous, environment, error };
+enum class RuleKind { correct, fraction_of_copy, fraction_of_peak, speedup, metric };
+
+const char* to_string(Verdict v);
+const char* to_string(RuleKind k);
+std::optional<Verdict> verdict_from_string(const std::string& s);
+/// The worse of two verdicts: error > fail > environment > ambiguous > pass.
+Verdict worse(Verdict a, Verdict b);
+/// Whether a verdict earns the rule's points (pass, and ambiguous: the benefit of the doubt).
+inline bool earns_points(Verdict v) { return v == Verdict::pass || v == Verdict::ambiguous; }
+
+/// A configuration mistake (check.toml, overrides, expected.toml): "file:line: what is wrong".
+struct ConfigError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct Rule {
+  std::string id;
+  RuleKind kind = RuleKind::correct;
+  std::string variant;  ///< the variant judged (correct, fraction_*, speedup; optional for metric)
+  std::string over;     ///< speedup: the variant it is compared with
+  std::string metric;   ///< metric: the key in the result's "metrics"
+  std::optional<double> min, max;
+  double points = 0;
+  std::string hint;
+  std::string origin;   ///< "path/check.toml:12", for messages
+};
+
+struct Lesson {
+  std::string name;    ///< the folder name, NN-topic (= the "lesson" key)
+  std::string title;
+  double timeout_s = 120;
+  std::vector<std::string> args;  ///< extra arguments for the lesson program
+  std::vector<Rule> rules;
+  fs::path dir;        ///< lessons/NN-topic
+
+  double max_points() const;
+};
+
+/// Parses one check.toml; throws ConfigError with the file and line of the first problem.
+Lesson load_lesson(const fs::path& check_toml);
+/// Every <source>/lessons/*/check.toml, sorted by name.
+std::vector<Lesson> load_lessons(const fs::path& source_dir);
+/// Keeps the lessons named (either "04-coalescing" or just "04"); all of them if `names` is
+/// empty. Throws ConfigError for a name that matches no lesson.
+std::vector<Lesson> select_lessons(const std::vector<Lesson>& all,
+                                   const std::vector<std::string>& names);
+/// Applies an instructor's overrides file (see docs/check-toml.md). Unknown lessons, rules or
+/// keys are errors, so a typo cannot silently leave a threshold unchanged.
+void apply_overrides(std::vector<Lesson>& lessons, const fs::path& overrides_toml);
+
+/// A measured number with its pessimistic..optimistic range (low <= value <= high normally).
+struct Reading {
+  double value = 0, low = 0, high = 0;
+};
+
+struct RuleOutcome {
+  std::string id;
+  std::string kind;    ///< a RuleKind name, or "sanitizer"
+  Verdict verdict = Verdict::error;
+  std::optional<Reading> reading;
+  std::optional<double> min, max;
+  double points = 0;       ///< awarded
+  double max_points = 0;
+  std::string message;     ///< what was measured and, on failure, the hint
+  std::string hint;        ///< the filled-in hint, when the rule failed and has one
+};
+
+/// Judges one rule against one (validated) result document.
+RuleOutcome evaluate_rule(const Rule& rule, const json& result);
+/// Every rule of the lesson marked `error` with the same message (the lesson did not run).
+std::vector<RuleOutcome> error_outcomes(const Lesson& lesson, Verdict verdict,
+                                        const std::string& message);
+
+/// How a value reads in messages: fractions as percentages, speedups with "x", metrics as
+/// numbers with their unit.
+std::string format_value(RuleKind kind, double value, const std::string& unit = "");
+/// The rule's hint with {value}, {min} and {max} replaced.
+std::string fill_hint(const Rule& rule, double value, const std::string& unit = "");
+
+}  // namespace lab

@@ -1,0 +1,196 @@
+#include "selftest.hpp"
+
+#include <algorithm>
+
+#if __has_include(<toml++/toml.hpp>)
+#include <toml++/toml.hpp>
+#else
+#include <toml++/toml.h>
+#endif
+
+namespace lab {
+
+std::string Expectation::describe() const {
+  std::string s = rule ? "rule " + *rule + " = " + to_string(verdict) : std::string("verdict ") + to_string(verdict);
+  if (!reason.empty()) s += " (" + reason + ")";
+  return s;
+}
+
+std::vector<Expectation> load_expectations(const fs::path& file) {
+  toml::table doc;
+  try {
+    doc = toml::parse_file(file.string());
+  } catch (const toml::parse_error& e) {
+    throw ConfigError(file.string() + ":" + std::to_string(e.source().begin.line) +
+                      ": not valid TOML: " + std::string(e.description()));
+  }
+  std::vector<Expectation> out;
+  for (auto&& [k, node] : doc) {
+    const std::string at = file.string() + ":" + std::to_string(node.source().begin.line);
+    if (!node.is_table())
+      throw ConfigError(at + ": \"" + std::string(k.str()) + "\" must be a table: [mutant-name]");
+    Expectation e;
+    e.mutant = std::string(k.str());
+    e.origin = at;
+    bool have_verdict = false;
+    for (auto&& [fk, fn] : *node.as_table()) {
+      const std::string key(fk.str());
+      const std::string fat = file.string() + ":" + std::to_string(fn.source().begin.line);
+      if (key == "timeout_s") {
+        if (fn.is_integer()) e.timeout_s = static_cast<double>(fn.as_integer()->get());
+        else if (fn.is_floating_point()) e.timeout_s = fn.as_floating_point()->get();
+        else throw ConfigError(fat + ": \"timeout_s\" must be a number");
+        continue;
+      }
+      if (!fn.is_string()) throw ConfigError(fat + ": \"" + key + "\" must be a string");
+      const std::string value = fn.as_string()->get();
+      if (key == "verdict") {
+        auto v = verdict_from_string(value);
+        if (!v) throw ConfigError(fat + ": unknown verdict \"" + value + "\" (pass, fail, ambiguous, environment, error)");
+        e.verdict = *v;
+        have_verdict = true;
+      } else if (key == "rule") {
+        e.rule = value;
+      } else if (key == "reason") {
+        static const char* known[] = {reason::compile, reason::timeout, reason::crash, reason::exit,
+                                      reason::result, reason::no_gpu, reason::sanitizer};
+        if (std::none_of(std::begin(known), std::end(known), [&](const char* r) { return value == r; }))
+          throw ConfigError(fat + ": unknown reason \"" + value +
+                            "\" (compile, timeout, crash, exit, result, no-gpu, sanitizer)");
+        e.reason = value;
+      } else {
+        throw ConfigError(fat + ": unknown key \"" + key + "\" (verdict, rule, reason, timeout_s)");
+      }
+    }
+    if (!have_verdict && e.reason == reason::sanitizer) {
+      e.verdict = Verdict::fail;
+      have_verdict = true;
+    }
+    if (!have_verdict) throw ConfigError(at + ": [" + e.mutant + "] has no \"verdict\"");
+    out.push_back(e);
+  }
+  return out;
+}
+
+bool expectation_holds(const Expectation& e, const LessonOutcome& o, std::string& why) {
+  Verdict seen = o.verdict;
+  std::string message = o.message;
+  if (e.rule) {
+    const RuleOutcome* r = nullptr;
+    if (*e.rule == "sanitizer" && o.sanitizer) r = &*o.sanitizer;
+    for (const auto& x : o.rules)
+      if (x.id == *e.rule) r = &x;
+    if (!r) {
+      why = "the lesson has no rule \"" + *e.rule + "\"";
+      return false;
+    }
+    seen = r->verdict;
+    message = r->message;
+  }
+  bool ok = seen == e.verdict;
+  if (e.reason == reason::sanitizer) ok = ok && o.sanitizer && o.sanitizer->verdict == Verdict::fail;
+  else if (!e.reason.empty()) ok = ok && o.reason == e.reason;
+  why = std::string("got ") + to_string(seen) + (o.reason.empty() ? "" : " (" + o.reason + ")") +
+        (message.empty() ? "" : ": " + message);
+  return ok;
+}
+
+std::vector<SelftestCheck> selftest_lesson(const Lesson& lesson, const SelftestOptions& opt,
+                                           GradingBuild* grading) {
+  std::vector<SelftestCheck> checks;
+  const fs::path programs = opt.build_dir / "lessons" / lesson.name;
+  JudgeOptions base;
+  base.timeout_s = opt.timeout_s;
+  base.sanitizer_cmd = opt.sanitizer_cmd;
+
+  {  // The solution passes every rule (ambiguous counts: that is the rule for students too).
+    SelftestCheck c{lesson.name, "solution", "passes every rule", false, ""};
+    JudgeOptions j = base;
+    j.build = "solution";
+    const LessonOutcome o = judge_program(lesson, programs / "solution", j);
+    c.held = earns_points(o.verdict) && o.score == o.max_score;
+    for (const auto& r : o.rules)
+      if (r.verdict != Verdict::pass || !c.held)
+        c.detail += (c.detail.empty() ? "" : "; ") + r.id + " " + to_string(r.verdict) + ": " + r.message;
+    if (!o.reason.empty()) c.detail = o.message;
+    checks.push_back(c);
+  }
+  {  // The starter is correct but too slow, and the failing rule says why (its hint).
+    SelftestCheck c{lesson.name, "starter", "passes correctness, fails a performance rule with its hint", false, ""};
+    JudgeOptions j = base;
+    j.build = "starter";
+    const LessonOutcome o = judge_program(lesson, programs / "starter", j);
+    bool correct_ok = o.reason.empty(), perf_failed = false;
+    for (const auto& r : o.rules) {
+      const Rule& rule = *std::find_if(lesson.rules.begin(), lesson.rules.end(),
+                                       [&](const Rule& x) { return x.id == r.id; });
+      if (rule.kind == RuleKind::correct) {
+        if (r.verdict != Verdict::pass) {
+          correct_ok = false;
+          c.detail += r.id + " " + to_string(r.verdict) + ": " + r.message + "; ";
+        }
+      } else if (r.verdict == Verdict::fail && !r.hint.empty() &&
+                 r.message.find(r.hint) != std::string::npos) {
+        perf_failed = true;
+        c.detail += r.id + " fails: " + r.message + "; ";
+      }
+    }
+    if (!o.reason.empty()) c.detail = o.message;
+    else if (!perf_failed) c.detail += "no performance rule failed with its hint";
+    c.held = correct_ok && perf_failed;
+    checks.push_back(c);
+  }
+
+  const fs::path mutants = lesson.dir / "mutants";
+  if (!fs::is_directory(mutants)) return checks;
+  std::vector<Expectation> expected;
+  if (fs::exists(mutants / "expected.toml")) expected = load_expectations(mutants / "expected.toml");
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(mutants))
+    if (e.path().extension() == ".cu") files.push_back(e.path().stem().string());
+  std::sort(files.begin(), files.end());
+
+  for (const auto& name : files) {
+    SelftestCheck c{lesson.name, "mutant " + name, "", false, ""};
+    auto e = std::find_if(expected.begin(), expected.end(), [&](const Expectation& x) { return x.mutant == name; });
+    if (e == expected.end()) {
+      c.expected = "an entry in mutants/expected.toml";
+      c.detail = "mutants/" + name + ".cu has no [" + name + "] in expected.toml";
+      checks.push_back(c);
+      continue;
+    }
+    c.expected = e->describe();
+    JudgeOptions j = base;
+    j.build = "mutant-" + name;
+    if (e->timeout_s > 0) j.timeout_s = e->timeout_s;
+    j.sanitize = e->needs_sanitizer();
+    LessonOutcome o;
+    if (name.rfind("compile_error", 0) == 0) {
+      // Not built by CMake: it goes through the grading build, exactly like a student's file.
+      if (!grading) {
+        c.detail = "no grading build to compile it in";
+        checks.push_back(c);
+        continue;
+      }
+      auto built = grading->build(lesson, mutants / (name + ".cu"));
+      if (built.ok) {
+        j.build = "submission";
+        o = judge_program(lesson, built.program, j);
+      } else {
+        o = lesson_outcome(lesson, j.build, Verdict::error, reason::compile, built.message);
+        o.output = built.output;
+      }
+    } else {
+      o = judge_program(lesson, programs / ("mutant-" + name), j);
+    }
+    c.held = expectation_holds(*e, o, c.detail);
+    checks.push_back(c);
+  }
+  for (const auto& e : expected)
+    if (std::find(files.begin(), files.end(), e.mutant) == files.end())
+      checks.push_back({lesson.name, "mutant " + e.mutant, e.describe(), false,
+                        e.origin + ": no mutants/" + e.mutant + ".cu"});
+  return checks;
+}
+
+}  // namespace lab

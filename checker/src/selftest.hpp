@@ -1,0 +1,57 @@
+// `lab-check selftest`: the checker's verdicts on each lesson's solution, starter and mutants
+// must be the ones the lesson promises (lessons/NN-topic/mutants/expected.toml).
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "grade.hpp"
+#include "judge.hpp"
+#include "rules.hpp"
+
+namespace lab {
+
+namespace fs = std::filesystem;
+
+/// One entry of expected.toml: [mutant-name] verdict = "...", optional rule, reason, timeout_s.
+struct Expectation {
+  std::string mutant;
+  std::optional<std::string> rule;  ///< judge this rule's verdict ("sanitizer" = that line)
+  Verdict verdict = Verdict::fail;  ///< of the rule, or of the whole lesson without `rule`
+  std::string reason;               ///< compile, timeout, crash, exit, result, sanitizer, ...
+  double timeout_s = 0;             ///< > 0 shortens the run (an endless-loop mutant)
+  std::string origin;
+
+  bool needs_sanitizer() const { return reason == "sanitizer" || rule.value_or("") == "sanitizer"; }
+  std::string describe() const;
+};
+
+/// Parses a lesson's mutants/expected.toml; throws ConfigError naming file:line.
+std::vector<Expectation> load_expectations(const fs::path& expected_toml);
+
+/// Whether `outcome` meets `e`; if not, `why` says what was seen instead.
+bool expectation_holds(const Expectation& e, const LessonOutcome& outcome, std::string& why);
+
+struct SelftestCheck {
+  std::string lesson;
+  std::string subject;   ///< "solution", "starter", "mutant racy_tile"
+  std::string expected;  ///< in words
+  bool held = false;
+  std::string detail;    ///< what was seen
+};
+
+struct SelftestOptions {
+  fs::path build_dir;
+  double timeout_s = 0;  ///< > 0 overrides check.toml's timeout_s
+  int jobs = 2;
+  std::vector<std::string> sanitizer_cmd = {"compute-sanitizer"};
+};
+
+/// Judges the lesson's solution, starter and every mutant. Compile-error mutants are built
+/// through `grading` (as a student's file would be); it may be null if the lesson has none.
+std::vector<SelftestCheck> selftest_lesson(const Lesson& lesson, const SelftestOptions& options,
+                                           GradingBuild* grading);
+
+}  // namespace lab

@@ -1,0 +1,176 @@
+// A stand-in for a lesson program, for the checker's tests. It takes the options every lesson
+// takes (--json PATH --seed N --nonce HEX --quick) plus --mode, and misbehaves on request:
+//   result      write a valid result (times from --exercise-ms / --baseline-ms, spread --spread,
+//               --wrong makes the exercise incorrect, --env-bad sets environment_ok false)
+//   sequence    like result, but --exercise-ms takes a comma list: run k uses item k (the run
+//               count is kept in --counter FILE), to test re-runs
+//   sleep       sleep forever, ignoring SIGTERM (the checker must escalate to SIGKILL)
+//   grandchild  fork a child that writes its pid to --pidfile and sleeps; then sleep
+//   segv        crash with SIGSEGV
+//   garbage     print binary junk and write a result file that is not JSON
+//   wrong-nonce write a valid result with someone else's nonce
+//   no-result   exit 0 without writing anything
+//   exit3       print a CUDA-like error and exit 3
+//   nogpu       print "no CUDA device" and exit 77
+//   noisy       print 50 MB on stdout, then write a valid result
+// Built with -DFAKE_COURSE (checker/tests/fake-course), the default mode and the exercise's time
+// come from the student's exercise.cu instead: const char* exercise_mode(); double exercise_ms().
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#ifdef FAKE_COURSE
+const char* exercise_mode();
+double exercise_ms();
+#endif
+
+namespace {
+
+std::string arg_json, arg_nonce, arg_mode = "result", arg_pidfile, arg_counter, arg_exercise = "1.0";
+#ifdef FAKE_LESSON_NAME
+std::string arg_lesson = FAKE_LESSON_NAME;
+#else
+std::string arg_lesson = "90-fake";
+#endif
+double arg_baseline = 4.0, arg_spread = 0.01;
+bool arg_wrong = false, arg_env_bad = false, arg_quick = false;
+long arg_seed = 0;
+
+void write_result(const std::string& nonce, double exercise_ms, bool wrong) {
+  auto q = [](double m, double f) { return m * f; };
+  std::ostringstream o;
+  auto timing = [&](double m) {
+    std::ostringstream t;
+    t << "{\"median\": " << m << ", \"min\": " << q(m, 1 - 2 * arg_spread) << ", \"q1\": "
+      << q(m, 1 - arg_spread) << ", \"q3\": " << q(m, 1 + arg_spread) << ", \"max\": "
+      << q(m, 1 + 3 * arg_spread) << ", \"mean\": " << m << ", \"stddev\": 0.01, \"n\": 30}";
+    return t.str();
+  };
+  const double bytes = 1e9;
+  const double copy_gbs = 2800;
+  const double ex_gbs = bytes / (exercise_ms * 1e-3) / 1e9;
+  const double base_gbs = bytes / (arg_baseline * 1e-3) / 1e9;
+  o << "{\n  \"schema\": \"cuda-perf-lab/result/1\", \"lesson\": \"" << arg_lesson
+    << "\", \"build\": \"fake\", \"nonce\": \"" << nonce << "\", \"complete\": true,\n"
+    << "  \"device\": {\"name\": \"Fake GPU\", \"cc\": \"9.0\", \"sms\": 132, \"l2_bytes\": 52428800,"
+       " \"peak_bandwidth_gbs\": 3352.3, \"driver\": 13000, \"runtime\": 13000, \"debug_build\": false},\n"
+    << "  \"ceilings\": {\"copy_gbs\": " << copy_gbs << ", \"launch_us\": 2.3},\n"
+    << "  \"config\": {\"seed\": " << arg_seed << ", \"quick\": " << (arg_quick ? "true" : "false") << "},\n"
+    << "  \"variants\": [\n"
+    << "    {\"name\": \"naive\", \"role\": \"baseline\", \"correct\": true, \"time_ms\": " << timing(arg_baseline)
+    << ", \"bytes\": " << bytes << ", \"gbs\": " << base_gbs << ", \"fraction_of_copy\": " << base_gbs / copy_gbs << "},\n"
+    << "    {\"name\": \"exercise\", \"role\": \"exercise\", \"correct\": " << (wrong ? "false" : "true")
+    << ", \"checks\": [{\"case\": \"1000x777\", \"ok\": " << (wrong ? "false" : "true")
+    << ", \"mismatches\": " << (wrong ? 12 : 0) << ", \"message\": \"" << (wrong ? "12 mismatches, first at [999]" : "")
+    << "\"}], \"time_ms\": " << timing(exercise_ms) << ", \"bytes\": " << bytes << ", \"gbs\": " << ex_gbs
+    << ", \"fraction_of_copy\": " << ex_gbs / copy_gbs << "}\n  ],\n"
+    << "  \"metrics\": {\"overlap_efficiency\": {\"value\": 0.8, \"low\": 0.78, \"high\": 0.82, \"unit\": \"\"}},\n"
+    << "  \"diagnostics\": [" << (arg_env_bad ? "\"GPU clock 1410 MHz is below 90% of its 1980 MHz default: throttled?\"" : "")
+    << "],\n  \"environment_ok\": " << (arg_env_bad ? "false" : "true") << "\n}\n";
+  const std::string tmp = arg_json + ".tmp";
+  std::ofstream(tmp) << o.str();
+  std::rename(tmp.c_str(), arg_json.c_str());
+}
+
+[[noreturn]] void sleep_forever() {
+  for (;;) pause();
+}
+
+int next_count() {
+  int n = 0;
+  if (arg_counter.empty()) return 0;
+  std::ifstream(arg_counter) >> n;
+  std::ofstream(arg_counter) << n + 1;
+  return n;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "missing value for %s\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--json") arg_json = next();
+    else if (a == "--nonce") arg_nonce = next();
+    else if (a == "--seed") arg_seed = std::atol(next().c_str());
+    else if (a == "--quick") arg_quick = true;
+    else if (a == "--mode") arg_mode = next();
+    else if (a == "--pidfile") arg_pidfile = next();
+    else if (a == "--counter") arg_counter = next();
+    else if (a == "--exercise-ms") arg_exercise = next();
+    else if (a == "--baseline-ms") arg_baseline = std::atof(next().c_str());
+    else if (a == "--spread") arg_spread = std::atof(next().c_str());
+    else if (a == "--lesson") arg_lesson = next();
+    else if (a == "--wrong") arg_wrong = true;
+    else if (a == "--env-bad") arg_env_bad = true;
+    else {
+      std::fprintf(stderr, "unknown option %s\n", a.c_str());
+      return 2;
+    }
+  }
+#ifdef FAKE_COURSE
+  arg_mode = exercise_mode();
+  arg_exercise = std::to_string(exercise_ms());
+#endif
+  if (arg_json.empty()) {
+    std::fprintf(stderr, "usage: fake_lesson --json PATH [--mode M]\n");
+    return 2;
+  }
+  const std::string m = arg_mode;
+  if (m == "result") write_result(arg_nonce, std::atof(arg_exercise.c_str()), arg_wrong);
+  else if (m == "sequence") {
+    std::vector<std::string> items;
+    std::stringstream s(arg_exercise);
+    for (std::string item; std::getline(s, item, ',');) items.push_back(item);
+    const int k = next_count();
+    write_result(arg_nonce, std::atof(items[std::min<std::size_t>(k, items.size() - 1)].c_str()), arg_wrong);
+  } else if (m == "sleep") {
+    signal(SIGTERM, SIG_IGN);
+    sleep_forever();
+  } else if (m == "grandchild") {
+    const pid_t child = fork();
+    if (child == 0) {
+      std::ofstream(arg_pidfile) << getpid() << "\n";
+      sleep_forever();
+    }
+    sleep_forever();
+  } else if (m == "segv") {
+    raise(SIGSEGV);
+  } else if (m == "garbage") {
+    std::printf("\x1b[31mPASS\x1b[0m \xff\xfe\x01 all tests passed\n");
+    std::ofstream(arg_json) << "{\"schema\": \"cuda-perf-lab/result/1\", \"variants\": [";
+  } else if (m == "wrong-nonce") {
+    write_result("00000000000000000000000000000000", 1.0, false);
+  } else if (m == "no-result") {
+    std::printf("PASS\n");
+  } else if (m == "exit3") {
+    std::fprintf(stderr, "CUDA error: an illegal memory access was encountered\n");
+    return 3;
+  } else if (m == "nogpu") {
+    std::fprintf(stderr, "no CUDA device is available\n");
+    return 77;
+  } else if (m == "noisy") {
+    std::string line(1000, 'x');
+    line += '\n';
+    for (int i = 0; i < 50000; ++i) std::fwrite(line.data(), 1, line.size(), stdout);
+    write_result(arg_nonce, 1.0, false);
+  } else {
+    std::fprintf(stderr, "unknown mode %s\n", m.c_str());
+    return 2;
+  }
+  return 0;
+}

@@ -1,0 +1,215 @@
+// lab-check as a user runs it, against a miniature course (tests/fake-course) built with the
+// host compiler: list, run, doctor, grade (compile errors, crashes, missing lessons, resume), merge.
+#include <doctest/doctest.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include "helpers.hpp"
+#include "process.hpp"
+
+using namespace lab;
+using namespace lab::test;
+
+namespace {
+
+struct Cli {
+  int code = -1;
+  std::string out, err;
+};
+
+// One configured and built fake course for every test case here.
+struct FakeCourse {
+  TempDir tmp{"lab-check-cli"};
+  fs::path source = fs::path(LAB_TEST_DATA_DIR) / "fake-course";
+  fs::path build = tmp.path() / "build";
+  bool ok = false;
+  std::string log;
+
+  FakeCourse() {
+    for (const std::vector<std::string>& cmd :
+         {std::vector<std::string>{LAB_TEST_CMAKE, "-S", source.string(), "-B", build.string(), "-G", LAB_TEST_GENERATOR},
+          std::vector<std::string>{LAB_TEST_CMAKE, "--build", build.string(), "-j", "2"}}) {
+      ProcessOptions p;
+      p.argv = cmd;
+      p.timeout_s = 120;
+      p.stdout_path = p.stderr_path = tmp.path() / "setup.log";
+      const ProcessResult r = run_process(p);
+      log += read_text(tmp.path() / "setup.log");
+      if (!r.exited_ok()) return;
+    }
+    ok = true;
+  }
+
+  Cli run(std::vector<std::string> args) const {
+    ProcessOptions p;
+    p.argv = {LAB_TEST_LAB_CHECK, "--source-dir", source.string(), "--build-dir", build.string()};
+    p.argv.insert(p.argv.end(), args.begin(), args.end());
+    p.timeout_s = 120;
+    p.stdout_path = tmp.path() / "cli.out";
+    p.stderr_path = tmp.path() / "cli.err";
+    const ProcessResult r = run_process(p);
+    return {r.started && r.signal == 0 ? r.exit_code : -1, read_text(p.stdout_path), read_text(p.stderr_path)};
+  }
+};
+
+const FakeCourse& course() {
+  static FakeCourse c;
+  REQUIRE_MESSAGE(c.ok, c.log);
+  return c;
+}
+
+}  // namespace
+
+TEST_SUITE("cli") {
+
+TEST_CASE("list shows lessons, rules and points") {
+  const Cli r = course().run({"list"});
+  CHECK(r.code == 0);
+  CHECK(contains(r.out, "90-fake  A fake lesson  (10 points, timeout 20 s)"));
+  CHECK(contains(r.out, "speedup: speedup of exercise over naive >= 3.00x  [3 pt]"));
+  CHECK(contains(r.out, "2 lessons, 12 points"));
+}
+
+TEST_CASE("run: the solution passes (exit 0), the starter fails with its hint (exit 1)") {
+  const Cli solution = course().run({"run", "--build", "solution"});
+  INFO(solution.out << solution.err);
+  CHECK(solution.code == 0);
+  CHECK(contains(solution.out, "pass        90-fake (solution)  10/10"));
+  CHECK(contains(solution.out, "total 12/12"));
+
+  const Cli starter = course().run({"run", "90"});
+  CHECK(starter.code == 1);
+  CHECK(contains(starter.out, "Only 2.00x faster than the naive version, needs 3.00x."));
+  CHECK_FALSE(contains(starter.out, "\x1b["));  // not a terminal: no colour
+
+  const Cli js = course().run({"--format", "json", "run", "--build", "solution"});
+  CHECK(js.code == 0);
+  const json doc = json::parse(js.out);
+  CHECK(doc["score"] == 12);
+  CHECK(doc["lessons"][0]["rules"][1]["verdict"] == "pass");
+
+  const Cli unknown = course().run({"run", "07"});
+  CHECK(unknown.code == 2);
+  CHECK(contains(unknown.err, "lab-check: no lesson \"07\" (lessons: 90-fake, 91-other)"));
+}
+
+TEST_CASE("doctor: the machine's report, or one sentence and exit 3 without a GPU") {
+  const Cli r = course().run({"doctor"});
+  CHECK(r.code == 0);
+  CHECK(contains(r.out, "GPU        Fake GPU (compute capability 9.0, 132 SMs, L2 50 MiB)"));
+  CHECK(contains(r.out, "driver     CUDA 13.0, runtime 12.8"));
+  CHECK(contains(r.out, "copy_gbs = 2850.1"));
+
+  setenv("FAKE_NO_GPU", "1", 1);
+  const Cli none = course().run({"doctor"});
+  unsetenv("FAKE_NO_GPU");
+  CHECK(none.code == 3);
+  CHECK(contains(none.err, "No usable NVIDIA GPU here: no CUDA-capable device is detected The lessons need one"));
+}
+
+TEST_CASE("grade: builds each student's files against the pristine harness, survives them, resumes") {
+  const FakeCourse& c = course();
+  const fs::path subs = c.tmp.path() / "subs";
+  const fs::path out = c.tmp.path() / "graded";
+  write_text(subs / "alice" / "90-fake" / "exercise.cu",
+             "const char* exercise_mode() { return \"result\"; }\ndouble exercise_ms() { return 0.25; }\n");
+  write_text(subs / "alice" / "91-other" / "exercise.cu",
+             "const char* exercise_mode() { return \"result\"; }\ndouble exercise_ms() { return 1.0; }\n");
+  write_text(subs / "bob" / "90-fake" / "exercise.cu", "this is not C++;\n");
+  write_text(subs / "carol" / "lessons" / "91-other" / "exercise.cu",
+             "const char* exercise_mode() { return \"segv\"; }\ndouble exercise_ms() { return 1.0; }\n");
+
+  const Cli r = c.run({"grade", (subs / "alice").string(), (subs / "bob").string(), (subs / "carol").string(),
+                       "--out", out.string(), "-j", "2"});
+  INFO(r.out << r.err);
+  CHECK(r.code == 0);
+
+  const json alice = json::parse(read_text(out / "alice" / "gradescope.json"));
+  CHECK(alice["score"] == 12);
+  CHECK(alice["max_score"] == 12);
+
+  const json bob = json::parse(read_text(out / "bob" / "result.json"));
+  CHECK(bob["complete"] == true);
+  CHECK(bob["lessons"][0]["verdict"] == "error");
+  CHECK(bob["lessons"][0]["reason"] == "compile");
+  const std::string errors = bob["lessons"][0]["output"];
+  CHECK(contains(errors, "90-fake/exercise.cu:1"));
+  CHECK(contains(errors, "error"));
+  CHECK_FALSE(contains(errors, "staging/"));  // the grading folder's paths are not shown
+  CHECK(bob["lessons"][1]["reason"] == "not-submitted");
+  CHECK(bob["score"] == 0);
+
+  const json carol = json::parse(read_text(out / "carol" / "result.json"));
+  CHECK(carol["lessons"][0]["reason"] == "not-submitted");
+  CHECK(carol["lessons"][1]["reason"] == "crash");
+  CHECK(fs::exists(out / "carol" / "junit.xml"));
+
+  // Graded already: skipped unless --force.
+  const Cli again = c.run({"grade", (subs / "alice").string(), "--out", out.string()});
+  CHECK(again.code == 0);
+  CHECK(contains(again.out, "already graded"));
+
+  const fs::path csv = c.tmp.path() / "grades.csv";
+  const fs::path book = c.tmp.path() / "grades.json";
+  const Cli m = c.run({"merge", out.string(), "--csv", csv.string(), "--json", book.string()});
+  CHECK(m.code == 0);
+  CHECK(read_text(csv) == "student,90-fake,91-other,total\nalice,10,2,12\nbob,0,0,0\ncarol,0,0,0\n");
+  CHECK(json::parse(read_text(book))["students"].size() == 3);
+}
+
+}  // TEST_SUITE
+
+TEST_SUITE("cli") {
+
+TEST_CASE("Ctrl-C: the running lesson's whole group dies, temporary folders go, exit 130") {
+  TempDir dir;
+  const fs::path source = dir.path() / "src", build = dir.path() / "build", tmp = dir.path() / "tmp";
+  const fs::path pidfile = dir.path() / "grandchild.pid";
+  write_text(source / "lessons" / "90-fake" / "check.toml",
+             "lesson = \"90-fake\"\nargs = [\"--mode\", \"grandchild\", \"--pidfile\", \"" + pidfile.string() +
+                 "\"]\n[[rule]]\nid = \"correct\"\nkind = \"correct\"\nvariant = \"exercise\"\n");
+  write_text(build / "CMakeCache.txt", "");
+  fs::create_directories(build / "lessons" / "90-fake");
+  fs::copy_file(LAB_TEST_FAKE_LESSON, build / "lessons" / "90-fake" / "starter");
+  fs::create_directories(tmp);
+
+  const pid_t checker = fork();
+  REQUIRE(checker >= 0);
+  if (checker == 0) {
+    setenv("TMPDIR", tmp.c_str(), 1);
+    const int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, 1);
+    dup2(devnull, 2);
+    execl(LAB_TEST_LAB_CHECK, LAB_TEST_LAB_CHECK, "--source-dir", source.c_str(), "--build-dir",
+          build.c_str(), "run", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  pid_t grandchild = 0;
+  for (int i = 0; i < 500 && grandchild == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::ifstream(pidfile) >> grandchild;
+  }
+  REQUIRE(grandchild > 0);
+  kill(checker, SIGINT);
+  int status = 0;
+  waitpid(checker, &status, 0);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 128 + SIGINT);
+  bool gone = false;
+  for (int i = 0; i < 100 && !gone; ++i) {
+    gone = kill(grandchild, 0) != 0 || contains(read_text("/proc/" + std::to_string(grandchild) + "/stat"), ") Z ");
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  CHECK(gone);
+  if (!gone) kill(grandchild, SIGKILL);
+  CHECK(fs::is_empty(tmp));
+}
+
+}  // TEST_SUITE

@@ -1,0 +1,239 @@
+// Isolation: timeouts kill the whole process group, crashes and garbage become verdicts.
+#include <doctest/doctest.h>
+
+#include <signal.h>
+
+#include <chrono>
+#include <thread>
+
+#include "helpers.hpp"
+#include "judge.hpp"
+#include "process.hpp"
+
+using namespace lab;
+using namespace lab::test;
+
+namespace {
+
+const std::string kFake = LAB_TEST_FAKE_LESSON;
+
+// Dead = gone, or a zombie waiting for a parent that is not us.
+bool process_gone(pid_t pid) {
+  if (::kill(pid, 0) != 0) return true;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  const auto close = line.rfind(')');
+  return close != std::string::npos && line.size() > close + 2 && line[close + 2] == 'Z';
+}
+
+LessonOutcome judge_mode(const std::string& mode, std::vector<std::string> extra = {}, double timeout = 10) {
+  std::vector<std::string> args{"--mode", mode};
+  args.insert(args.end(), extra.begin(), extra.end());
+  JudgeOptions opt;
+  opt.build = "test";
+  return judge_program(fake_lesson(args, standard_rules(), timeout), kFake, opt);
+}
+
+}  // namespace
+
+TEST_SUITE("process") {
+
+TEST_CASE("a program that ignores SIGTERM is killed at its time limit") {
+  ProcessOptions p;
+  p.argv = {kFake, "--mode", "sleep", "--json", "/dev/null"};
+  p.timeout_s = 0.3;
+  p.grace_s = 0.3;
+  const auto t0 = std::chrono::steady_clock::now();
+  const ProcessResult r = run_process(p);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CHECK(r.timed_out);
+  CHECK(r.signal == SIGKILL);
+  CHECK(took < 3.0);
+  CHECK(describe(r, 0.3) == "timed out after 0.3 s (its process group was killed)");
+}
+
+TEST_CASE("a grandchild dies with its parent's process group") {
+  TempDir dir;
+  const fs::path pidfile = dir.path() / "grandchild.pid";
+  ProcessOptions p;
+  p.argv = {kFake, "--mode", "grandchild", "--pidfile", pidfile.string(), "--json", "/dev/null"};
+  p.timeout_s = 0.5;
+  p.grace_s = 0.2;
+  const ProcessResult r = run_process(p);
+  CHECK(r.timed_out);
+  pid_t grandchild = 0;
+  std::ifstream(pidfile) >> grandchild;
+  REQUIRE(grandchild > 0);
+  bool gone = false;
+  for (int i = 0; i < 100 && !gone; ++i) {
+    gone = process_gone(grandchild);
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  CHECK(gone);
+  if (!gone) ::kill(grandchild, SIGKILL);
+}
+
+TEST_CASE("segfault, exec failure, bounded output") {
+  ProcessOptions p;
+  p.argv = {kFake, "--mode", "segv", "--json", "/dev/null"};
+  ProcessResult r = run_process(p);
+  CHECK(r.signal == SIGSEGV);
+  CHECK(describe(r, 1) == "killed by signal 11 (Segmentation fault)");
+
+  p.argv = {"/nonexistent/program"};
+  r = run_process(p);
+  CHECK_FALSE(r.started);
+  CHECK(describe(r, 1) == "could not start: No such file or directory");
+
+  TempDir dir;
+  const fs::path result = dir.path() / "r.json";
+  p.argv = {kFake, "--mode", "noisy", "--json", result.string()};
+  p.stdout_path = dir.path() / "out.txt";
+  p.max_output_bytes = 100000;
+  r = run_process(p);
+  CHECK(r.exited_ok());
+  CHECK(r.output_truncated);
+  CHECK(fs::file_size(p.stdout_path) == 100000);
+  CHECK(fs::exists(result));
+}
+
+TEST_CASE("judge: a good program passes and its points add up") {
+  const LessonOutcome o = judge_mode("result", {"--exercise-ms", "1.0"});
+  CHECK(o.verdict == Verdict::pass);
+  CHECK(o.reason == "");
+  CHECK(o.runs == 1);
+  CHECK(o.score == 10);
+  CHECK(o.max_score == 10);
+  CHECK(o.device["name"] == "Fake GPU");
+}
+
+TEST_CASE("judge: every way a program can misbehave is an error with its reason") {
+  auto timeout = judge_mode("sleep", {}, 0.5);
+  CHECK(timeout.verdict == Verdict::error);
+  CHECK(timeout.reason == "timeout");
+  CHECK(timeout.message == "timed out after 0.5 s (its process group was killed): an endless loop, a deadlock, or a kernel far slower than expected?");
+  CHECK(timeout.score == 0);
+  CHECK(timeout.rules.size() == 3);
+  CHECK(timeout.rules[0].verdict == Verdict::error);
+
+  auto crash = judge_mode("segv");
+  CHECK(crash.verdict == Verdict::error);
+  CHECK(crash.reason == "crash");
+  CHECK(crash.message == "the program crashed: killed by signal 11 (Segmentation fault)");
+
+  auto garbage = judge_mode("garbage");
+  CHECK(garbage.reason == "result");
+  CHECK(contains(garbage.message, "the result file is not valid JSON"));
+  // The program's output is kept for feedback, with escape codes and invalid bytes removed.
+  CHECK(contains(garbage.output, "PASS ??? all tests passed"));
+  CHECK_FALSE(contains(garbage.output, "\x1b"));
+
+  auto forged = judge_mode("wrong-nonce");
+  CHECK(forged.reason == "result");
+  CHECK(forged.message == "the result file's nonce does not match this run's: it was not written by this run of the harness");
+
+  auto silent = judge_mode("no-result");
+  CHECK(silent.reason == "result");
+  CHECK(contains(silent.message, "wrote no usable result file: result-0.json does not exist"));
+
+  auto exit3 = judge_mode("exit3");
+  CHECK(exit3.reason == "exit");
+  CHECK(exit3.message == "the program exited with code 3 and wrote no result file (exit 3: a CUDA or runtime error stopped it)");
+  CHECK(contains(exit3.output, "illegal memory access"));
+
+  auto nogpu = judge_mode("nogpu");
+  CHECK(nogpu.verdict == Verdict::environment);
+  CHECK(nogpu.reason == "no-gpu");
+  CHECK(nogpu.message == "no usable GPU: no CUDA device is available");
+
+  JudgeOptions opt;
+  auto missing = judge_program(fake_lesson({}, standard_rules()), "/nonexistent/solution", opt);
+  CHECK(missing.reason == "missing");
+  CHECK(missing.message == "no program at /nonexistent/solution: build it first");
+}
+
+TEST_CASE("judge: wrong results fail correctness and earn no speed points") {
+  const LessonOutcome o = judge_mode("result", {"--wrong"});
+  CHECK(o.verdict == Verdict::fail);
+  CHECK(o.rules[0].verdict == Verdict::fail);
+  CHECK(o.rules[0].message == "\"exercise\" gives wrong results (1000x777: 12 mismatches, first at [999]). Check the tail.");
+  CHECK(o.rules[1].verdict == Verdict::fail);
+  CHECK(o.score == 0);
+}
+
+TEST_CASE("judge: ambiguous readings are re-run, keeping each variant's best median") {
+  TempDir dir;
+  const std::string counter = (dir.path() / "count").string();
+  // Run 1: 3.0x over naive at 1% spread is too close to 3x; run 2 (1.2 ms) is worse, run 3 clear.
+  auto o = judge_mode("sequence", {"--baseline-ms", "3.0", "--exercise-ms", "1.0,1.2,0.9", "--counter", counter});
+  CHECK(o.runs == 3);
+  CHECK(o.rules[1].verdict == Verdict::pass);
+  CHECK(o.rules[1].reading->value == doctest::Approx(3.0 / 0.9));
+
+  // Still too close after three runs: ambiguous, with the points (the benefit of the doubt).
+  const std::string counter2 = (dir.path() / "count2").string();
+  auto a = judge_mode("sequence", {"--baseline-ms", "3.0", "--exercise-ms", "1.0", "--counter", counter2});
+  CHECK(a.runs == 3);
+  CHECK(a.rules[1].verdict == Verdict::ambiguous);
+  CHECK(a.verdict == Verdict::ambiguous);
+  CHECK(a.score == 10);
+  CHECK(contains(a.message, "benefit of the doubt"));
+}
+
+TEST_CASE("judge: an untrustworthy environment is never the student's failure") {
+  auto o = judge_mode("result", {"--exercise-ms", "2.0", "--env-bad"});
+  CHECK(o.runs == 3);  // re-run, hoping for a healthy run
+  CHECK(o.verdict == Verdict::environment);
+  CHECK(o.rules[0].verdict == Verdict::pass);
+  CHECK(o.rules[1].verdict == Verdict::environment);
+  CHECK(contains(o.rules[1].message, "throttled"));
+  CHECK(o.diagnostics.size() == 1);
+}
+
+TEST_CASE("sanitizer: findings with file:line, and a missing tool is not the student's fault") {
+  const std::string log =
+      "========= COMPUTE-SANITIZER\n"
+      "========= Invalid __global__ write of size 4 bytes\n"
+      "=========     at transpose(float *, const float *, int)+0x70 in /tmp/grading/staging/05-shared/exercise.cu:31\n"
+      "=========     by thread (0,0,0) in block (3,0,0)\n"
+      "=========     Host Frame: main [0x1234] in /tmp/grading/lessons/05-shared/submission\n"
+      "=========\n"
+      "========= Invalid __global__ write of size 4 bytes\n"
+      "=========     at transpose(float *, const float *, int)+0x70 in /tmp/grading/staging/05-shared/exercise.cu:31\n"
+      "========= Error: Race reported between Write access at tile_kernel+0x1a0 in /src/lessons/05-shared/exercise.cu:12\n"
+      "=========     and Read access at tile_kernel+0x2b0 in /src/lessons/05-shared/exercise.cu:15 [1024 hazards]\n"
+      "========= ERROR SUMMARY: 3 errors\n";
+  auto f = parse_sanitizer_log("memcheck", log);
+  REQUIRE(f.size() == 2);
+  CHECK(f[0].what == "Invalid __global__ write of size 4 bytes");
+  CHECK(f[0].location == "05-shared/exercise.cu:31");
+  CHECK(f[0].count == 2);
+  CHECK(f[1].what == "Race reported between Write access at tile_kernel+0x1a0");
+  CHECK(f[1].location == "05-shared/exercise.cu:12");
+
+  // A stand-in compute-sanitizer that finds an error.
+  TempDir dir;
+  const fs::path tool = dir.path() / "fake-sanitizer";
+  write_text(tool, "#!/bin/sh\nwhile [ \"$1\" != \"--log-file\" ]; do shift; done\n"
+                   "printf '========= Invalid __global__ read of size 4 bytes\\n=========     at k+0x1 in /x/90-fake/exercise.cu:7\\n' > \"$2\"\n"
+                   "exit 86\n");
+  fs::permissions(tool, fs::perms::owner_all);
+  JudgeOptions opt;
+  opt.sanitize = true;
+  opt.sanitizer_cmd = {tool.string()};
+  auto o = judge_program(fake_lesson({"--mode", "result"}, standard_rules()), kFake, opt);
+  REQUIRE(o.sanitizer);
+  CHECK(o.sanitizer->verdict == Verdict::fail);
+  CHECK(o.reason == "sanitizer");
+  CHECK(o.verdict == Verdict::fail);
+  CHECK(o.score == 10);  // the sanitizer line carries no points of its own
+  CHECK(contains(o.sanitizer->message, "memcheck found 1 error(s), first: Invalid __global__ read of size 4 bytes at 90-fake/exercise.cu:7"));
+
+  opt.sanitizer_cmd = {"no-such-sanitizer-here"};
+  auto none = judge_program(fake_lesson({"--mode", "result"}, standard_rules()), kFake, opt);
+  CHECK(none.sanitizer->verdict == Verdict::environment);
+  CHECK(none.sanitizer->message == "compute-sanitizer is not on PATH, so nothing was checked");
+}
+
+}  // TEST_SUITE

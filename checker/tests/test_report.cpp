@@ -1,0 +1,235 @@
+// Output formats, atomic writes, the gradebook.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+
+#include "helpers.hpp"
+#include "process.hpp"
+#include "grade.hpp"
+#include "report.hpp"
+
+using namespace lab;
+using namespace lab::test;
+
+namespace {
+
+// A report with one lesson of each kind of outcome, and text that needs escaping.
+Report sample_report() {
+  Lesson lesson = fake_lesson({}, standard_rules());
+  Report r;
+  r.name = "alice";
+  r.started_at = r.finished_at = "2025-01-01T00:00:00Z";
+  r.complete = true;
+
+  LessonOutcome ok;
+  ok.lesson = "90-fake";
+  ok.title = "Fake";
+  ok.build = "submission";
+  ok.runs = 1;
+  for (const auto& rule : lesson.rules) ok.rules.push_back(evaluate_rule(rule, sample_result(2.0)));
+  finalize(ok, lesson);  // correct passes, speedup 2x fails, bandwidth passes
+  r.lessons.push_back(ok);
+
+  Lesson other = lesson;
+  other.name = "91-other";
+  LessonOutcome broken = lesson_outcome(other, "submission", Verdict::error, reason::compile,
+                                        "your exercise.cu did not compile; the first errors are below");
+  broken.output = "91-other/exercise.cu(3): error: expected a \";\" <here> & \x01 \xff\n";
+  r.lessons.push_back(broken);
+
+  Lesson third = lesson;
+  third.name = "92-env";
+  json env = sample_result(2.0);
+  env["environment_ok"] = false;
+  LessonOutcome e;
+  e.lesson = "92-env";
+  for (const auto& rule : third.rules) e.rules.push_back(evaluate_rule(rule, env));
+  finalize(e, third);
+  r.lessons.push_back(e);
+  return r;
+}
+
+}  // namespace
+
+TEST_SUITE("report") {
+
+TEST_CASE("gradescope results.json has the documented fields and types") {
+  const json g = gradescope_json(sample_report());
+  CHECK(g["score"].is_number());
+  CHECK(g["score"] == 14);  // 4 + 3 from the first and third lessons; the compile error earns nothing
+  CHECK(g["max_score"] == 30);
+  CHECK(g["output"].is_string());
+  CHECK(g["visibility"] == "visible");
+  REQUIRE(g["tests"].is_array());
+  REQUIRE(g["tests"].size() == 9);
+  double sum = 0;
+  for (const auto& t : g["tests"]) {
+    CHECK(t["name"].is_string());
+    CHECK(t["score"].is_number());
+    CHECK(t["max_score"].is_number());
+    CHECK(t["output"].is_string());
+    CHECK(t["visibility"] == "visible");
+    CHECK((t["status"] == "passed" || t["status"] == "failed"));
+    sum += t["score"].get<double>();
+  }
+  CHECK(sum == g["score"].get<double>());
+  CHECK(g["tests"][1]["name"] == "90-fake: speedup");
+  CHECK(g["tests"][1]["status"] == "failed");
+  CHECK(contains(g["tests"][1]["output"], "Only 2.00x faster, needs 3.00x."));
+  // A compile error shows the compiler's first errors once, in the lesson's first test.
+  CHECK(contains(g["tests"][3]["output"], "Compiler output (last lines):\n91-other/exercise.cu(3): error"));
+  CHECK_FALSE(contains(g["tests"][4]["output"], "Compiler output"));
+}
+
+TEST_CASE("neutral result.json") {
+  const json j = report_json(sample_report());
+  CHECK(j["schema"] == "cuda-perf-lab/grade/1");
+  CHECK(j["submission"] == "alice");
+  CHECK(j["complete"] == true);
+  CHECK(j["lessons"][0]["rules"][1]["verdict"] == "fail");
+  CHECK(j["lessons"][0]["rules"][1]["value"] == doctest::Approx(2.0));
+  CHECK(j["lessons"][1]["reason"] == "compile");
+  CHECK(j["lessons"][2]["verdict"] == "environment");
+  // Student text with invalid UTF-8 still dumps.
+  CHECK_NOTHROW(dump_json(j));
+}
+
+TEST_CASE("the table: plain without colour, escapes with it") {
+  const Report r = sample_report();
+  const std::string plain = table_text(r.lessons, false);
+  CHECK_FALSE(contains(plain, "\x1b["));
+  CHECK(contains(plain, "fail        90-fake (submission)  7/10"));
+  CHECK(contains(plain, "    | 91-other/exercise.cu(3): error"));
+  CHECK(contains(plain, "total 14/30"));
+  CHECK(contains(table_text(r.lessons, true), "\x1b[31m"));
+
+  setenv("NO_COLOR", "1", 1);
+  CHECK_FALSE(use_colour(stdout));
+  unsetenv("NO_COLOR");
+}
+
+TEST_CASE("atomic writes replace whole files and leave no temporary behind") {
+  TempDir dir;
+  const fs::path file = dir.path() / "sub" / "result.json";
+  write_file_atomic(file, "first");
+  write_file_atomic(file, "second, longer");
+  CHECK(read_text(file) == "second, longer");
+  int entries = 0;
+  for (const auto& e : fs::directory_iterator(file.parent_path())) {
+    (void)e;
+    ++entries;
+  }
+  CHECK(entries == 1);
+  CHECK((fs::status(file).permissions() & fs::perms::others_read) != fs::perms::none);
+  // A folder where the file should go: an error naming the path, and the folder untouched.
+  fs::create_directories(dir.path() / "taken");
+  CHECK_THROWS_WITH_AS(write_file_atomic(dir.path() / "taken", "x"), doctest::Contains("cannot rename into"),
+                       std::runtime_error);
+  CHECK(fs::is_directory(dir.path() / "taken"));
+}
+
+TEST_CASE("write_report_files writes all three outputs") {
+  TempDir dir;
+  write_report_files(dir.path() / "alice", sample_report());
+  for (const char* f : {"result.json", "gradescope.json", "junit.xml"})
+    CHECK(fs::exists(dir.path() / "alice" / f));
+  CHECK(json::parse(read_text(dir.path() / "alice" / "gradescope.json"))["score"] == 14);
+}
+
+TEST_CASE("merge: a CSV with one column per lesson, and warnings for incomplete gradings") {
+  TempDir dir;
+  Report a = sample_report();
+  Report b = sample_report();
+  b.name = "bob, jr. \"the second\"";
+  b.complete = false;
+  b.lessons.pop_back();
+  write_report_files(dir.path() / "out1" / "alice", a);
+  write_report_files(dir.path() / "out2" / "bob", b);
+  const Gradebook book = merge_results({dir.path() / "out1", dir.path() / "out2" / "bob"});
+  CHECK(book.csv ==
+        "student,90-fake,91-other,92-env,total\n"
+        "alice,7,0,7,14\n"
+        "\"bob, jr. \"\"the second\"\"\",7,0,,7\n");
+  REQUIRE(book.warnings.size() == 1);
+  CHECK(contains(book.warnings[0], "grading is incomplete"));
+  CHECK(book.doc["max_total"] == 30);
+  CHECK(book.doc["students"].size() == 2);
+
+  CHECK_THROWS_WITH_AS(merge_results({dir.path()}), doctest::Contains("no result.json in"), ConfigError);
+}
+
+TEST_CASE("printable() removes escapes, control bytes and invalid UTF-8, keeps valid UTF-8") {
+  CHECK(printable("\x1b[1;31mred\x1b[0m\tok\r\n") == "red\tok\n");
+  CHECK(printable("a\x01" "b\xff" "c") == "a?b?c");
+  CHECK(printable("caf\xc3\xa9 \xe2\x9c\x93") == "caf\xc3\xa9 \xe2\x9c\x93");
+  CHECK(printable("\xc0\xaf") == "??");  // overlong
+}
+
+}  // TEST_SUITE
+
+TEST_SUITE("junit") {
+
+TEST_CASE("the JUnit file validates against tests/junit.xsd (and a broken one does not)") {
+  std::string xmllint = std::getenv("LAB_XMLLINT") ? std::getenv("LAB_XMLLINT") : "";
+  if (xmllint.empty()) xmllint = find_on_path("xmllint").value_or(fs::path()).string();
+  REQUIRE_MESSAGE(!xmllint.empty(), "xmllint is needed (Debian: libxml2-utils)");
+  TempDir dir;
+  const fs::path good = dir.path() / "junit.xml";
+  write_file_atomic(good, junit_xml(sample_report()));
+  const std::string xml = read_text(good);
+  CHECK(contains(xml, "<testsuite name=\"90-fake\" tests=\"3\" failures=\"1\" errors=\"0\" skipped=\"0\""));
+  CHECK(contains(xml, "<error type=\"compile\""));
+  CHECK(contains(xml, "&lt;here&gt; &amp; ?"));
+  CHECK(contains(xml, "<skipped message="));
+
+  auto validate = [&](const fs::path& file) {
+    ProcessOptions p;
+    p.argv = {xmllint, "--noout", "--schema", std::string(LAB_TEST_DATA_DIR) + "/junit.xsd", file.string()};
+    p.stdout_path = p.stderr_path = dir.path() / "xmllint.txt";
+    p.timeout_s = 20;
+    return run_process(p);
+  };
+  const ProcessResult ok = validate(good);
+  INFO(read_text(dir.path() / "xmllint.txt"));
+  CHECK(ok.exited_ok());
+
+  const fs::path bad = dir.path() / "bad.xml";
+  write_text(bad, "<testsuites><testsuite name=\"x\"><testcase/></testsuite></testsuites>\n");
+  CHECK_FALSE(validate(bad).exited_ok());
+}
+
+}  // TEST_SUITE
+
+TEST_SUITE("report") {
+
+TEST_CASE("compiler_errors: the first errors with their source line, the grading paths removed") {
+  const std::string nvcc =
+      "[1/2] Building CUDA object lessons/CMakeFiles/01-x-submission.dir/exercise.cu.o\n"
+      "FAILED: lessons/CMakeFiles/01-x-submission.dir/exercise.cu.o\n"
+      "/usr/local/cuda/bin/nvcc -Werror=all-warnings -c /g/staging/01-x/exercise.cu\n"
+      "/g/staging/01-x/exercise.cu(7): error: expected a \";\"\n"
+      "    return 1.0;\n"
+      "    ^\n"
+      "\n"
+      "/g/staging/01-x/exercise.cu(8): warning #940-D: missing return statement\n"
+      "  }\n"
+      "  ^\n"
+      "\n"
+      "1 error detected in the compilation of \"/g/staging/01-x/exercise.cu\".\n"
+      "ninja: build stopped: subcommand failed.\n";
+  CHECK(compiler_errors(nvcc, "/g/staging/") ==
+        "01-x/exercise.cu(7): error: expected a \";\"\n    return 1.0;\n    ^\n"
+        "1 error detected in the compilation of \"01-x/exercise.cu\".\n");
+
+  const std::string link = "FAILED: lessons/01-x/submission\n"
+                           "/usr/bin/ld: exercise.cu.o: in function `main':\n"
+                           "exercise.cu:(.text+0x0): multiple definition of `main'\n"
+                           "collect2: error: ld returned 1 exit status\n";
+  CHECK(compiler_errors(link, "") ==
+        "exercise.cu:(.text+0x0): multiple definition of `main'\ncollect2: error: ld returned 1 exit status\n");
+
+  // No line that looks like an error: the end of the log.
+  CHECK(compiler_errors("a\nb\nc\n", "", 2) == "b\nc\n");
+}
+
+}  // TEST_SUITE

@@ -1,0 +1,268 @@
+// Rule evaluation, check.toml parsing, overrides, expected.toml, combining re-runs.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "helpers.hpp"
+#include "result.hpp"
+#include "selftest.hpp"
+
+using namespace lab;
+using namespace lab::test;
+
+TEST_SUITE("rules") {
+
+TEST_CASE("speedup: pass, fail and ambiguous from the quartiles") {
+  const Rule rule = make_rule("speedup", RuleKind::speedup, 3.0);
+  auto pass = evaluate_rule(rule, sample_result(1.0, 4.0));
+  CHECK(pass.verdict == Verdict::pass);
+  CHECK(pass.points == 1);
+  REQUIRE(pass.reading);
+  CHECK(pass.reading->value == doctest::Approx(4.0));
+  // Pessimistic: over.q1 / variant.q3; optimistic: over.q3 / variant.q1.
+  CHECK(pass.reading->low == doctest::Approx(4.0 * 0.99 / 1.01));
+  CHECK(pass.reading->high == doctest::Approx(4.0 * 1.01 / 0.99));
+  CHECK(contains(pass.message, "4.00x faster than \"naive\" (needs at least 3.00x)"));
+
+  auto fail = evaluate_rule(rule, sample_result(2.0, 4.0));
+  CHECK(fail.verdict == Verdict::fail);
+  CHECK(fail.points == 0);
+
+  auto close = evaluate_rule(rule, sample_result(1.0, 3.0));
+  CHECK(close.verdict == Verdict::ambiguous);
+  CHECK(close.points == 1);  // benefit of the doubt
+  CHECK(contains(close.message, "too close to at least 3.00x to call"));
+}
+
+TEST_CASE("fraction_of_copy and fraction_of_peak use the same run's ceilings") {
+  const json result = sample_result(1.0);  // 1000 GB/s against a 2800 GB/s copy
+  CHECK(evaluate_rule(make_rule("bw", RuleKind::fraction_of_copy, 0.3), result).verdict == Verdict::pass);
+  CHECK(evaluate_rule(make_rule("bw", RuleKind::fraction_of_copy, 0.36), result).verdict == Verdict::ambiguous);
+  auto fail = evaluate_rule(make_rule("bw", RuleKind::fraction_of_copy, 0.5), result);
+  CHECK(fail.verdict == Verdict::fail);
+  CHECK(contains(fail.message, "35.7% of the copy bandwidth (needs at least 50.0%)"));
+  // No fraction_of_peak field: gbs over the device's theoretical bandwidth.
+  auto peak = evaluate_rule(make_rule("peak", RuleKind::fraction_of_peak, 0.25), result);
+  CHECK(peak.verdict == Verdict::pass);
+  CHECK(peak.reading->value == doctest::Approx(1000.0 / 3352.3));
+}
+
+TEST_CASE("metric rules use low/high, with min and max") {
+  const json result = sample_result();
+  CHECK(evaluate_rule(make_rule("m", RuleKind::metric, 0.75), result).verdict == Verdict::pass);
+  CHECK(evaluate_rule(make_rule("m", RuleKind::metric, 0.80), result).verdict == Verdict::ambiguous);
+  CHECK(evaluate_rule(make_rule("m", RuleKind::metric, 0.90), result).verdict == Verdict::fail);
+  CHECK(evaluate_rule(make_rule("m", RuleKind::metric, std::nullopt, 0.70), result).verdict == Verdict::fail);
+  CHECK(evaluate_rule(make_rule("m", RuleKind::metric, std::nullopt, 0.85), result).verdict == Verdict::pass);
+  CHECK(evaluate_rule(make_rule("m", RuleKind::metric, 0.7, 0.81), result).verdict == Verdict::ambiguous);
+}
+
+TEST_CASE("correctness: pass, and fail with the first failing check and the hint") {
+  Rule rule = make_rule("correct", RuleKind::correct, std::nullopt);
+  rule.hint = "Check the tail rows.";
+  json result = sample_result();
+  CHECK(evaluate_rule(rule, result).verdict == Verdict::pass);
+  result["variants"][1]["correct"] = false;
+  result["variants"][1]["checks"] = json::array({{{"case", "1000x777"}, {"ok", false}, {"message", "12 mismatches"}}});
+  auto out = evaluate_rule(rule, result);
+  CHECK(out.verdict == Verdict::fail);
+  CHECK(out.message == "\"exercise\" gives wrong results (1000x777: 12 mismatches). Check the tail rows.");
+  // A wrong variant earns no performance points, however fast.
+  auto fast = evaluate_rule(make_rule("speedup", RuleKind::speedup, 3.0), result);
+  CHECK(fast.verdict == Verdict::fail);
+  CHECK(contains(fast.message, "wrong results, so its speed does not count"));
+}
+
+TEST_CASE("environment: an untrustworthy run turns performance failures into environment") {
+  json result = sample_result(2.0);
+  result["environment_ok"] = false;
+  result["diagnostics"] = json::array({"GPU clock is throttled"});
+  auto perf = evaluate_rule(make_rule("speedup", RuleKind::speedup, 3.0), result);
+  CHECK(perf.verdict == Verdict::environment);
+  CHECK(perf.points == 0);
+  CHECK(contains(perf.message, "not trustworthy (GPU clock is throttled)"));
+  // A pass is still a pass, and a wrong result is still the student's.
+  CHECK(evaluate_rule(make_rule("speedup", RuleKind::speedup, 1.5), result).verdict == Verdict::pass);
+  result["variants"][1]["correct"] = false;
+  CHECK(evaluate_rule(make_rule("correct", RuleKind::correct, std::nullopt), result).verdict == Verdict::fail);
+}
+
+TEST_CASE("error: a rule naming a variant the lesson does not report") {
+  Rule rule = make_rule("speedup", RuleKind::speedup, 3.0);
+  rule.over = "tiled";
+  json result = sample_result();
+  auto out = evaluate_rule(rule, result);
+  CHECK(out.verdict == Verdict::error);
+  CHECK(out.message == "check.toml names the variant \"tiled\", which the lesson does not report (it has: naive, exercise)");
+  // ...but if the program stopped early, the missing variant is the program's failure.
+  result["complete"] = false;
+  auto early = evaluate_rule(rule, result);
+  CHECK(early.verdict == Verdict::fail);
+  CHECK(early.message == "the program stopped before it measured \"tiled\"");
+}
+
+TEST_CASE("hints: {value}, {min} and {max} in the rule's units") {
+  Rule r = make_rule("speedup", RuleKind::speedup, 3.0);
+  r.hint = "Only {value} faster, needs {min} (max {max}).";
+  CHECK(fill_hint(r, 2.0) == "Only 2.00x faster, needs 3.00x (max -).");
+  Rule f = make_rule("bw", RuleKind::fraction_of_copy, 0.7);
+  f.hint = "Reached {value} of copy, needs {min}.";
+  CHECK(fill_hint(f, 0.41) == "Reached 41.0% of copy, needs 70.0%.");
+  auto out = evaluate_rule(f, sample_result(1.0));
+  CHECK(out.hint == "Reached 35.7% of copy, needs 70.0%.");
+  CHECK(contains(out.message, out.hint));
+  CHECK(evaluate_rule(f, sample_result(0.1)).hint.empty());  // passing rules carry no hint
+}
+
+TEST_CASE("worse() orders verdicts") {
+  CHECK(worse(Verdict::pass, Verdict::ambiguous) == Verdict::ambiguous);
+  CHECK(worse(Verdict::environment, Verdict::ambiguous) == Verdict::environment);
+  CHECK(worse(Verdict::fail, Verdict::environment) == Verdict::fail);
+  CHECK(worse(Verdict::fail, Verdict::error) == Verdict::error);
+}
+
+namespace {
+std::string toml_error(const std::string& body, const std::string& folder = "90-fake") {
+  TempDir dir;
+  const fs::path file = dir.path() / "lessons" / folder / "check.toml";
+  write_text(file, body);
+  try {
+    load_lesson(file);
+  } catch (const ConfigError& e) {
+    const std::string msg = e.what();
+    // Messages name the file; strip the temp folder so the tests read plainly.
+    return msg.substr(msg.find("check.toml"));
+  }
+  return "no error";
+}
+const char* kHead = "lesson = \"90-fake\"\ntitle = \"Fake\"\n";
+}  // namespace
+
+TEST_CASE("check.toml: a valid file") {
+  TempDir dir;
+  const fs::path file = dir.path() / "lessons" / "90-fake" / "check.toml";
+  write_text(file, std::string(kHead) + "timeout_s = 30\nargs = [\"--mode\", \"result\"]\n"
+             "[[rule]]\nid = \"correct\"\nkind = \"correct\"\nvariant = \"exercise\"\npoints = 4\n"
+             "[[rule]]\nid = \"speedup\"\nkind = \"speedup\"\nvariant = \"exercise\"\nover = \"naive\"\nmin = 3\npoints = 2.5\nhint = \"h\"\n");
+  const Lesson l = load_lesson(file);
+  CHECK(l.name == "90-fake");
+  CHECK(l.timeout_s == 30);
+  CHECK(l.args == std::vector<std::string>{"--mode", "result"});
+  REQUIRE(l.rules.size() == 2);
+  CHECK(l.rules[1].min == 3.0);
+  CHECK(l.max_points() == 6.5);
+}
+
+TEST_CASE("check.toml: mistakes give file:line and what to fix") {
+  CHECK(toml_error(std::string(kHead) + "[[rule]]\nid = \"x\"\nkind = \"speedup\"\nvariant = \"e\"\nmni = 3\n") ==
+        "check.toml:7: unknown key \"mni\" in a rule (keys: id, kind, variant, over, metric, min, max, points, hint)");
+  CHECK(toml_error(std::string(kHead) + "[[rule]]\nid = \"x\"\nkind = \"fastness\"\n") ==
+        "check.toml:5: unknown rule kind \"fastness\" (kinds: correct, fraction_of_copy, fraction_of_peak, speedup, metric)");
+  CHECK(toml_error(std::string(kHead) + "[[rule]]\nid = \"x\"\nkind = \"speedup\"\nvariant = \"e\"\nmin = 2\n") ==
+        "check.toml:3: rule \"x\" is a speedup and needs \"over\" (the variant it is compared with)");
+  CHECK(toml_error(std::string(kHead) + "[[rule]]\nid = \"x\"\nkind = \"fraction_of_copy\"\nvariant = \"e\"\n") ==
+        "check.toml:3: rule \"x\" needs a threshold: \"min\", \"max\" or both");
+  CHECK(toml_error(std::string(kHead) + "[[rule]]\nid = \"x\"\nkind = \"correct\"\nvariant = \"e\"\nmin = \"fast\"\n") ==
+        "check.toml:7: \"min\" must be a number");
+  CHECK(toml_error(std::string(kHead) + "[[rule]]\nid = \"x\"\nkind = \"correct\"\nvariant = \"e\"\n"
+                   "[[rule]]\nid = \"x\"\nkind = \"correct\"\nvariant = \"e\"\n") ==
+        "check.toml:7: two rules share the id \"x\"");
+  CHECK(toml_error("lesson = \"90-fake\"\n[[rule]\n").find("check.toml:2: not valid TOML") == 0);
+  CHECK(toml_error("lesson = \"04-other\"\n[[rule]]\nid = \"x\"\nkind = \"correct\"\nvariant = \"e\"\n") ==
+        "check.toml: lesson = \"04-other\" but the folder is \"90-fake\"");
+  CHECK(toml_error(std::string(kHead)) == "check.toml: no [[rule]] tables");
+}
+
+TEST_CASE("lesson selection by full name or number") {
+  Lesson a = fake_lesson({}, standard_rules());
+  Lesson b = a;
+  b.name = "91-other";
+  const std::vector<Lesson> all{a, b};
+  CHECK(select_lessons(all, {"91"}).at(0).name == "91-other");
+  CHECK(select_lessons(all, {}).size() == 2);
+  CHECK_THROWS_WITH_AS(select_lessons(all, {"07"}), "no lesson \"07\" (lessons: 90-fake, 91-other)", ConfigError);
+}
+
+TEST_CASE("overrides change thresholds, points and timeouts, and reject typos") {
+  TempDir dir;
+  std::vector<Lesson> lessons{fake_lesson({}, standard_rules())};
+  const fs::path file = dir.path() / "overrides.toml";
+  write_text(file, "[\"90-fake\"]\ntimeout_s = 300\n[\"90-fake\".speedup]\nmin = 2.5\npoints = 5\n");
+  apply_overrides(lessons, file);
+  CHECK(lessons[0].timeout_s == 300);
+  CHECK(lessons[0].rules[1].min == 2.5);
+  CHECK(lessons[0].rules[1].points == 5);
+  CHECK(evaluate_rule(lessons[0].rules[1], sample_result(1.5, 4.0)).verdict == Verdict::pass);
+
+  auto error_of = [&](const std::string& body) -> std::string {
+    write_text(file, body);
+    try {
+      apply_overrides(lessons, file);
+    } catch (const ConfigError& e) {
+      const std::string msg = e.what();
+      return msg.substr(msg.find("overrides.toml"));
+    }
+    return "no error";
+  };
+  CHECK(error_of("[\"99-none\".x]\nmin = 1\n") == "overrides.toml:1: no lesson \"99-none\"");
+  CHECK(error_of("[\"90-fake\".speed]\nmin = 1\n") == "overrides.toml:1: lesson \"90-fake\" has no rule \"speed\"");
+  CHECK(error_of("[\"90-fake\".speedup]\nkind = \"metric\"\n") ==
+        "overrides.toml:2: \"kind\" cannot be overridden (min, max, points, hint)");
+  CHECK(error_of("[\"90-fake\".speedup]\nmin = 5\nmax = 4\n") ==
+        "overrides.toml:1: rule \"speedup\" has min > max: nothing could pass");
+}
+
+TEST_CASE("combine_runs keeps each variant's best median and correctness in every run") {
+  json a = sample_result(2.0, 4.0), b = sample_result(1.0, 5.0), c = sample_result(1.5, 3.0);
+  const json combined = combine_runs({a, b, c});
+  CHECK((*find_variant(combined, "exercise"))["time_ms"]["median"] == 1.0);
+  CHECK((*find_variant(combined, "naive"))["time_ms"]["median"] == 3.0);
+  CHECK(combined["environment_ok"] == true);
+  b["variants"][1]["correct"] = false;
+  CHECK((*find_variant(combine_runs({a, b, c}), "exercise"))["correct"] == false);
+
+  // Healthy runs win: a throttled run's (better) time is ignored while a healthy run exists.
+  json throttled = sample_result(0.5, 4.0);
+  throttled["environment_ok"] = false;
+  const json mixed = combine_runs({throttled, a});
+  CHECK((*find_variant(mixed, "exercise"))["time_ms"]["median"] == 2.0);
+  CHECK(mixed["environment_ok"] == true);
+  CHECK(combine_runs({throttled, throttled})["environment_ok"] == false);
+}
+
+TEST_CASE("expected.toml: parsing and matching") {
+  TempDir dir;
+  const fs::path file = dir.path() / "expected.toml";
+  write_text(file, "[compile_error]\nverdict = \"error\"\nreason = \"compile\"\n"
+                   "[racy_tile]\nrule = \"correct\"\nverdict = \"fail\"\n"
+                   "[endless_loop]\nverdict = \"error\"\nreason = \"timeout\"\ntimeout_s = 5\n"
+                   "[oob]\nreason = \"sanitizer\"\n");
+  auto all = load_expectations(file);
+  REQUIRE(all.size() == 4);
+  auto by_name = [&](const std::string& n) {
+    return *std::find_if(all.begin(), all.end(), [&](const Expectation& x) { return x.mutant == n; });
+  };
+  const std::vector<Expectation> e{by_name("compile_error"), by_name("racy_tile"), by_name("endless_loop"), by_name("oob")};
+  CHECK(e[2].timeout_s == 5);
+  CHECK(e[3].needs_sanitizer());
+  CHECK(e[3].verdict == Verdict::fail);
+
+  Lesson lesson = fake_lesson({}, standard_rules());
+  LessonOutcome compile = lesson_outcome(lesson, "mutant", Verdict::error, reason::compile, "did not compile");
+  std::string why;
+  CHECK(expectation_holds(e[0], compile, why));
+  CHECK_FALSE(expectation_holds(e[2], compile, why));
+  CHECK(why == "got error (compile): did not compile");
+
+  LessonOutcome racy;
+  for (const auto& r : lesson.rules) racy.rules.push_back(evaluate_rule(r, sample_result()));
+  racy.rules[0].verdict = Verdict::fail;
+  CHECK(expectation_holds(e[1], racy, why));
+
+  write_text(file, "[x]\nverdict = \"failed\"\n");
+  CHECK_THROWS_WITH_AS(load_expectations(file), doctest::Contains("unknown verdict \"failed\""), ConfigError);
+  write_text(file, "[x]\nverdict = \"error\"\nreason = \"slow\"\n");
+  CHECK_THROWS_WITH_AS(load_expectations(file), doctest::Contains("unknown reason \"slow\""), ConfigError);
+}
+
+}  // TEST_SUITE

@@ -1,0 +1,81 @@
+// selftest without a GPU: the "programs" are scripts that run the fake lesson in some mode.
+#include <doctest/doctest.h>
+
+#include "helpers.hpp"
+#include "selftest.hpp"
+
+using namespace lab;
+using namespace lab::test;
+
+namespace {
+
+void program(const fs::path& path, const std::string& args) {
+  write_text(path, "#!/bin/sh\nexec " + std::string(LAB_TEST_FAKE_LESSON) + " " + args + " \"$@\"\n");
+  fs::permissions(path, fs::perms::owner_all);
+}
+
+const SelftestCheck& find(const std::vector<SelftestCheck>& checks, const std::string& subject) {
+  for (const auto& c : checks)
+    if (c.subject == subject) return c;
+  FAIL("no check for " << subject);
+  return checks.front();
+}
+
+}  // namespace
+
+TEST_SUITE("selftest") {
+
+TEST_CASE("solution, starter and mutants are held to their promises") {
+  TempDir dir;
+  const fs::path source = dir.path() / "src", build = dir.path() / "build";
+  const fs::path lesson_dir = source / "lessons" / "90-fake";
+  fs::create_directories(lesson_dir);
+  fs::copy_file(fs::path(LAB_TEST_DATA_DIR) / "fake-course" / "lessons" / "90-fake" / "check.toml",
+                lesson_dir / "check.toml");
+  const Lesson lesson = load_lesson(lesson_dir / "check.toml");
+
+  const fs::path programs = build / "lessons" / "90-fake";
+  program(programs / "solution", "--exercise-ms 0.5");
+  program(programs / "starter", "--exercise-ms 2.0");
+  for (const char* m : {"racy", "crashy", "hang", "forged", "unlisted"}) write_text(lesson_dir / "mutants" / (std::string(m) + ".cu"), "");
+  program(programs / "mutant-racy", "--exercise-ms 0.5 --wrong");
+  program(programs / "mutant-crashy", "--mode segv");
+  program(programs / "mutant-hang", "--mode sleep");
+  program(programs / "mutant-forged", "--mode wrong-nonce");
+  write_text(lesson_dir / "mutants" / "expected.toml",
+             "[racy]\nrule = \"correct\"\nverdict = \"fail\"\n"
+             "[crashy]\nverdict = \"error\"\nreason = \"crash\"\n"
+             "[hang]\nverdict = \"error\"\nreason = \"crash\"\ntimeout_s = 0.5\n"  // wrong on purpose
+             "[forged]\nverdict = \"error\"\nreason = \"result\"\n"
+             "[ghost]\nverdict = \"fail\"\n");
+
+  SelftestOptions opt;
+  opt.build_dir = build;
+  const auto checks = selftest_lesson(lesson, opt, nullptr);
+  REQUIRE(checks.size() == 8);
+  CHECK(find(checks, "solution").held);
+  const SelftestCheck& starter = find(checks, "starter");
+  CHECK(starter.held);
+  CHECK(contains(starter.detail, "Only 2.00x faster than the naive version, needs 3.00x."));
+  CHECK(contains(starter.detail, "speedup fails: 2.00x faster than \"naive\""));
+  CHECK(find(checks, "mutant racy").held);
+  CHECK(find(checks, "mutant crashy").held);
+  CHECK(find(checks, "mutant forged").held);
+  const SelftestCheck& hang = find(checks, "mutant hang");
+  CHECK_FALSE(hang.held);
+  CHECK(contains(hang.detail, "got error (timeout): timed out after 0.5 s"));
+  const SelftestCheck& unlisted = find(checks, "mutant unlisted");
+  CHECK_FALSE(unlisted.held);
+  CHECK(unlisted.detail == "mutants/unlisted.cu has no [unlisted] in expected.toml");
+  const SelftestCheck& ghost = find(checks, "mutant ghost");
+  CHECK_FALSE(ghost.held);
+  CHECK(contains(ghost.detail, "expected.toml:14: no mutants/ghost.cu"));
+
+  // A starter that already meets the bar is a broken lesson, and selftest says so.
+  program(programs / "starter", "--exercise-ms 0.5");
+  const auto again = selftest_lesson(lesson, opt, nullptr);
+  CHECK_FALSE(find(again, "starter").held);
+  CHECK(contains(find(again, "starter").detail, "no performance rule failed with its hint"));
+}
+
+}  // TEST_SUITE
