@@ -100,17 +100,6 @@ std::vector<json> usable_runs(const std::vector<json>& runs) {
   return good.empty() ? runs : good;
 }
 
-int preference(Verdict v) {
-  switch (v) {
-    case Verdict::pass: return 0;
-    case Verdict::ambiguous: return 1;
-    case Verdict::environment: return 2;
-    case Verdict::fail: return 3;
-    case Verdict::error: return 4;
-  }
-  return 4;
-}
-
 std::vector<RuleOutcome> evaluate_all(const Lesson& lesson, const std::vector<json>& runs) {
   const json combined = combine_runs(runs);
   const std::vector<json> usable = usable_runs(runs);
@@ -127,7 +116,7 @@ std::vector<RuleOutcome> evaluate_all(const Lesson& lesson, const std::vector<js
       json one = run;
       one["variants"] = combined["variants"];
       RuleOutcome o = evaluate_rule(rule, one);
-      if (!best || preference(o.verdict) <= preference(best->verdict)) best = o;
+      if (!best || severity(o.verdict) <= severity(best->verdict)) best = o;
     }
     out.push_back(*best);
   }

@@ -47,19 +47,18 @@ std::optional<Verdict> verdict_from_string(const std::string& s) {
   return std::nullopt;
 }
 
-Verdict worse(Verdict a, Verdict b) {
-  auto rank = [](Verdict v) {
-    switch (v) {
-      case Verdict::pass: return 0;
-      case Verdict::ambiguous: return 1;
-      case Verdict::environment: return 2;
-      case Verdict::fail: return 3;
-      case Verdict::error: return 4;
-    }
-    return 4;
-  };
-  return rank(a) >= rank(b) ? a : b;
+int severity(Verdict v) {
+  switch (v) {
+    case Verdict::pass: return 0;
+    case Verdict::ambiguous: return 1;
+    case Verdict::environment: return 2;
+    case Verdict::fail: return 3;
+    case Verdict::error: return 4;
+  }
+  return 4;
 }
+
+Verdict worse(Verdict a, Verdict b) { return severity(a) >= severity(b) ? a : b; }
 
 double Lesson::max_points() const {
   double sum = 0;

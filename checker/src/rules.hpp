@@ -24,6 +24,8 @@ enum class RuleKind { correct, fraction_of_copy, fraction_of_peak, speedup, metr
 const char* to_string(Verdict v);
 const char* to_string(RuleKind k);
 std::optional<Verdict> verdict_from_string(const std::string& s);
+/// How bad a verdict is: pass 0, ambiguous 1, environment 2, fail 3, error 4.
+int severity(Verdict v);
 /// The worse of two verdicts: error > fail > environment > ambiguous > pass.
 Verdict worse(Verdict a, Verdict b);
 /// Whether a verdict earns the rule's points (pass, and ambiguous: the benefit of the doubt).
