@@ -1,6 +1,7 @@
 #include "grade.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -233,7 +234,9 @@ std::optional<Report> grade_submission(const fs::path& submission, const std::ve
       outcome = lesson_outcome(lesson, "submission", Verdict::fail, reason::not_submitted,
                                "not submitted (no " + lesson.name + "/exercise.cu)");
     } else {
+      const auto t0 = std::chrono::steady_clock::now();
       auto built = build.build(lesson, *file);
+      const double build_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (!built.ok) {
         outcome = lesson_outcome(lesson, "submission", Verdict::error, reason::compile, built.message);
         outcome.output = built.output;
@@ -242,6 +245,7 @@ std::optional<Report> grade_submission(const fs::path& submission, const std::ve
         j.build = "submission";
         outcome = judge_program(lesson, built.program, j);
       }
+      outcome.build_s = build_s;
     }
     report.lessons.push_back(outcome);
     report.finished_at = utc_now();

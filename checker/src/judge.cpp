@@ -20,6 +20,7 @@ struct Attempt {
   Verdict verdict = Verdict::error;
   std::string reason, message, output;
   json doc;
+  double program_s = 0;  // wall time of the lesson program itself
 };
 
 std::string first_line(const std::string& text) {
@@ -49,6 +50,7 @@ Attempt run_once(const Lesson& lesson, const fs::path& program, const JudgeOptio
   p.timeout_s = timeout;
   p.stdout_path = p.stderr_path = log;
   const ProcessResult r = run_process(p);
+  a.program_s = r.wall_s;
   a.output = printable(file_tail(log, kOutputTail));
   const std::string how = describe(r, timeout);
 
@@ -338,8 +340,10 @@ LessonOutcome judge_program(const Lesson& lesson, const fs::path& program, const
   out.build = opt.build;
   std::vector<json> runs;
   const int max_runs = opt.quick ? 1 : std::max(1, opt.max_runs);
+  double program_s = 0;
   for (int i = 0; i < max_runs; ++i) {
     Attempt a = run_once(lesson, program, opt, work.path(), i, timeout);
+    program_s += a.program_s;
     out.runs = i + 1;
     out.output = a.output;
     if (!a.ok) {
@@ -366,6 +370,7 @@ LessonOutcome judge_program(const Lesson& lesson, const fs::path& program, const
     run_sanitizers(lesson, program, opt, work.path(), sanitize_timeout, out);
   }
   finalize(out, lesson);
+  out.program_s = program_s;
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (out.reason.empty() && out.verdict == Verdict::ambiguous)
     out.message = "some readings stayed too close to their threshold after " +

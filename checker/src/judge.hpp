@@ -46,7 +46,9 @@ struct LessonOutcome {
   std::optional<RuleOutcome> sanitizer;  ///< the "sanitizer" line (--sanitize), 0 points
   std::vector<SanitizerFinding> findings;
   int runs = 0;
-  double wall_s = 0;
+  double wall_s = 0;            ///< judging it: its runs, reading and judging their results
+  double program_s = 0;         ///< of which the lesson program's own runs (sanitizer excluded)
+  double build_s = 0;           ///< compiling the submission (grade only)
   double score = 0, max_score = 0;
   std::string output;           ///< the program's (or compiler's) last output, for feedback
   json device = json::object(); ///< from the result file

@@ -1,5 +1,6 @@
 // lab-check: the CUDA Performance Lab's checker. See checker/README.md.
 #include <algorithm>
+#include <chrono>
 #include <iostream>
 #include <map>
 #include <set>
@@ -193,18 +194,37 @@ int cmd_grade(const Common& c, const std::vector<std::string>& submissions, cons
   json summary = json::array();
   for (const auto& s : submissions) {
     if (table) std::cout << "grading " << s << "\n" << std::flush;
+    const auto t0 = std::chrono::steady_clock::now();
     auto report = grade_submission(s, lessons, build, opt);
+    const double total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const fs::path where = fs::path(out) / submission_slug(s);
     if (!report) {
       if (table) std::cout << "  already graded: " << where.string() << " (--force grades it again)\n";
       summary.push_back({{"submission", submission_slug(s)}, {"skipped", true}});
       continue;
     }
-    if (table)
+    // Where the time went: compiling, the lesson programs themselves, and the rest (the checker).
+    double build_s = 0, program_s = 0;
+    for (const auto& l : report->lessons) {
+      build_s += l.build_s;
+      program_s += l.program_s;
+    }
+    const double checker_s = std::max(0.0, total_s - build_s - program_s);
+    if (table) {
       std::cout << "  " << report->name << ": " << points(report->score()) << "/"
-                << points(report->max_score()) << "  -> " << where.string() << "\n" << std::flush;
+                << points(report->max_score()) << "  -> " << where.string() << "\n";
+      char line[200];
+      std::snprintf(line, sizeof line,
+                    "  took %.1f s: builds %.1f s, lesson programs %.1f s, the checker itself %.1f s "
+                    "(%.1f%% of the programs' time)\n",
+                    total_s, build_s, program_s, checker_s,
+                    program_s > 0 ? 100 * checker_s / program_s : 0.0);
+      std::cout << line << std::flush;
+    }
     summary.push_back({{"submission", report->name}, {"score", report->score()},
-                       {"max_score", report->max_score()}, {"out", where.string()}});
+                       {"max_score", report->max_score()}, {"out", where.string()},
+                       {"seconds", {{"total", total_s}, {"builds", build_s},
+                                    {"programs", program_s}, {"checker", checker_s}}}});
   }
   if (!table) std::cout << dump_json(summary);
   return kOk;
@@ -221,7 +241,8 @@ int cmd_merge(const std::vector<std::string>& dirs, const std::string& csv, cons
   return kOk;
 }
 
-int cmd_selftest(const Common& c, const std::vector<std::string>& names, int repeat, int jobs) {
+int cmd_selftest(const Common& c, const std::vector<std::string>& names, int repeat, int jobs,
+                 bool mutants_once) {
   const fs::path bdir = build_dir_of(c);
   const auto lessons = lessons_of(c, names, "");
   // No GPU: say so and let CTest count the test as skipped.
@@ -253,6 +274,7 @@ int cmd_selftest(const Common& c, const std::vector<std::string>& names, int rep
   bool ok = true;
   for (int rep = 0; rep < std::max(1, repeat); ++rep) {
     if (table && repeat > 1) std::cout << "repetition " << rep + 1 << "/" << repeat << "\n";
+    opt.mutants = rep == 0 || !mutants_once;
     for (const auto& l : lessons) {
       for (auto& check : selftest_lesson(l, opt, &grading)) {
         ok = ok && check.held;
@@ -355,6 +377,10 @@ int main(int argc, char** argv) {
   int repeat = 1;
   selftest->add_option("lessons", self_lessons, "Lessons (default: all)");
   selftest->add_option("--repeat", repeat, "Repeat N times and report expectations that flip")->check(CLI::PositiveNumber);
+  bool mutants_once = false;
+  selftest->add_flag("--mutants-once", mutants_once,
+                     "With --repeat: judge the mutants in the first round only (solutions and "
+                     "starters every round)");
   selftest->add_option("--jobs,-j", jobs, "Compiler jobs for compile_error mutants");
 
   try {
@@ -369,7 +395,7 @@ int main(int argc, char** argv) {
     if (*run) return cmd_run(c, run_lessons, run_build, quick, sanitize, overrides, report_only);
     if (*grade) return cmd_grade(c, submissions, out, overrides, grade_sanitize, jobs, force, grading_dir);
     if (*merge) return cmd_merge(result_dirs, csv, merge_json);
-    if (*selftest) return cmd_selftest(c, self_lessons, repeat, jobs);
+    if (*selftest) return cmd_selftest(c, self_lessons, repeat, jobs, mutants_once);
   } catch (const Interrupted& e) {
     std::cerr << "lab-check: interrupted; results written so far are kept\n";
     return 128 + e.signal;

@@ -106,6 +106,7 @@ json outcome_json(const LessonOutcome& l) {
   json j = {{"lesson", l.lesson}, {"title", l.title}, {"build", l.build},
             {"verdict", to_string(l.verdict)}, {"reason", l.reason}, {"message", l.message},
             {"score", l.score}, {"max_score", l.max_score}, {"runs", l.runs},
+            {"wall_s", l.wall_s}, {"program_s", l.program_s}, {"build_s", l.build_s},
             {"rules", rules}, {"diagnostics", l.diagnostics}, {"device", l.device},
             {"output", l.output}};
   if (l.sanitizer) {

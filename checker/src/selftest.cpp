@@ -142,7 +142,7 @@ std::vector<SelftestCheck> selftest_lesson(const Lesson& lesson, const SelftestO
   }
 
   const fs::path mutants = lesson.dir / "mutants";
-  if (!fs::is_directory(mutants)) return checks;
+  if (!opt.mutants || !fs::is_directory(mutants)) return checks;
   std::vector<Expectation> expected;
   if (fs::exists(mutants / "expected.toml")) expected = load_expectations(mutants / "expected.toml");
   std::vector<std::string> files;

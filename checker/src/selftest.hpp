@@ -47,6 +47,7 @@ struct SelftestOptions {
   double timeout_s = 0;  ///< > 0 overrides check.toml's timeout_s
   int jobs = 2;
   std::vector<std::string> sanitizer_cmd = {"compute-sanitizer"};
+  bool mutants = true;   ///< false: solution and starter only (later rounds of --repeat)
 };
 
 /// Judges the lesson's solution, starter and every mutant. Compile-error mutants are built
