@@ -1,0 +1,648 @@
+// Lesson 06, the harness: fusion. From a loop of small kernels, temporaries and syncs to one pass
+// over memory, on the batched RMSE: out[b] = sqrt(mean((A[b] - B[b])^2)) for every slice b.
+//
+// What it runs (see --list), in the order the lesson takes them. n = rows * cols floats per
+// slice, N = batches * n per input; "bytes" are the global-memory bytes each variant's kernels
+// and copies read and write, every one counted once (the minimum is 8N: A and B read once).
+//   naive_loop       per slice: cudaMalloc copies of both slices, diff, square, a two-pass sum,
+//                    the sum back to the host (a sync), sqrt on the host, cudaFree. ~40n per slice.
+//   views            the same without the slice copies: the kernels read A and B in place. ~24n.
+//   device_results   sqrt on the GPU into out[b]: no read-back per slice. The temporaries are
+//                    still cudaMalloc'ed and cudaFree'd per slice, and cudaFree waits. ~24n.
+//   preallocated     the temporaries allocated once, outside the call: 5 launches per slice, no
+//                    allocation, no sync. ~24n.
+//   fused_per_batch  the map fused into the reduction: one kernel per slice reads A and B once
+//                    and adds its block sums atomically into sums[b]; one memset before, one
+//                    sqrt kernel after. ~8n.
+//   exercise         yours (exercise.cu): the goal is one launch for the whole batch. 8N minimum.
+//   cub_segmented    the library way: cub::DeviceTransform writes (A - B)^2 for all slices, then
+//                    cub::DeviceSegmentedReduce::Sum, then a sqrt kernel. ~16N.
+//   graph_loop       preallocated, captured once in a CUDA graph and replayed. ~24N: launches get
+//                    cheaper, the bytes stay.
+//
+// Students read this file; they do not edit it. The checker compiles your exercise.cu against it.
+#include <cub/cub.cuh>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "exercise.cuh"
+#include "lab/check.hpp"
+#include "lab/data.hpp"
+#include "lab/harness.hpp"
+#include "lab/memory.hpp"
+#include "lab/validate.hpp"
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr unsigned kFullMask = 0xffffffffu;
+
+// ---------------------------------------------------------------------------------------------
+// The given kernels. Each is a reasonable kernel for what it does; the point of the lesson is how
+// many of them run, and how many bytes pass between them, not how good each one is.
+
+// Grid for an elementwise kernel over n elements: grid-stride, at most 16 blocks per SM.
+int elementwise_blocks(long long n) {
+  const long long want = (n + kThreads - 1) / kThreads;
+  return static_cast<int>(std::clamp<long long>(want, 1, 16LL * lab::device_info().sms));
+}
+
+// Blocks of the first pass of the two-pass sum: about 2048 elements per block, at most 2 per SM.
+int reduce_blocks(long long n) {
+  const long long want = (n + 2047) / 2048;
+  return static_cast<int>(std::clamp<long long>(want, 1, 2LL * lab::device_info().sms));
+}
+
+// Sum of v over the block (every thread calls it; the result is valid in thread 0).
+__device__ float block_sum(float v) {
+  __shared__ float warp_sums[kThreads / 32];
+  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(kFullMask, v, offset);
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (lane == 0) warp_sums[warp] = v;
+  __syncthreads();
+  v = threadIdx.x < kThreads / 32 ? warp_sums[threadIdx.x] : 0.0f;
+  if (warp == 0)
+    for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(kFullMask, v, offset);
+  return v;
+}
+
+// d = a - b (one read of each input, one write of d).
+__global__ void diff_kernel(const float* __restrict__ a, const float* __restrict__ b,
+                            float* __restrict__ d, long long n) {
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<long long>(gridDim.x) * blockDim.x)
+    d[i] = a[i] - b[i];
+}
+
+// sq = d * d (a new temporary, as an array library would make one).
+__global__ void square_kernel(const float* __restrict__ d, float* __restrict__ sq, long long n) {
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<long long>(gridDim.x) * blockDim.x)
+    sq[i] = d[i] * d[i];
+}
+
+// One pass of a two-pass sum: block k writes the sum of its grid-stride share of x to out[k].
+// Run with many blocks over the data, then with one block over the partial sums.
+__global__ void __launch_bounds__(kThreads)
+    sum_kernel(const float* __restrict__ x, long long n, float* __restrict__ out) {
+  float v = 0.0f;
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<long long>(gridDim.x) * blockDim.x)
+    v += x[i];
+  v = block_sum(v);
+  if (threadIdx.x == 0) out[blockIdx.x] = v;
+}
+
+// out[i] = sqrt(sums[i] / n) for i < count: the "root" and the "mean" of RMSE.
+__global__ void root_mean_kernel(const float* __restrict__ sums, float* __restrict__ out,
+                                 int count, double n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < count) out[i] = static_cast<float>(sqrt(static_cast<double>(sums[i]) / n));
+}
+
+// The map fused into the reduction, for one slice: each thread squares the differences of its
+// grid-stride share as it reads them, the block adds them up, one atomicAdd per block into *sum.
+// A and B are read once; nothing is written but one float per block.
+__global__ void __launch_bounds__(kThreads)
+    squared_diff_sum_kernel(const float* __restrict__ a, const float* __restrict__ b, long long n,
+                            float* __restrict__ sum) {
+  float v = 0.0f;
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const float d = a[i] - b[i];
+    v += d * d;
+  }
+  v = block_sum(v);
+  if (threadIdx.x == 0) atomicAdd(sum, v);
+}
+
+// The library's map: (a - b)^2, element by element, for cub::DeviceTransform.
+struct SquaredDiff {
+  __device__ float operator()(float a, float b) const {
+    const float d = a - b;
+    return d * d;
+  }
+};
+
+// Test data: slice b of x multiplied by its own factor in [0.5, 4), drawn from the seed. With
+// every slice the same distribution all RMSEs would be about equal (0.816 for uniform [-1, 1)
+// inputs), and a result from the wrong slice or an earlier call could pass; now they differ by
+// up to 8x between slices and between runs.
+__host__ __device__ float slice_scale(std::uint64_t seed, int b) {
+  return 0.5f + 3.5f * lab::uniform01(seed ^ 0x5CA1Eull, static_cast<std::uint64_t>(b));
+}
+
+__global__ void scale_slices_kernel(float* __restrict__ x, long long n, int batches,
+                                    std::uint64_t seed) {
+  const long long total = n * batches;
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<long long>(gridDim.x) * blockDim.x)
+    x[i] *= slice_scale(seed, static_cast<int>(i / n));
+}
+
+// ---------------------------------------------------------------------------------------------
+// A problem on the device: the inputs, the output with a guard zone after it, and what each
+// variant needs besides (allocated here, outside every timed call).
+
+// out is allocated with this many extra floats, filled with a canary and checked after every
+// validated run: a write past out[batches - 1] is reported as a wrong result.
+constexpr int kGuard = 256;
+constexpr float kCanary = -12345.5f;
+
+void cub_check(cudaError_t e, const char* call) { lab::check(e, call, __FILE__, __LINE__); }
+
+// A CUDA graph made by capturing what a function enqueues on a stream.
+class Graph {
+ public:
+  Graph() = default;
+  ~Graph() {
+    if (exec_) cudaGraphExecDestroy(exec_);
+  }
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+  void capture(const std::function<void(cudaStream_t)>& work, cudaStream_t s) {
+    cudaGraph_t graph = nullptr;
+    LAB_CHECK(cudaStreamSynchronize(s));  // capture starts on an idle stream
+    LAB_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    work(s);
+    LAB_CHECK(cudaStreamEndCapture(s, &graph));
+    LAB_CHECK(cudaGraphInstantiate(&exec_, graph, 0));
+    LAB_CHECK(cudaGraphDestroy(graph));
+  }
+  void launch(cudaStream_t s) const { LAB_CHECK(cudaGraphLaunch(exec_, s)); }
+
+ private:
+  cudaGraphExec_t exec_ = nullptr;
+};
+
+struct Needs {
+  bool temporaries = false;  // preallocated, graph_loop
+  bool sums = false;         // fused_per_batch, cub_segmented
+  bool cub = false;          // cub_segmented
+  bool workspace = false;    // exercise
+};
+
+struct Problem {
+  int rows, cols, batches;
+  long long n;      // floats per slice
+  long long total;  // floats per input, batches * n
+  lab::DeviceBuffer<float> A, B, out;
+  lab::DeviceBuffer<float> d, sq, partials;  // the unfused loop's temporaries, for one slice
+  lab::DeviceBuffer<float> sums;             // one sum of squares per slice
+  lab::DeviceBuffer<float> d2;               // cub: (A - B)^2 for every slice
+  lab::DeviceBuffer<long long> offsets;      // cub: slice b is [offsets[b], offsets[b + 1])
+  lab::DeviceBuffer<unsigned char> cub_temp;
+  std::size_t cub_temp_bytes = 0;
+  lab::DeviceBuffer<unsigned char> workspace;  // exercise::workspace_bytes of them
+  Graph graph;                                 // graph_loop: preallocated, captured
+
+  Problem(int r, int c, int nb, const Needs& needs)
+      : rows(r), cols(c), batches(nb), n(static_cast<long long>(r) * c), total(n * nb),
+        A(total), B(total), out(static_cast<std::size_t>(nb) + kGuard) {
+    if (needs.temporaries) {
+      d = lab::DeviceBuffer<float>(n);
+      sq = lab::DeviceBuffer<float>(n);
+      partials = lab::DeviceBuffer<float>(reduce_blocks(n) + 1);  // + 1: the final sum
+    }
+    if (needs.sums || needs.cub) sums = lab::DeviceBuffer<float>(nb);
+    if (needs.cub) {
+      d2 = lab::DeviceBuffer<float>(total);
+      std::vector<long long> host(static_cast<std::size_t>(nb) + 1);
+      for (int b = 0; b <= nb; ++b) host[b] = b * n;
+      offsets = lab::DeviceBuffer<long long>(host.size());
+      LAB_CHECK(cudaMemcpy(offsets.data(), host.data(), offsets.bytes(), cudaMemcpyHostToDevice));
+      cub_check(cub::DeviceSegmentedReduce::Sum(nullptr, cub_temp_bytes, d2.data(), sums.data(),
+                                                nb, offsets.data(), offsets.data() + 1),
+                "cub::DeviceSegmentedReduce::Sum (size query)");
+      cub_temp = lab::DeviceBuffer<unsigned char>(std::max<std::size_t>(cub_temp_bytes, 1));
+    }
+    if (needs.workspace) {
+      const std::size_t bytes = exercise::workspace_bytes(r, c, nb);
+      if (bytes > 0) workspace = lab::DeviceBuffer<unsigned char>(bytes);
+    }
+  }
+  const float* slice_a(int b) const { return A.data() + b * n; }
+  const float* slice_b(int b) const { return B.data() + b * n; }
+};
+
+// ---------------------------------------------------------------------------------------------
+// The variants. Each one leaves the RMSEs in p.out on the device; the harness reads them back
+// after the timed region (the same 4 * batches bytes for every variant).
+
+// The unfused chain for one slice, from a and b to *sum: diff, square, two-pass sum. 4 launches.
+void unfused_sum(const float* a, const float* b, long long n, float* d, float* sq,
+                 float* partials, cudaStream_t s) {
+  const int blocks = elementwise_blocks(n), parts = reduce_blocks(n);
+  diff_kernel<<<blocks, kThreads, 0, s>>>(a, b, d, n);
+  LAB_CHECK_LAUNCH();
+  square_kernel<<<blocks, kThreads, 0, s>>>(d, sq, n);
+  LAB_CHECK_LAUNCH();
+  sum_kernel<<<parts, kThreads, 0, s>>>(sq, n, partials);
+  LAB_CHECK_LAUNCH();
+  sum_kernel<<<1, kThreads, 0, s>>>(partials, parts, partials + parts);  // the sum: partials[parts]
+  LAB_CHECK_LAUNCH();
+}
+
+// 1 and 2. The loop a first version is written as: every slice gets fresh temporaries, its sum
+// comes back to the host, which waits for it, takes the root and keeps it in a host array; the
+// RMSEs go to the device at the end, in one upload. With copy_slices the slices are copied out
+// first (what `A[:, :, b]` does in most array libraries); without, the kernels read them in place.
+void naive_loop(const Problem& p, bool copy_slices, cudaStream_t s) {
+  std::vector<float> host(p.batches);
+  const std::size_t slice_bytes = static_cast<std::size_t>(p.n) * sizeof(float);
+  for (int b = 0; b < p.batches; ++b) {
+    const float* a = p.slice_a(b);
+    const float* bb = p.slice_b(b);
+    lab::DeviceBuffer<float> a_copy, b_copy;  // cudaMalloc here, cudaFree at the end of the body
+    if (copy_slices) {
+      a_copy = lab::DeviceBuffer<float>(p.n);
+      b_copy = lab::DeviceBuffer<float>(p.n);
+      LAB_CHECK(cudaMemcpyAsync(a_copy.data(), a, slice_bytes, cudaMemcpyDeviceToDevice, s));
+      LAB_CHECK(cudaMemcpyAsync(b_copy.data(), bb, slice_bytes, cudaMemcpyDeviceToDevice, s));
+      a = a_copy.data();
+      bb = b_copy.data();
+    }
+    lab::DeviceBuffer<float> d(p.n), sq(p.n), partials(reduce_blocks(p.n) + 1);
+    unfused_sum(a, bb, p.n, d.data(), sq.data(), partials.data(), s);
+    float sum = 0.0f;
+    LAB_CHECK(cudaMemcpyAsync(&sum, partials.data() + reduce_blocks(p.n), sizeof(float),
+                              cudaMemcpyDeviceToHost, s));
+    LAB_CHECK(cudaStreamSynchronize(s));  // the host needs the number: it waits for the GPU
+    host[b] = static_cast<float>(std::sqrt(static_cast<double>(sum) / static_cast<double>(p.n)));
+  }
+  // From pageable memory: returns once the data is staged, so `host` may go away after it.
+  LAB_CHECK(cudaMemcpyAsync(p.out.data(), host.data(), host.size() * sizeof(float),
+                            cudaMemcpyHostToDevice, s));
+}
+
+// 3. The root taken on the GPU, straight into out[b]: nothing comes back per slice. The
+// temporaries are still allocated and freed per slice, and cudaFree waits for the device.
+void device_results(const Problem& p, cudaStream_t s) {
+  for (int b = 0; b < p.batches; ++b) {
+    lab::DeviceBuffer<float> d(p.n), sq(p.n), partials(reduce_blocks(p.n) + 1);
+    unfused_sum(p.slice_a(b), p.slice_b(b), p.n, d.data(), sq.data(), partials.data(), s);
+    root_mean_kernel<<<1, 32, 0, s>>>(partials.data() + reduce_blocks(p.n), p.out.data() + b, 1,
+                                      static_cast<double>(p.n));
+    LAB_CHECK_LAUNCH();
+  }  // ~DeviceBuffer: cudaFree, which synchronizes the device
+}
+
+// 4. The temporaries allocated once (in Problem): 5 launches per slice, nothing else.
+void preallocated(const Problem& p, cudaStream_t s) {
+  const int parts = reduce_blocks(p.n);
+  for (int b = 0; b < p.batches; ++b) {
+    unfused_sum(p.slice_a(b), p.slice_b(b), p.n, p.d.data(), p.sq.data(), p.partials.data(), s);
+    root_mean_kernel<<<1, 32, 0, s>>>(p.partials.data() + parts, p.out.data() + b, 1,
+                                      static_cast<double>(p.n));
+    LAB_CHECK_LAUNCH();
+  }
+}
+
+// 5. One fused kernel per slice: a memset, `batches` kernels, one root kernel for all slices.
+void fused_per_batch(const Problem& p, cudaStream_t s) {
+  const int blocks = static_cast<int>(
+      std::clamp<long long>((p.n + 8 * kThreads - 1) / (8 * kThreads), 1, 8LL * lab::device_info().sms));
+  LAB_CHECK(cudaMemsetAsync(p.sums.data(), 0, p.sums.bytes(), s));
+  for (int b = 0; b < p.batches; ++b) {
+    squared_diff_sum_kernel<<<blocks, kThreads, 0, s>>>(p.slice_a(b), p.slice_b(b), p.n,
+                                                        p.sums.data() + b);
+    LAB_CHECK_LAUNCH();
+  }
+  root_mean_kernel<<<(p.batches + kThreads - 1) / kThreads, kThreads, 0, s>>>(
+      p.sums.data(), p.out.data(), p.batches, static_cast<double>(p.n));
+  LAB_CHECK_LAUNCH();
+}
+
+// 7. The library way: a transform for the map, a segmented reduction for the sums, the root.
+void cub_segmented(const Problem& p, cudaStream_t s) {
+  cub_check(cub::DeviceTransform::Transform(cuda::std::make_tuple(p.A.data(), p.B.data()),
+                                            p.d2.data(), p.total, SquaredDiff{}, s),
+            "cub::DeviceTransform::Transform");
+  std::size_t temp_bytes = p.cub_temp_bytes;
+  cub_check(cub::DeviceSegmentedReduce::Sum(p.cub_temp.data(), temp_bytes, p.d2.data(),
+                                            p.sums.data(), p.batches, p.offsets.data(),
+                                            p.offsets.data() + 1, s),
+            "cub::DeviceSegmentedReduce::Sum");
+  root_mean_kernel<<<(p.batches + kThreads - 1) / kThreads, kThreads, 0, s>>>(
+      p.sums.data(), p.out.data(), p.batches, static_cast<double>(p.n));
+  LAB_CHECK_LAUNCH();
+}
+
+using Launch = std::function<void(Problem&, cudaStream_t)>;
+
+struct Variant {
+  std::string name;
+  Launch launch;
+  bool synchronizes;  // allocates or waits inside the call (naive_loop, views, device_results)
+};
+
+std::vector<Variant> all_variants() {
+  std::vector<Variant> v;
+  v.push_back({"naive_loop", [](Problem& p, cudaStream_t s) { naive_loop(p, true, s); }, true});
+  v.push_back({"views", [](Problem& p, cudaStream_t s) { naive_loop(p, false, s); }, true});
+  v.push_back({"device_results", [](Problem& p, cudaStream_t s) { device_results(p, s); }, true});
+  v.push_back({"preallocated", [](Problem& p, cudaStream_t s) { preallocated(p, s); }, false});
+  v.push_back({"fused_per_batch", [](Problem& p, cudaStream_t s) { fused_per_batch(p, s); }, false});
+  v.push_back({"exercise",
+               [](Problem& p, cudaStream_t s) {
+                 exercise::batched_rmse(p.A.data(), p.B.data(), p.out.data(), p.rows, p.cols,
+                                        p.batches, p.workspace.data(), s);
+               },
+               false});
+  v.push_back({"cub_segmented", [](Problem& p, cudaStream_t s) { cub_segmented(p, s); }, false});
+  v.push_back({"graph_loop", [](Problem& p, cudaStream_t s) { p.graph.launch(s); }, false});
+  return v;
+}
+
+// Global-memory bytes of one call of each variant (see the table at the top of this file).
+// Small terms (partial sums, one float per slice) are counted too, so the totals are exact.
+double bytes_of(const std::string& name, const Problem& p) {
+  const double n = static_cast<double>(p.n), nb = p.batches, f = sizeof(float);
+  const double parts = reduce_blocks(p.n);
+  // diff (read 2n, write n), square (read n, write n), sum pass 1 (read n, write parts),
+  // pass 2 (read parts, write 1)
+  const double chain = f * (3 * n + 2 * n + n + parts + parts + 1);
+  if (name == "naive_loop") return nb * (chain + f * 4 * n + f) + f * nb;  // + slice copies, read-back; upload
+  if (name == "views") return nb * (chain + f) + f * nb;                 // + read-back; upload
+  if (name == "device_results" || name == "preallocated" || name == "graph_loop")
+    return nb * (chain + 2 * f);  // + root: read the sum, write out[b]
+  if (name == "fused_per_batch") {
+    const double blocks = std::clamp<double>(std::ceil(n / (8 * kThreads)), 1, 8.0 * lab::device_info().sms);
+    return f * nb                              // memset of the sums
+           + nb * (f * 2 * n + 2 * f * blocks)  // A and B once; an atomicAdd (read + write) per block
+           + 2 * f * nb;                        // root: read the sums, write out
+  }
+  if (name == "cub_segmented")
+    return f * 3 * p.total                      // transform: read A and B, write (A - B)^2
+           + f * p.total + f * nb + 2 * 8 * nb  // segmented sum: read (A - B)^2, offsets; write sums
+           + 2 * f * nb;                        // root
+  return f * 2 * p.total + f * nb;  // exercise: the minimum, A and B read once, out written once
+}
+
+// Kernel launches and other API calls of one call, in words, for the notes.
+std::string calls_of(const std::string& name, int batches) {
+  const std::string b = std::to_string(batches);
+  if (name == "naive_loop")
+    return b + " x (5 cudaMalloc + 2 copies + 4 kernels + 1 read-back and sync + 5 cudaFree) + 1 upload";
+  if (name == "views")
+    return b + " x (3 cudaMalloc + 4 kernels + 1 read-back and sync + 3 cudaFree) + 1 upload";
+  if (name == "device_results") return b + " x (3 cudaMalloc + 5 kernels + 3 cudaFree)";
+  if (name == "preallocated") return b + " x 5 kernels";
+  if (name == "graph_loop") return "1 graph of " + b + " x 5 kernels";
+  if (name == "fused_per_batch") return "1 memset + " + b + " kernels + 1 kernel";
+  if (name == "cub_segmented") return "3 kernels (transform, segmented sum, root)";
+  return "";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Inputs, reference, validation.
+
+// Fresh inputs: A and B uniform in [-1, 1) from the seed, each slice of B scaled by its own
+// factor, so every slice (and every seed) has its own RMSE.
+void fill_inputs(Problem& p, std::uint64_t seed, cudaStream_t s) {
+  lab::fill_random(p.A.data(), p.A.size(), seed, s);
+  lab::fill_random(p.B.data(), p.B.size(), seed + 1, s);
+  scale_slices_kernel<<<elementwise_blocks(p.total), kThreads, 0, s>>>(p.B.data(), p.n, p.batches,
+                                                                      seed);
+  LAB_CHECK_LAUNCH();
+}
+
+struct Reference {
+  std::vector<float> rmse;
+  lab::Tolerance tolerance;
+};
+
+// The reference on the host, in double, from the device's own inputs (copied back).
+//
+// Tolerance. Every term (a - b)^2 is >= 0, so every rounding error is relative to the sum S of
+// the slice. Each term carries up to 3 roundings (the difference, the square and the cast), 3u
+// with u = 2^-24. Adding n terms in float, in any order, is off by at most (n - 1) u S in the
+// worst case, but with overwhelming probability by less than lambda sqrt(n) u S with lambda = 4
+// (Higham and Mary, SIAM J. Sci. Comput. 2019): a loop, a grid-stride loop with a shuffle tree,
+// atomics in any order all stay inside it. The mean divides by n (one more rounding) and the
+// square root halves a relative error: rtol = (4 sqrt(n) + 3) u / 2 + 2u, about 1.2e-4 at
+// n = 2^20, 2e-6 at n = 15. A dropped element, a wrong slice or a stale result is off by far more:
+// the slices' RMSEs differ by up to 8x.
+Reference reference(const Problem& p, cudaStream_t s) {
+  std::vector<float> a(p.A.size()), b(p.B.size());
+  LAB_CHECK(cudaMemcpyAsync(a.data(), p.A.data(), p.A.bytes(), cudaMemcpyDeviceToHost, s));
+  LAB_CHECK(cudaMemcpyAsync(b.data(), p.B.data(), p.B.bytes(), cudaMemcpyDeviceToHost, s));
+  LAB_CHECK(cudaStreamSynchronize(s));
+  Reference ref;
+  ref.rmse.resize(p.batches);
+  for (int k = 0; k < p.batches; ++k) {
+    double sum = 0;
+    const std::size_t base = static_cast<std::size_t>(k) * p.n;
+    for (long long i = 0; i < p.n; ++i) {
+      const double d = static_cast<double>(a[base + i]) - static_cast<double>(b[base + i]);
+      sum += d * d;
+    }
+    ref.rmse[k] = static_cast<float>(std::sqrt(sum / static_cast<double>(p.n)));
+  }
+  const double u = 0x1p-24;
+  ref.tolerance.rtol = (4.0 * std::sqrt(static_cast<double>(p.n)) + 3.0) * u / 2.0 + 2.0 * u;
+  ref.tolerance.atol = 0.0;
+  return ref;
+}
+
+// Runs one variant once with out poisoned (NaN), the guard zone after it set to the canary and the
+// exercise's workspace filled with 0xFF, and records whether it got the reference.
+void validate(lab::Lesson& l, const Variant& v, Problem& p, const Reference& ref,
+              const std::string& case_name) {
+  cudaStream_t s = l.stream();
+  std::vector<float> init(p.out.size(), kCanary);
+  for (int b = 0; b < p.batches; ++b) init[b] = std::nanf("");
+  LAB_CHECK(cudaMemcpyAsync(p.out.data(), init.data(), p.out.bytes(), cudaMemcpyHostToDevice, s));
+  if (p.workspace.size() > 0) lab::poison(p.workspace.data(), p.workspace.bytes(), s);
+  LAB_CHECK(cudaStreamSynchronize(s));
+  v.launch(p, s);
+  LAB_CHECK(cudaGetLastError());
+  std::vector<float> got(p.out.size());
+  LAB_CHECK(cudaMemcpyAsync(got.data(), p.out.data(), p.out.bytes(), cudaMemcpyDeviceToHost, s));
+  LAB_CHECK(cudaStreamSynchronize(s));
+  lab::Comparison c = lab::allclose(got.data(), ref.rmse.data(), ref.rmse.size(), ref.tolerance);
+  int guard_hits = 0, first_hit = -1;
+  for (int i = 0; i < kGuard; ++i)
+    if (std::memcmp(&got[p.batches + i], &kCanary, sizeof(float)) != 0) {
+      ++guard_hits;
+      if (first_hit < 0) first_hit = i;
+    }
+  if (guard_hits > 0) {
+    const std::string values = c.ok ? "" : "; also " + c.summary();
+    c.ok = false;
+    c.mismatches += guard_hits;
+    c.note = "wrote past the end of out: out[" + std::to_string(p.batches + first_hit) + "] and " +
+             std::to_string(guard_hits - 1) + " more past out[batches - 1] were changed" + values;
+  }
+  l.check(v.name, case_name, c);
+}
+
+std::string dims(int rows, int cols, int batches) {
+  return std::to_string(rows) + "x" + std::to_string(cols) + "x" + std::to_string(batches);
+}
+
+std::string fixed(double v, int digits) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  lab::Lesson lesson("06-fusion", "Fusion: from a loop of small kernels to one pass over memory");
+  lesson.declare("naive_loop", lab::Role::Baseline,
+                 "per slice: cudaMalloc'ed slice copies, diff, square, 2-pass sum, read back + sync");
+  lesson.declare("views", lab::Role::Baseline, "the same, kernels read the slices in place");
+  lesson.declare("device_results", lab::Role::Baseline,
+                 "sqrt on the GPU into out[b]: no read-back, but cudaMalloc/cudaFree per slice");
+  lesson.declare("preallocated", lab::Role::Baseline,
+                 "temporaries allocated once: 5 launches per slice, no sync");
+  lesson.declare("fused_per_batch", lab::Role::Baseline,
+                 "map fused into the reduction: 1 kernel per slice (atomicAdd), 1 sqrt kernel");
+  lesson.declare("exercise", lab::Role::Exercise, "your batched RMSE (exercise.cu)");
+  lesson.declare("cub_segmented", lab::Role::Reference,
+                 "cub::DeviceTransform (A-B)^2, cub::DeviceSegmentedReduce::Sum, sqrt");
+  lesson.declare("graph_loop", lab::Role::Baseline,
+                 "preallocated, captured in one CUDA graph and replayed");
+
+  long long rows = 0, cols = 0, batches = 0;
+  lesson.option("--rows", &rows, "rows of a slice at the timing size (0: 1024, or 256 with --quick)");
+  lesson.option("--cols", &cols, "columns of a slice at the timing size (0: 1024, or 256 with --quick)");
+  lesson.option("--batches", &batches, "slices at the timing size (0: 32, or 8 with --quick)");
+
+  return lesson.run(argc, argv, [&](lab::Lesson& l) {
+    cudaStream_t stream = l.stream();
+    if (rows <= 0) rows = l.quick() ? 256 : 1024;
+    if (cols <= 0) cols = l.quick() ? 256 : 1024;
+    if (batches <= 0) batches = l.quick() ? 8 : 32;
+    if (rows > (1 << 30) || cols > (1 << 30) || batches > (1 << 24) ||
+        rows * cols * batches > (1LL << 34))
+      throw std::invalid_argument("--rows/--cols/--batches too large");
+
+    const std::vector<Variant> variants = all_variants();
+    Needs needs;
+    needs.temporaries = l.selected("preallocated") || l.selected("graph_loop");
+    needs.sums = l.selected("fused_per_batch");
+    needs.cub = l.selected("cub_segmented");
+    needs.workspace = l.selected("exercise");
+    // graph_loop is preallocated's enqueue, captured once per problem (outside every timed call).
+    auto prepare = [&](Problem& p) {
+      if (l.selected("graph_loop")) p.graph.capture([&p](cudaStream_t s) { preallocated(p, s); }, stream);
+    };
+
+    // 1. Validation on shapes that are not powers of two (slices that are not a multiple of 4
+    //    floats, so not all 16-byte aligned; a single element), fresh inputs for every case.
+    struct Case { int rows, cols, batches; };
+    const Case cases[] = {{1000, 777, 13}, {33, 31, 5}, {3, 5, 7}, {1, 1, 1}};
+    if (!l.profiling()) {
+      std::uint64_t seed = l.seed() * 8 + 1;
+      for (const Case& k : cases) {
+        Problem p(k.rows, k.cols, k.batches, needs);
+        fill_inputs(p, seed, stream);
+        prepare(p);
+        const Reference ref = reference(p, stream);
+        for (const Variant& v : variants)
+          if (l.selected(v.name)) validate(l, v, p, ref, dims(k.rows, k.cols, k.batches));
+        seed += 4;
+      }
+    }
+
+    // 2. Timing. Default 32 slices of 1024 x 1024: A and B are 128 MiB each, 256 MiB read by a
+    //    fused pass, so the bandwidth rule is judged on a working set well past the 50-60 MB L2
+    //    (the course's rule: >= 256 MiB, and cold samples flush L2 besides). One slice (4 MiB)
+    //    does fit in L2: the unfused loop's temporaries are written and read back there, which is
+    //    part of what the lesson shows (README, "bytes in L2").
+    const int R = static_cast<int>(rows), C = static_cast<int>(cols), NB = static_cast<int>(batches);
+    Problem p(R, C, NB, needs);
+    const double input_bytes = 4.0 * p.total;
+    l.size("A, B: " + std::to_string(NB) + " slices of " + std::to_string(R) + " x " +
+           std::to_string(C) + " float32 (" + fixed(input_bytes / (1 << 20), 0) + " MiB each, " +
+           fixed(2 * input_bytes / (1 << 20), 0) + " MiB read by one pass)");
+    fill_inputs(p, l.seed() * 8 + 100, stream);
+    prepare(p);
+
+    // The slow loops allocate and wait inside the call. A lead-in (a spin kernel that holds the
+    // GPU while the launch call enqueues) only hides launch latency for work that is pure
+    // enqueueing; here the host is part of the work, so it is off: the events then measure what
+    // the loop costs from the first call to the last result, host waits included. The library
+    // still notes their slow launch call, rightly. Few samples: they are slow and not subtle.
+    lab::BenchmarkOptions synced;
+    synced.lead_in_us = 0;
+    synced.stop.min_samples = 8;
+    synced.stop.min_total_ms = 20.0;
+    synced.stop.target_precision = 0.02;
+    synced.timeout_s = 1.5;
+    synced.warmup_runs = 2;
+    synced.warmup_ms = 10.0;
+    std::vector<std::pair<std::string, const lab::Measurement*>> measured;
+    for (const Variant& v : variants) {
+      if (v.synchronizes && l.result().mode != lab::Mode::Cold) {
+        if (l.selected(v.name))
+          l.note(v.name + " not timed: it allocates and synchronizes, which a captured graph or "
+                          "back-to-back (hot) launches cannot hold");
+        continue;
+      }
+      Problem& problem = p;
+      const Launch& launch = v.launch;
+      const lab::Measurement* m =
+          l.measure(v.name, {bytes_of(v.name, p), 3.0 * p.total},
+                    [&launch, &problem](cudaStream_t s) { launch(problem, s); },
+                    v.synchronizes ? synced : lab::BenchmarkOptions{});
+      measured.emplace_back(v.name, m);
+    }
+
+    // 3. Validation again, after timing, in the same buffers with new contents: a variant that
+    //    remembers its last answer, or only works the first time, fails here.
+    if (!l.profiling()) {
+      fill_inputs(p, l.seed() * 8 + 200, stream);
+      const Reference ref = reference(p, stream);
+      for (const Variant& v : variants)
+        if (l.selected(v.name)) validate(l, v, p, ref, dims(R, C, NB) + " after timing");
+    }
+
+    // 4. Notes: bytes and launches per call, and what the graph and the fusion bought.
+    const double minimal = bytes_of("exercise", p);
+    l.note("bytes per call as a multiple of the minimum (A and B read once, " +
+           fixed(minimal / 1e6, 1) + " MB), and what one call launches:");
+    for (const Variant& v : variants) {
+      if (!l.selected(v.name)) continue;
+      const std::string calls = calls_of(v.name, NB);
+      std::string name = v.name;
+      name.resize(16, ' ');
+      l.note("  " + name + fixed(bytes_of(v.name, p) / minimal, 2) + "x" +
+             (calls.empty() ? "" : "   " + calls));
+    }
+    auto find = [&](const std::string& name) -> const lab::Measurement* {
+      for (const auto& [n, m] : measured)
+        if (n == name) return m;
+      return nullptr;
+    };
+    const lab::Measurement* pre = find("preallocated");
+    const lab::Measurement* graph = find("graph_loop");
+    const lab::Measurement* fused = find("exercise");
+    if (pre && graph) {
+      const lab::Stats& a = pre->gpu_ms;
+      const lab::Stats& b = graph->gpu_ms;
+      l.metric("graph_speedup_over_stream", a.median / b.median, a.q1 / b.q3, a.q3 / b.q1);
+      l.note("the same 5 x " + std::to_string(NB) + " kernels as one graph: " +
+             fixed(a.median / b.median, 2) + "x faster than launched one by one (" +
+             fixed((a.median - b.median) * 1e3 / (5.0 * NB), 2) +
+             " us saved per kernel); the bytes are the same");
+    }
+    if (pre && fused) {
+      const double per_slice_us = (pre->gpu_ms.median - fused->gpu_ms.median) * 1e3 / NB;
+      l.note("the unfused loop costs " + fixed(per_slice_us, 1) +
+             " us more per slice than your exercise: launches, gaps between them, and " +
+             fixed(bytes_of("preallocated", p) / minimal, 1) + "x the bytes");
+    }
+  });
+}
