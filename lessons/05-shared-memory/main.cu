@@ -1,0 +1,787 @@
+// Lesson 05, the harness: shared memory. When it does not help, and when it does.
+//
+// What it runs (see --list), in three parts:
+//
+//   A. gemv, y = A x, A row-major (lesson 04's warp per row):
+//      gemv_global      x read from global memory, where L1 and L2 already serve it
+//      gemv_smem_x      x staged through shared memory, chunk by chunk, two barriers per chunk
+//   B. transpose, out = in^T (every byte read once and written once: a copy that reorders):
+//      transpose_naive  reads coalesced, writes a column: every warp's store touches 32 rows
+//      transpose_tiled  a 32 x 32 tile through shared memory: both global sides coalesced, but
+//                       the tile is read down a column: 32-way shared-memory bank conflicts
+//      exercise_transpose  your transpose (exercise.cu)
+//   C. SGEMM, C = alpha A B + beta C, all row-major:
+//      sgemm_naive      a thread per element of C, threadIdx.x along the rows of C
+//      sgemm_coalesced  the same loop, threadIdx.x along the columns of C
+//      cublas           cublasSgemm, true float32 (pedantic math: no TF32)
+//      exercise_sgemm   your SGEMM (exercise.cu)
+//
+// Students read this file; they do not edit it. The checker compiles your exercise.cu against it.
+#include <cublas_v2.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "exercise.cuh"
+#include "lab/check.hpp"
+#include "lab/data.hpp"
+#include "lab/harness.hpp"
+#include "lab/memory.hpp"
+#include "lab/validate.hpp"
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Outputs carry a guard zone: kGuard floats after their last element, filled with a canary and
+// checked after every validated run. A write past the end inside the allocation never crashes,
+// so it must be looked for. (8192 floats: more than the longest row of any validated case, so an
+// off-by-one in a row or column guard lands in it.)
+constexpr std::size_t kGuard = 8192;
+constexpr float kCanary = -12345.5f;
+
+std::string dims(long long a, long long b) { return std::to_string(a) + "x" + std::to_string(b); }
+
+std::string fixed(double v, int digits) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+// Puts @p n values (or NaN everywhere when @p init is null: a write-only output) in front of the
+// guard zone of @p out, and the canary in the guard zone.
+void arm_output(float* out, std::size_t n, const std::vector<float>* init, cudaStream_t s) {
+  if (init) {
+    LAB_CHECK(cudaMemcpyAsync(out, init->data(), n * sizeof(float), cudaMemcpyHostToDevice, s));
+  } else {
+    lab::poison(out, n * sizeof(float), s);
+  }
+  static const std::vector<float> canaries(kGuard, kCanary);
+  LAB_CHECK(
+      cudaMemcpyAsync(out + n, canaries.data(), kGuard * sizeof(float), cudaMemcpyHostToDevice, s));
+}
+
+// Adds the guard zone's verdict to @p c. @p guard holds the kGuard floats after the output.
+void check_guard(lab::Comparison& c, const float* guard, std::size_t n) {
+  std::size_t hits = 0, first = 0;
+  for (std::size_t i = 0; i < kGuard; ++i)
+    if (std::memcmp(&guard[i], &kCanary, sizeof(float)) != 0) {
+      if (hits++ == 0) first = i;
+    }
+  if (hits == 0) return;
+  const std::string values = c.ok ? "" : "; also " + c.summary();
+  c.ok = false;
+  c.mismatches += hits;
+  c.note = "wrote past the end of the output: element " + std::to_string(n + first) + " and " +
+           std::to_string(hits - 1) + " more after the last one were changed" + values;
+}
+
+// A ratio of two medians with its pessimistic and optimistic readings from the quartiles:
+// time of @p slow / time of @p fast (how many times faster @p fast is).
+struct Ratio {
+  double value = 0, low = 0, high = 0;
+};
+Ratio speed_ratio(const lab::Measurement& slow, const lab::Measurement& fast) {
+  const lab::Stats& a = slow.gpu_ms;
+  const lab::Stats& b = fast.gpu_ms;
+  return {a.median / b.median, a.q1 / b.q3, a.q3 / b.q1};
+}
+
+// =============================================================================================
+// Part A: gemv, y = A x. Does staging x in shared memory help?
+
+constexpr int kGemvWarps = 8;     // rows per block: a warp per row
+constexpr int kGemvChunk = 2048;  // floats of x staged per step (8 KiB of shared memory)
+
+// Lesson 04's warp per row: lane l reads columns l, l + 32, ...; x comes from global memory. After
+// the first warps, every read of x hits in L1 or L2: x (cols * 4 bytes) is tiny next to A.
+__global__ void __launch_bounds__(kGemvWarps * 32)
+    gemv_global(int rows, int cols, const float* __restrict__ A, const float* __restrict__ x,
+                float* __restrict__ y) {
+  const int lane = threadIdx.x % 32;
+  const int row = blockIdx.x * kGemvWarps + threadIdx.x / 32;
+  if (row >= rows) return;
+  const float* a = A + static_cast<std::size_t>(row) * cols;
+  float sum = 0.0f;
+#pragma unroll 4
+  for (int c = lane; c < cols; c += 32) sum += a[c] * x[c];
+  for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+  if (lane == 0) y[row] = sum;
+}
+
+// The same, with x staged through shared memory: the block copies a chunk of x into shared
+// memory, waits, the 8 warps read it from there, and wait again before the next chunk overwrites
+// it. It saves L1 traffic for x, which was never the bottleneck: A streams from DRAM either way.
+__global__ void __launch_bounds__(kGemvWarps * 32)
+    gemv_smem_x(int rows, int cols, const float* __restrict__ A, const float* __restrict__ x,
+                float* __restrict__ y) {
+  __shared__ float xs[kGemvChunk];
+  const int lane = threadIdx.x % 32;
+  const int row = blockIdx.x * kGemvWarps + threadIdx.x / 32;
+  const bool active = row < rows;  // no early return: every thread must reach every barrier
+  const float* a = A + static_cast<std::size_t>(active ? row : 0) * cols;
+  float sum = 0.0f;
+  for (int c0 = 0; c0 < cols; c0 += kGemvChunk) {
+    const int n = min(kGemvChunk, cols - c0);
+    for (int i = threadIdx.x; i < n; i += blockDim.x) xs[i] = x[c0 + i];
+    __syncthreads();  // the chunk is complete before anyone reads it
+    if (active) {
+#pragma unroll 4
+      for (int c = lane; c < n; c += 32) sum += a[c0 + c] * xs[c];
+    }
+    __syncthreads();  // nobody still reads the chunk when the next one overwrites it
+  }
+  for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+  if (active && lane == 0) y[row] = sum;
+}
+
+struct Gemv {
+  int rows = 0, cols = 0;
+  lab::DeviceBuffer<float> A, x, y;  // y has kGuard extra floats
+};
+
+// Fresh random inputs from @p seed (also used after timing: new values in the same buffers).
+void fill_gemv(Gemv& g, std::uint64_t seed, cudaStream_t s) {
+  lab::fill_random(g.A.data(), g.A.size(), seed, s);
+  lab::fill_random(g.x.data(), g.x.size(), seed + 1, s);
+}
+
+Gemv make_gemv(int rows, int cols, std::uint64_t seed, cudaStream_t s) {
+  Gemv g;
+  g.rows = rows;
+  g.cols = cols;
+  g.A = lab::DeviceBuffer<float>(static_cast<std::size_t>(rows) * cols);
+  g.x = lab::DeviceBuffer<float>(cols);
+  g.y = lab::DeviceBuffer<float>(rows + kGuard);
+  fill_gemv(g, seed, s);
+  return g;
+}
+
+void launch_gemv(const std::string& variant, const Gemv& g, cudaStream_t s) {
+  const int blocks = (g.rows + kGemvWarps - 1) / kGemvWarps;
+  if (variant == "gemv_global")
+    gemv_global<<<blocks, kGemvWarps * 32, 0, s>>>(g.rows, g.cols, g.A.data(), g.x.data(),
+                                                   g.y.data());
+  else
+    gemv_smem_x<<<blocks, kGemvWarps * 32, 0, s>>>(g.rows, g.cols, g.A.data(), g.x.data(),
+                                                   g.y.data());
+  LAB_CHECK_LAUNCH();
+}
+
+// y = A x in double on the host; the tolerance is lesson 04's (a float sum of n terms in any
+// order is within 4 sqrt(n) 2^-24 sum|terms| of the exact one, with overwhelming probability).
+void validate_gemv(lab::Lesson& l, const std::string& variant, const Gemv& g,
+                   const std::string& case_name) {
+  cudaStream_t s = l.stream();
+  std::vector<float> A(g.A.size()), x(g.x.size());
+  LAB_CHECK(cudaMemcpyAsync(A.data(), g.A.data(), g.A.bytes(), cudaMemcpyDeviceToHost, s));
+  LAB_CHECK(cudaMemcpyAsync(x.data(), g.x.data(), g.x.bytes(), cudaMemcpyDeviceToHost, s));
+  arm_output(g.y.data(), g.rows, nullptr, s);
+  launch_gemv(variant, g, s);
+  std::vector<float> got(g.y.size());
+  LAB_CHECK(cudaMemcpyAsync(got.data(), g.y.data(), g.y.bytes(), cudaMemcpyDeviceToHost, s));
+  LAB_CHECK(cudaStreamSynchronize(s));
+  std::vector<float> expected(g.rows);
+  double largest = 0;
+  for (int r = 0; r < g.rows; ++r) {
+    const float* a = A.data() + static_cast<std::size_t>(r) * g.cols;
+    double sum = 0, magnitude = 0;
+    for (int c = 0; c < g.cols; ++c) {
+      const double term = static_cast<double>(a[c]) * x[c];
+      sum += term;
+      magnitude += std::fabs(term);
+    }
+    expected[r] = static_cast<float>(sum);
+    largest = std::max(largest, magnitude);
+  }
+  const lab::Tolerance tol{1e-6, 4.0 * std::sqrt(g.cols + 2.0) * 0x1p-24 * largest};
+  lab::Comparison c = lab::allclose(got.data(), expected.data(), g.rows, tol);
+  check_guard(c, got.data() + g.rows, g.rows);
+  l.check(variant, case_name, c);
+}
+
+// =============================================================================================
+// Part B: transpose. A block moves one 32 x 32 tile with 32 x 8 threads, 4 elements per thread.
+
+constexpr int kTile = 32;
+constexpr int kBlockRows = 8;
+
+// Reads a row of the tile (coalesced), writes it as a column of out: at each store the 32
+// threads of a warp write 32 floats `rows` apart, 32 sectors for 128 useful bytes.
+__global__ void __launch_bounds__(kTile* kBlockRows)
+    transpose_naive(const float* __restrict__ in, float* __restrict__ out, int rows, int cols) {
+  const int c = blockIdx.x * kTile + threadIdx.x;
+  const int r0 = blockIdx.y * kTile + threadIdx.y;
+  if (c >= cols) return;
+#pragma unroll
+  for (int j = 0; j < kTile; j += kBlockRows) {
+    const int r = r0 + j;
+    if (r < rows)
+      out[static_cast<std::size_t>(c) * rows + r] = in[static_cast<std::size_t>(r) * cols + c];
+  }
+}
+
+// Through a shared-memory tile: read tile rows from in (coalesced), wait, write tile columns as
+// rows of out (coalesced). The tile is read down a column: tile[threadIdx.x][j] for 32 lanes is
+// 32 floats 32 words apart, all in the same bank: 32-way bank conflict, the read is replayed 32
+// times. (This is the starter in exercise.cu.)
+__global__ void __launch_bounds__(kTile* kBlockRows)
+    transpose_tiled(const float* __restrict__ in, float* __restrict__ out, int rows, int cols) {
+  __shared__ float tile[kTile][kTile];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int c = blockIdx.x * kTile + tx;   // column of in
+  const int r0 = blockIdx.y * kTile + ty;  // first row of in for this thread
+#pragma unroll
+  for (int j = 0; j < kTile; j += kBlockRows)
+    if (r0 + j < rows && c < cols)
+      tile[ty + j][tx] = in[static_cast<std::size_t>(r0 + j) * cols + c];
+  __syncthreads();
+  const int oc = blockIdx.y * kTile + tx;   // column of out = row of in
+  const int or0 = blockIdx.x * kTile + ty;  // row of out = column of in
+#pragma unroll
+  for (int j = 0; j < kTile; j += kBlockRows)
+    if (or0 + j < cols && oc < rows)
+      out[static_cast<std::size_t>(or0 + j) * rows + oc] = tile[tx][ty + j];
+}
+
+void launch_transpose(const std::string& variant, const float* in, float* out, int rows, int cols,
+                      cudaStream_t s) {
+  if (variant == "exercise_transpose") {
+    exercise::transpose(in, out, rows, cols, s);
+    return;
+  }
+  const dim3 block(kTile, kBlockRows);
+  const dim3 grid((cols + kTile - 1) / kTile, (rows + kTile - 1) / kTile);
+  if (variant == "transpose_naive")
+    transpose_naive<<<grid, block, 0, s>>>(in, out, rows, cols);
+  else
+    transpose_tiled<<<grid, block, 0, s>>>(in, out, rows, cols);
+  LAB_CHECK_LAUNCH();
+}
+
+// Exact comparison on the device, for the timing size (256 MiB is slow to compare on the host):
+// counts the elements of out that are not bit-for-bit in^T, and the smallest such index.
+__global__ void transpose_mismatches(const float* __restrict__ in, const float* __restrict__ out,
+                                     int rows, int cols, unsigned long long* count,
+                                     unsigned long long* first) {
+  const std::size_t n = static_cast<std::size_t>(rows) * cols;
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x) {
+    const std::size_t r = i / cols, c = i % cols;
+    const std::size_t o = c * rows + r;
+    if (__float_as_uint(in[i]) != __float_as_uint(out[o])) {
+      atomicAdd(count, 1ull);
+      atomicMin(first, static_cast<unsigned long long>(o));
+    }
+  }
+}
+
+struct Transpose {
+  int rows = 0, cols = 0;
+  lab::DeviceBuffer<float> in, out;  // out has kGuard extra floats
+};
+
+Transpose make_transpose(int rows, int cols) {
+  Transpose t;
+  t.rows = rows;
+  t.cols = cols;
+  t.in = lab::DeviceBuffer<float>(static_cast<std::size_t>(rows) * cols);
+  t.out = lab::DeviceBuffer<float>(t.in.size() + kGuard);
+  return t;
+}
+
+// Small sizes: compared on the host, exactly (a transpose moves bits, it computes nothing).
+void validate_transpose_host(lab::Lesson& l, const std::string& variant, const Transpose& t,
+                             const std::string& case_name) {
+  cudaStream_t s = l.stream();
+  const std::size_t n = t.in.size();
+  std::vector<float> in(n), got(n + kGuard), expected(n);
+  LAB_CHECK(cudaMemcpyAsync(in.data(), t.in.data(), t.in.bytes(), cudaMemcpyDeviceToHost, s));
+  arm_output(t.out.data(), n, nullptr, s);
+  launch_transpose(variant, t.in.data(), t.out.data(), t.rows, t.cols, s);
+  LAB_CHECK(cudaMemcpyAsync(got.data(), t.out.data(), t.out.bytes(), cudaMemcpyDeviceToHost, s));
+  LAB_CHECK(cudaStreamSynchronize(s));
+  for (int r = 0; r < t.rows; ++r)
+    for (int c = 0; c < t.cols; ++c)
+      expected[static_cast<std::size_t>(c) * t.rows + r] =
+          in[static_cast<std::size_t>(r) * t.cols + c];
+  lab::Comparison cmp = lab::allclose(got.data(), expected.data(), n, lab::Tolerance{0.0, 0.0});
+  check_guard(cmp, got.data() + n, n);
+  l.check(variant, case_name, cmp);
+}
+
+// The timing size: compared on the device, exactly, plus the guard zone on the host.
+void validate_transpose_device(lab::Lesson& l, const std::string& variant, const Transpose& t,
+                               const std::string& case_name) {
+  cudaStream_t s = l.stream();
+  const std::size_t n = t.in.size();
+  lab::DeviceBuffer<unsigned long long> stats(2);
+  const unsigned long long init[2] = {0ull, ~0ull};
+  LAB_CHECK(cudaMemcpyAsync(stats.data(), init, sizeof init, cudaMemcpyHostToDevice, s));
+  arm_output(t.out.data(), n, nullptr, s);
+  launch_transpose(variant, t.in.data(), t.out.data(), t.rows, t.cols, s);
+  transpose_mismatches<<<1024, 256, 0, s>>>(t.in.data(), t.out.data(), t.rows, t.cols, stats.data(),
+                                            stats.data() + 1);
+  LAB_CHECK_LAUNCH();
+  unsigned long long result[2];
+  std::vector<float> guard(kGuard);
+  LAB_CHECK(cudaMemcpyAsync(result, stats.data(), sizeof result, cudaMemcpyDeviceToHost, s));
+  LAB_CHECK(cudaMemcpyAsync(guard.data(), t.out.data() + n, kGuard * sizeof(float),
+                            cudaMemcpyDeviceToHost, s));
+  LAB_CHECK(cudaStreamSynchronize(s));
+  lab::Comparison cmp;
+  cmp.count = n;
+  cmp.mismatches = result[0];
+  cmp.ok = result[0] == 0;
+  if (!cmp.ok) {
+    float got = 0;
+    LAB_CHECK(cudaMemcpy(&got, t.out.data() + result[1], sizeof got, cudaMemcpyDeviceToHost));
+    const std::size_t o = result[1];
+    const std::size_t c = o / t.rows, r = o % t.rows;
+    float want = 0;
+    LAB_CHECK(cudaMemcpy(&want, t.in.data() + r * t.cols + c, sizeof want, cudaMemcpyDeviceToHost));
+    cmp.first.push_back({o, got, want});
+  }
+  check_guard(cmp, guard.data(), n);
+  l.check(variant, case_name, cmp);
+}
+
+// =============================================================================================
+// Part C: SGEMM, C = alpha A B + beta C, row-major.
+
+// One thread per element of C, threadIdx.x along the rows of C. At each k the 32 threads of a
+// warp read A[row .. row + 31][k], 32 addresses K floats apart (32 sectors), and all read the same
+// B[k][col]; they write a column of C. Nothing is reused except through the caches.
+__global__ void sgemm_naive(int M, int N, int K, float alpha, const float* __restrict__ A,
+                            const float* __restrict__ B, float beta, float* __restrict__ C) {
+  const int row = blockIdx.x * 32 + threadIdx.x;
+  const int col = blockIdx.y * 32 + threadIdx.y;
+  if (row >= M || col >= N) return;
+  const float* a = A + static_cast<std::size_t>(row) * K;
+  float sum = 0.0f;
+  for (int k = 0; k < K; ++k) sum += a[k] * B[static_cast<std::size_t>(k) * N + col];
+  float* c = C + static_cast<std::size_t>(row) * N + col;
+  *c = alpha * sum + (beta == 0.0f ? 0.0f : beta * *c);
+}
+
+// The same loop with threadIdx.x along the columns of C: at each k a warp reads one A[row][k]
+// (broadcast) and B[k][col .. col + 31], 128 contiguous bytes, and writes a piece of a row of C.
+// Coalesced; but every element of A and B is still fetched (from L1/L2) once per use: 2K loads
+// for 2K FLOPs per thread.
+__global__ void sgemm_coalesced(int M, int N, int K, float alpha, const float* __restrict__ A,
+                                const float* __restrict__ B, float beta, float* __restrict__ C) {
+  const int col = blockIdx.x * 32 + threadIdx.x;
+  const int row = blockIdx.y * 32 + threadIdx.y;
+  if (row >= M || col >= N) return;
+  const float* a = A + static_cast<std::size_t>(row) * K;
+  float sum = 0.0f;
+  for (int k = 0; k < K; ++k) sum += a[k] * B[static_cast<std::size_t>(k) * N + col];
+  float* c = C + static_cast<std::size_t>(row) * N + col;
+  *c = alpha * sum + (beta == 0.0f ? 0.0f : beta * *c);
+}
+
+void cublas_check(cublasStatus_t status, const char* call) {
+  if (status != CUBLAS_STATUS_SUCCESS)
+    throw std::runtime_error(std::string(call) + ": " + cublasGetStatusString(status));
+}
+
+// cuBLAS, created once. Pedantic math: true float32 FMAs, never TF32 tensor cores, so it does the
+// same arithmetic as the kernels it is compared with.
+class Cublas {
+ public:
+  Cublas() {
+    cublas_check(cublasCreate(&handle_), "cublasCreate");
+    cublas_check(cublasSetMathMode(handle_, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
+  }
+  ~Cublas() { cublasDestroy(handle_); }
+  Cublas(const Cublas&) = delete;
+  Cublas& operator=(const Cublas&) = delete;
+  // cuBLAS is column-major. Our row-major C (M x N) is, to it, the column-major N x M matrix
+  // C^T; likewise A is A^T (K x M) and B is B^T (N x K). C^T = B^T A^T, so we ask for the
+  // column-major product of "B" (N x K, ld N) and "A" (K x M, ld K) into "C" (N x M, ld N).
+  void sgemm(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C,
+             cudaStream_t s) const {
+    cublas_check(cublasSetStream(handle_, s), "cublasSetStream");
+    cublas_check(
+        cublasSgemm(handle_, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &alpha, B, N, A, K, &beta, C, N),
+        "cublasSgemm");
+  }
+
+ private:
+  cublasHandle_t handle_ = nullptr;
+};
+
+struct Gemm {
+  int M = 0, N = 0, K = 0;
+  float alpha = 1.0f, beta = 0.0f;
+  lab::DeviceBuffer<float> A, B, C;  // C has kGuard extra floats
+};
+
+// Fresh random inputs from @p seed (also used after timing: new values in the same buffers).
+void fill_gemm(Gemm& g, std::uint64_t seed, cudaStream_t s) {
+  lab::fill_random(g.A.data(), g.A.size(), seed, s);
+  lab::fill_random(g.B.data(), g.B.size(), seed + 1, s);
+}
+
+Gemm make_gemm(int M, int N, int K, float alpha, float beta, std::uint64_t seed, cudaStream_t s) {
+  Gemm g;
+  g.M = M;
+  g.N = N;
+  g.K = K;
+  g.alpha = alpha;
+  g.beta = beta;
+  g.A = lab::DeviceBuffer<float>(static_cast<std::size_t>(M) * K);
+  g.B = lab::DeviceBuffer<float>(static_cast<std::size_t>(K) * N);
+  g.C = lab::DeviceBuffer<float>(static_cast<std::size_t>(M) * N + kGuard);
+  fill_gemm(g, seed, s);
+  return g;
+}
+
+using GemmLaunch = std::function<void(const Gemm&, cudaStream_t)>;
+
+// The reference: C[i][j] for a set of (i, j), in double, from the device's own inputs.
+//
+// Tolerance. Each C[i][j] is a float dot product of length K plus the beta term; the kernels
+// differ in summation order (a loop, tiles, FMAs, cuBLAS's own order), so none can be expected to
+// match bit for bit. A float sum of n terms in any order differs from the exact sum by at most
+// about n 2^-24 sum|terms| in the worst case (far too loose: 4096 terms would allow 2.4e-4 of
+// the magnitude); the probabilistic bound of Higham and Mary (SIAM J. Sci. Comput. 2019) is
+// lambda sqrt(n) 2^-24 sum|terms|, which holds with overwhelming probability whatever the order,
+// and lambda = 4 is ample. With n = K + 2 (the products, alpha, the beta term):
+//   atol = 4 sqrt(K + 2) 2^-24 max over the checked elements of (|alpha| sum_k |a_ik b_kj| + |beta
+//   c_ij|)
+// plus rtol = 1e-6 for the rounding of the result itself. For K = 4096 and inputs in [-1, 1) this
+// is about 1.6e-5 x 1024 = 0.016 absolute on values of order 20; a missing k-tile, a stale tile or
+// a wrong element is off by about 1 or more.
+struct GemmReference {
+  std::vector<std::size_t> index;  // flat indices i * N + j of the checked elements
+  std::vector<float> expected;     // their values
+  lab::Tolerance tolerance;
+  std::vector<float> c0;  // C on entry (empty: beta == 0, C is NaN on entry)
+};
+
+// Which elements to check: every one up to 1e9 multiply-adds of host work, else a sample that
+// touches every row-tile and column-tile: rows 0, M-1 and two random rows in full, columns 0,
+// N-1 and two random columns in full, and 8192 random elements (about 8 per 128 x 128 block at
+// 4096 x 4096).
+std::vector<std::size_t> gemm_sample(int M, int N, int K, std::uint64_t seed) {
+  std::vector<std::size_t> idx;
+  if (static_cast<double>(M) * N * K <= 1e9) {
+    idx.resize(static_cast<std::size_t>(M) * N);
+    for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+    return idx;
+  }
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> any_row(0, M - 1), any_col(0, N - 1);
+  const int rows[] = {0, M - 1, any_row(rng), any_row(rng)};
+  const int cols[] = {0, N - 1, any_col(rng), any_col(rng)};
+  for (int r : rows)
+    for (int j = 0; j < N; ++j) idx.push_back(static_cast<std::size_t>(r) * N + j);
+  for (int c : cols)
+    for (int i = 0; i < M; ++i) idx.push_back(static_cast<std::size_t>(i) * N + c);
+  for (int s = 0; s < 8192; ++s)
+    idx.push_back(static_cast<std::size_t>(any_row(rng)) * N + any_col(rng));
+  return idx;
+}
+
+GemmReference gemm_reference(const Gemm& g, std::uint64_t seed, cudaStream_t s) {
+  GemmReference ref;
+  std::vector<float> A(g.A.size()), B(g.B.size());
+  LAB_CHECK(cudaMemcpyAsync(A.data(), g.A.data(), g.A.bytes(), cudaMemcpyDeviceToHost, s));
+  LAB_CHECK(cudaMemcpyAsync(B.data(), g.B.data(), g.B.bytes(), cudaMemcpyDeviceToHost, s));
+  LAB_CHECK(cudaStreamSynchronize(s));
+  const std::size_t mn = static_cast<std::size_t>(g.M) * g.N;
+  if (g.beta != 0.0f) {
+    ref.c0.resize(mn);
+    lab::fill_random_host(ref.c0.data(), mn, seed + 2);
+  }
+  // B^T, so that every element is a dot product of two contiguous rows.
+  std::vector<float> Bt(B.size());
+  for (int k = 0; k < g.K; ++k)
+    for (int j = 0; j < g.N; ++j)
+      Bt[static_cast<std::size_t>(j) * g.K + k] = B[static_cast<std::size_t>(k) * g.N + j];
+  ref.index = gemm_sample(g.M, g.N, g.K, seed + 3);
+  ref.expected.resize(ref.index.size());
+  double largest = 0;
+  for (std::size_t e = 0; e < ref.index.size(); ++e) {
+    const std::size_t i = ref.index[e] / g.N, j = ref.index[e] % g.N;
+    const float* a = A.data() + i * g.K;
+    const float* b = Bt.data() + j * g.K;
+    double s4[4] = {0, 0, 0, 0},
+           m4[4] = {0, 0, 0, 0};  // four chains: the host is not the bottleneck
+    int k = 0;
+    for (; k + 4 <= g.K; k += 4)
+      for (int u = 0; u < 4; ++u) {
+        const double t = static_cast<double>(a[k + u]) * b[k + u];
+        s4[u] += t;
+        m4[u] += std::fabs(t);
+      }
+    for (; k < g.K; ++k) {
+      const double t = static_cast<double>(a[k]) * b[k];
+      s4[0] += t;
+      m4[0] += std::fabs(t);
+    }
+    const double dot = (s4[0] + s4[1]) + (s4[2] + s4[3]);
+    const double mag = (m4[0] + m4[1]) + (m4[2] + m4[3]);
+    const double old = g.beta == 0.0f ? 0.0 : static_cast<double>(g.beta) * ref.c0[ref.index[e]];
+    ref.expected[e] = static_cast<float>(g.alpha * dot + old);
+    largest = std::max(largest, std::fabs(g.alpha) * mag + std::fabs(old));
+  }
+  ref.tolerance.atol = 4.0 * std::sqrt(g.K + 2.0) * 0x1p-24 * largest;
+  ref.tolerance.rtol = 1e-6;
+  return ref;
+}
+
+void validate_gemm(lab::Lesson& l, const std::string& variant, const GemmLaunch& launch,
+                   const Gemm& g, const GemmReference& ref, const std::string& case_name) {
+  cudaStream_t s = l.stream();
+  const std::size_t mn = static_cast<std::size_t>(g.M) * g.N;
+  arm_output(g.C.data(), mn, g.beta != 0.0f ? &ref.c0 : nullptr, s);
+  launch(g, s);
+  LAB_CHECK(cudaGetLastError());
+  std::vector<float> got(g.C.size());
+  LAB_CHECK(cudaMemcpyAsync(got.data(), g.C.data(), g.C.bytes(), cudaMemcpyDeviceToHost, s));
+  LAB_CHECK(cudaStreamSynchronize(s));
+  std::vector<float> picked(ref.index.size());
+  for (std::size_t e = 0; e < ref.index.size(); ++e) picked[e] = got[ref.index[e]];
+  lab::Comparison c =
+      lab::allclose(picked.data(), ref.expected.data(), picked.size(), ref.tolerance);
+  for (lab::Mismatch& m : c.first) m.index = ref.index[m.index];  // report C's own index
+  check_guard(c, got.data() + mn, mn);
+  l.check(variant, case_name, c);
+}
+
+std::string gemm_case(int M, int N, int K, float beta) {
+  return std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) +
+         (beta == 0.0f ? " beta=0" : "");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  lab::Lesson lesson("05-shared-memory", "Shared memory: when it does not help, and when it does");
+  lesson.declare("gemv_global", lab::Role::Baseline,
+                 "A: gemv, warp per row, x read from global memory (served by L1/L2)");
+  lesson.declare("gemv_smem_x", lab::Role::Baseline,
+                 "A: the same gemv with x staged through shared memory");
+  lesson.declare("transpose_naive", lab::Role::Baseline,
+                 "B: transpose, coalesced reads, a warp's store touches 32 rows");
+  lesson.declare("transpose_tiled", lab::Role::Baseline,
+                 "B: transpose through a 32x32 shared tile: 32-way bank conflicts");
+  lesson.declare("exercise_transpose", lab::Role::Exercise, "B: your transpose (exercise.cu)");
+  lesson.declare("sgemm_naive", lab::Role::Baseline,
+                 "C: SGEMM, thread per element of C, threadIdx.x along rows: uncoalesced");
+  lesson.declare("sgemm_coalesced", lab::Role::Baseline,
+                 "C: SGEMM, thread per element of C, threadIdx.x along columns");
+  lesson.declare("cublas", lab::Role::Reference, "C: cublasSgemm, pedantic float32 (no TF32)");
+  lesson.declare("exercise_sgemm", lab::Role::Exercise, "C: your SGEMM (exercise.cu)");
+
+  long long gemv_n = 0, transpose_n = 0, sgemm_n = 0;
+  lesson.option("--gemv-size", &gemv_n, "A is N x N for part A (0: 8192, or 2048 with --quick)");
+  lesson.option("--transpose-size", &transpose_n,
+                "the matrix is N x N for part B (0: 8192, or 2048 with --quick)");
+  lesson.option("--sgemm-size", &sgemm_n, "M = N = K for part C (0: 4096, or 1024 with --quick)");
+
+  return lesson.run(argc, argv, [&](lab::Lesson& l) {
+    cudaStream_t stream = l.stream();
+    if (gemv_n <= 0) gemv_n = l.quick() ? 2048 : 8192;
+    if (transpose_n <= 0) transpose_n = l.quick() ? 2048 : 8192;
+    if (sgemm_n <= 0) sgemm_n = l.quick() ? 1024 : 4096;
+    if (gemv_n > 32768 || transpose_n > 32768 || sgemm_n > 16384)
+      throw std::invalid_argument("sizes are limited to 32768 (gemv, transpose), 16384 (sgemm)");
+    const bool profiling = l.profiling();
+    std::uint64_t seed = l.seed() * 64 + 1;
+
+    // -------------------------------------------------------------------------------------
+    // Part A. bytes: A once, x once, y written. FLOPs: 2 rows cols. Intensity 0.5 FLOP/byte.
+    const std::vector<std::string> gemvs = {"gemv_global", "gemv_smem_x"};
+    if (l.selected(gemvs[0]) || l.selected(gemvs[1])) {
+      if (!profiling) {
+        const int cases[][2] = {{1000, 777}, {33, 4097}, {4097, 33}, {1, 1}};
+        for (const auto& k : cases) {
+          const Gemv g = make_gemv(k[0], k[1], seed, stream);
+          for (const std::string& v : gemvs)
+            if (l.selected(v)) validate_gemv(l, v, g, dims(k[0], k[1]));
+          seed += 4;
+        }
+      }
+      const int n = static_cast<int>(gemv_n);
+      Gemv g = make_gemv(n, n, seed, stream);
+      l.size("A: gemv, A " + dims(n, n) + " float32 (" + fixed(4.0 * n * n / (1 << 20), 0) +
+             " MiB)");
+      const lab::Work work{4.0 * n * n + 4.0 * n + 4.0 * n, 2.0 * n * n};
+      const lab::Measurement* m[2] = {nullptr, nullptr};
+      for (int i = 0; i < 2; ++i)
+        m[i] = l.measure(gemvs[i], work, [&, i](cudaStream_t s) { launch_gemv(gemvs[i], g, s); });
+      if (!profiling) {
+        fill_gemv(g, seed + 2, stream);  // new inputs, same buffers: validate again after timing
+        for (const std::string& v : gemvs)
+          if (l.selected(v)) validate_gemv(l, v, g, dims(n, n) + " after timing");
+      }
+      if (m[0] && m[1]) {
+        const Ratio r = speed_ratio(*m[0], *m[1]);
+        l.metric("gemv_smem_x_over_global", r.value, r.low, r.high, "x");
+        l.note("A: gemv with x in shared memory runs at " + fixed(r.value, 2) +
+               "x the speed of the plain one (1.00 = no gain): x was never the bottleneck");
+      }
+      seed += 4;
+    }
+
+    // -------------------------------------------------------------------------------------
+    // Part B. bytes: every element read once and written once, 2 rows cols 4. No FLOPs.
+    const std::vector<std::string> transposes = {"transpose_naive", "transpose_tiled",
+                                                 "exercise_transpose"};
+    bool any_transpose = false;
+    for (const std::string& v : transposes) any_transpose = any_transpose || l.selected(v);
+    if (any_transpose) {
+      if (!profiling) {
+        const int cases[][2] = {{1000, 777}, {33, 4097}, {4097, 33}, {1, 1}};
+        for (const auto& k : cases) {
+          Transpose t = make_transpose(k[0], k[1]);
+          lab::fill_random(t.in.data(), t.in.size(), seed++, stream);
+          for (const std::string& v : transposes)
+            if (l.selected(v)) validate_transpose_host(l, v, t, dims(k[0], k[1]));
+        }
+      }
+      const int n = static_cast<int>(transpose_n);
+      Transpose t = make_transpose(n, n);
+      lab::fill_random(t.in.data(), t.in.size(), seed++, stream);
+      l.size("B: transpose, " + dims(n, n) + " float32 (" + fixed(4.0 * n * n / (1 << 20), 0) +
+             " MiB each way)");
+      const lab::Work work{2.0 * 4.0 * n * n, 0.0};
+      std::vector<const lab::Measurement*> m;
+      for (const std::string& v : transposes)
+        m.push_back(l.measure(v, work, [&](cudaStream_t s) {
+          launch_transpose(v, t.in.data(), t.out.data(), t.rows, t.cols, s);
+        }));
+      if (!profiling) {
+        lab::fill_random(t.in.data(), t.in.size(), seed++, stream);  // new input, same buffers
+        for (const std::string& v : transposes)
+          if (l.selected(v)) validate_transpose_device(l, v, t, dims(n, n) + " after timing");
+      }
+      if (!profiling) {  // (the ceilings are not measured in --profile mode)
+        std::string line = "B: transpose as a fraction of the copy ceiling:";
+        const double copy = l.ceilings().copy_gbs;
+        for (std::size_t i = 0; i < transposes.size(); ++i)
+          if (m[i] && copy > 0)
+            line += " " + transposes[i] + " " +
+                    fixed(work.bytes / (m[i]->gpu_ms.median * 1e6) / copy, 3);
+        if (m[1] && m[2])
+          line += "; exercise over tiled " + fixed(speed_ratio(*m[1], *m[2]).value, 2) + "x";
+        l.note(line);
+      }
+    }
+
+    // -------------------------------------------------------------------------------------
+    // Part C. FLOPs 2 M N K; bytes: A, B read once and C written once (the least any SGEMM
+    // must move; every kernel here moves more, from L2 or L1). Intensity at 4096^3: 683 FLOP/B.
+    const std::vector<std::string> gemms = {"sgemm_naive", "sgemm_coalesced", "cublas",
+                                            "exercise_sgemm"};
+    bool any_gemm = false;
+    for (const std::string& v : gemms) any_gemm = any_gemm || l.selected(v);
+    if (any_gemm) {
+      std::unique_ptr<Cublas> cublas;
+      if (l.selected("cublas")) cublas = std::make_unique<Cublas>();
+      const std::vector<GemmLaunch> launches = {
+          [](const Gemm& g, cudaStream_t s) {
+            const dim3 grid((g.M + 31) / 32, (g.N + 31) / 32);
+            sgemm_naive<<<grid, dim3(32, 32), 0, s>>>(g.M, g.N, g.K, g.alpha, g.A.data(),
+                                                      g.B.data(), g.beta, g.C.data());
+            LAB_CHECK_LAUNCH();
+          },
+          [](const Gemm& g, cudaStream_t s) {
+            const dim3 grid((g.N + 31) / 32, (g.M + 31) / 32);
+            sgemm_coalesced<<<grid, dim3(32, 32), 0, s>>>(g.M, g.N, g.K, g.alpha, g.A.data(),
+                                                          g.B.data(), g.beta, g.C.data());
+            LAB_CHECK_LAUNCH();
+          },
+          [&cublas](const Gemm& g, cudaStream_t s) {
+            cublas->sgemm(g.M, g.N, g.K, g.alpha, g.A.data(), g.B.data(), g.beta, g.C.data(), s);
+          },
+          [](const Gemm& g, cudaStream_t s) {
+            exercise::sgemm(g.M, g.N, g.K, g.alpha, g.A.data(), g.B.data(), g.beta, g.C.data(), s);
+          }};
+
+      // 1. Validation at sizes that are not multiples of any tile (nor of 4, except 300x644x260,
+      //    which takes the float4 paths with partial tiles), beta == 0 (C NaN on entry) among them.
+      if (!profiling) {
+        struct Case {
+          int M, N, K;
+          float alpha, beta;
+        };
+        const Case cases[] = {{1000, 777, 515, 1.25f, -0.5f},
+                              {129, 67, 1031, 0.75f, 0.0f},
+                              {300, 644, 260, 1.0f, 0.5f},
+                              {1, 1, 1, 2.0f, 0.0f}};
+        for (const Case& k : cases) {
+          const Gemm g = make_gemm(k.M, k.N, k.K, k.alpha, k.beta, seed, stream);
+          const GemmReference ref = gemm_reference(g, seed, stream);
+          for (std::size_t i = 0; i < gemms.size(); ++i)
+            if (l.selected(gemms[i]))
+              validate_gemm(l, gemms[i], launches[i], g, ref, gemm_case(k.M, k.N, k.K, k.beta));
+          seed += 4;
+        }
+      }
+
+      // 2. Timing, alpha 1 and beta 0 (C write-only), the usual benchmark case.
+      const int n = static_cast<int>(sgemm_n);
+      Gemm g = make_gemm(n, n, n, 1.0f, 0.0f, seed, stream);
+      arm_output(g.C.data(), static_cast<std::size_t>(n) * n, nullptr, stream);
+      l.size("C: sgemm, M = N = K = " + std::to_string(n) + " float32, alpha 1, beta 0");
+      const double nn = static_cast<double>(n) * n;
+      const lab::Work work{3.0 * 4.0 * nn, 2.0 * nn * n};
+      std::vector<const lab::Measurement*> m;
+      for (std::size_t i = 0; i < gemms.size(); ++i) {
+        lab::BenchmarkOptions options;
+        if (gemms[i] == "sgemm_naive") {
+          // About 100x slower than cuBLAS (0.3 s per launch at 4096^3 on an H100): a few
+          // samples pin its median well enough for a baseline that no rule judges.
+          options.warmup_runs = 1;
+          options.warmup_ms = 0;
+          options.stop.min_samples = 5;
+          options.stop.min_total_ms = 0;
+          options.stop.target_precision = 0.02;
+        }
+        const GemmLaunch& launch = launches[i];
+        m.push_back(l.measure(
+            gemms[i], work, [&](cudaStream_t s) { launch(g, s); }, options));
+      }
+
+      // 3. Validation again, after timing, with new inputs in the same buffers.
+      if (!profiling) {
+        fill_gemm(g, seed + 2, stream);
+        const GemmReference ref = gemm_reference(g, seed + 2, stream);
+        for (std::size_t i = 0; i < gemms.size(); ++i)
+          if (l.selected(gemms[i]))
+            validate_gemm(l, gemms[i], launches[i], g, ref,
+                          gemm_case(n, n, n, 0.0f) + " after timing");
+      }
+
+      // Each SGEMM as a fraction of cuBLAS: time of cuBLAS / time of the variant.
+      const lab::Measurement* ref = m[2];
+      if (ref) {
+        std::string line = "C: sgemm as a fraction of cuBLAS (" +
+                           fixed(work.flops / (ref->gpu_ms.median * 1e9), 0) + " GFLOP/s):";
+        for (std::size_t i = 0; i < gemms.size(); ++i) {
+          if (i == 2 || !m[i]) continue;
+          const Ratio r = speed_ratio(*ref, *m[i]);
+          const std::string metric = gemms[i] == "exercise_sgemm"
+                                         ? "sgemm_fraction_of_cublas"
+                                         : gemms[i] + "_fraction_of_cublas";
+          l.metric(metric, r.value, r.low, r.high);
+          line += " " + gemms[i] + " " + fixed(r.value, 3);
+        }
+        l.note(line);
+      }
+    }
+  });
+}
