@@ -3,6 +3,7 @@
 #   scripts/gpu-round.sh build     configure (release preset; the deps/ bundle covers missing
 #                                  libraries), build, the GPU and unit tests, every lesson's
 #                                  starter and solution with result files, ncu agreement
+#                                  (NCU=0 skips it)
 #   scripts/gpu-round.sh selftest  the checker's selftest: solutions pass, starters fail,
 #                                  mutants get their verdicts (REPEAT=N for N rounds)
 # Logs go to build/gpu-round/; when $OUT is set (the device tool) they are also archived there.
@@ -35,10 +36,12 @@ case $phase in
         step "$lesson-$kind" "$build/lessons/$lesson/$kind" --json "$log/$lesson-$kind.json"
       done
     done
-    step ncu-agreement scripts/ncu-agreement.sh "$build" "$log/ncu"
+    if [ "${NCU:-1}" != 0 ]; then step ncu-agreement scripts/ncu-agreement.sh "$build" "$log/ncu"; fi
     ;;
   selftest)
-    step selftest "$build/checker/lab-check" selftest --repeat "${REPEAT:-1}"
+    # LESSONS="02 05" limits it; REPEAT=5 repeats solutions and starters (mutants once).
+    # shellcheck disable=SC2086
+    step selftest "$build/checker/lab-check" selftest ${LESSONS:-} --repeat "${REPEAT:-1}" --mutants-once
     ;;
   *)
     echo "usage: scripts/gpu-round.sh build|selftest" >&2
