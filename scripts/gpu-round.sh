@@ -41,7 +41,10 @@ case $phase in
   selftest)
     # LESSONS="02 05" limits it; REPEAT=5 repeats solutions and starters (mutants once).
     # shellcheck disable=SC2086
-    step selftest "$build/checker/lab-check" selftest ${LESSONS:-} --repeat "${REPEAT:-1}" --mutants-once
+    # MUTANTS=0 leaves the mutants out (solutions and starters only).
+    mutants=--mutants-once
+    [ "${MUTANTS:-1}" = 0 ] && mutants=--no-mutants
+    step selftest "$build/checker/lab-check" selftest ${LESSONS:-} --repeat "${REPEAT:-1}" $mutants
     ;;
   *)
     echo "usage: scripts/gpu-round.sh build|selftest" >&2

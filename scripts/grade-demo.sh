@@ -27,7 +27,12 @@ cat "$work/gradebook.csv"
 
 echo "== checking the files"
 for sub in good failing broken; do
-  xmllint --noout --schema checker/tests/junit.xsd "$work/out/$sub/junit.xml"
+  if command -v xmllint > /dev/null; then
+    xmllint --noout --schema checker/tests/junit.xsd "$work/out/$sub/junit.xml"
+  else  # GPU nodes often lack libxml2-utils: check it parses, and validate the copies elsewhere
+    python3 -c 'import sys, xml.dom.minidom as m; m.parse(sys.argv[1])' "$work/out/$sub/junit.xml"
+    echo "$work/out/$sub/junit.xml parses (no xmllint here for the schema check)"
+  fi
 done
 python3 - "$work" <<'PY'
 import csv, json, sys
