@@ -770,7 +770,7 @@ int main(int argc, char** argv) {
       const lab::Measurement* ref = m[2];
       if (ref) {
         std::string line = "C: sgemm as a fraction of cuBLAS (" +
-                           fixed(work.flops / (ref->gpu_ms.median * 1e9), 0) + " GFLOP/s):";
+                           fixed(work.flops / (ref->gpu_ms.median * 1e9), 1) + " TFLOP/s):";  // ms -> 1e12
         for (std::size_t i = 0; i < gemms.size(); ++i) {
           if (i == 2 || !m[i]) continue;
           const Ratio r = speed_ratio(*ref, *m[i]);
