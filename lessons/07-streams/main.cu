@@ -1,0 +1,403 @@
+// Lesson 07 harness: streams and overlap. Students read this file; they do not edit it.
+//
+// One job, three stages: copy n floats to the GPU, run an elementwise kernel on them, copy the
+// result back. The kernel's length is calibrated at start-up so that it takes about as long as
+// the host-to-device copy on this GPU: the three stages are balanced on any machine, which is the
+// case where overlapping them pays the most (and the case the checker's threshold is set for).
+//
+// Variants:
+//   copy_in, compute, copy_out   each stage alone over the whole array (the pipeline's stages)
+//   serial                       the three stages one after the other on one stream
+//   exercise                     your pipelined() (exercise.cu), chunks on several streams
+// The metric overlap_efficiency = (sum of the three stage medians - exercise median) /
+// (sum - longest stage median): 0 when nothing overlaps, 1 when everything hides behind the
+// longest stage.
+//
+// Validation: at a size that is not a multiple of the chunk count (twice, fresh inputs), then at
+// the timing size before and after timing. Every run starts from poisoned (NaN) buffers; the
+// input reaches the host buffer through work on the harness's stream right before the call; the
+// exercise must match the serial output bit for bit and leave no stream busy once `main` is done.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "exercise.cuh"
+#include "lab/data.hpp"
+#include "lab/harness.hpp"
+#include "lab/memory.hpp"
+#include "lab/timing.hpp"
+#include "lab/validate.hpp"
+
+namespace {
+
+constexpr std::size_t kOddN = 5'000'011;  // validation size: 5,000,011 = 16 * 312,500 + 11
+constexpr double kHoldUs = 2000;          // spin on main before the input arrives (fork check)
+
+std::string text(const char* format, double a = 0, double b = 0, double c = 0, double d = 0,
+                 double e = 0) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, format, a, b, c, d, e);
+  return buf;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The kernel: `steps` dependent multiply-adds per element. Elementwise and deterministic, so a
+// chunk computes exactly the bits the whole array would; its time grows linearly with `steps`.
+
+__global__ void churn_kernel(const float* __restrict__ in, float* __restrict__ out, std::size_t n,
+                             int steps) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x) {
+    float v = in[i];
+    for (int s = 0; s < steps; ++s) v = fmaf(v, 0.999f, 0.001f);
+    out[i] = v;
+  }
+}
+
+float churn_on_host(float v, int steps) {
+  for (int s = 0; s < steps; ++s) v = std::fma(v, 0.999f, 0.001f);  // same rounding as fmaf
+  return v;
+}
+
+void launch_churn(const float* in, float* out, std::size_t count, int steps, cudaStream_t s) {
+  if (count == 0) return;
+  const std::size_t wave = std::size_t(lab::device_info().sms) * 8;  // 8 x 256 threads per SM
+  const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>((count + 255) / 256, wave));
+  churn_kernel<<<blocks, 256, 0, s>>>(in, out, count, steps);
+  LAB_CHECK_LAUNCH();
+}
+
+// Streams created for the exercise: non-blocking, so nothing orders them implicitly (not even the
+// legacy default stream).
+class StreamSet {
+ public:
+  explicit StreamSet(int count) {
+    for (int i = 0; i < count; ++i) {
+      cudaStream_t s = nullptr;
+      LAB_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+      streams_.push_back(s);
+    }
+  }
+  ~StreamSet() {
+    for (cudaStream_t s : streams_) cudaStreamDestroy(s);
+  }
+  StreamSet(const StreamSet&) = delete;
+  StreamSet& operator=(const StreamSet&) = delete;
+  const std::vector<cudaStream_t>& get() const { return streams_; }
+
+ private:
+  std::vector<cudaStream_t> streams_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// The job: buffers, the stages, and validated runs.
+
+class Job {
+ public:
+  Job(std::size_t capacity, int steps)
+      : steps_(steps), h_in_(capacity), h_out_(capacity), d_in_(capacity),
+        d_out_(capacity), d_src_(capacity) {}
+
+  int steps() const { return steps_; }
+  void set_steps(int steps) { steps_ = steps; }
+
+  // The three stages over [0, n). A range past n is refused and remembered (first one only).
+  l07::Stages stages(std::size_t n) {
+    auto in_range = [this, n](const char* stage, std::size_t offset, std::size_t count) {
+      if (offset <= n && count <= n - offset) return true;
+      if (violation_.empty())
+        violation_ = std::string(stage) + "(offset " + std::to_string(offset) + ", count " +
+                     std::to_string(count) + ") reaches past n = " + std::to_string(n) +
+                     ": refused, nothing enqueued. Is the last chunk n - offset elements long?";
+      return false;
+    };
+    l07::Stages st;
+    st.n = n;
+    st.copy_in = [this, in_range](std::size_t offset, std::size_t count, cudaStream_t s) {
+      if (!in_range("copy_in", offset, count) || count == 0) return;
+      LAB_CHECK(cudaMemcpyAsync(d_in_.data() + offset, h_in_.data() + offset,
+                                count * sizeof(float), cudaMemcpyHostToDevice, s));
+    };
+    st.compute = [this, in_range](std::size_t offset, std::size_t count, cudaStream_t s) {
+      if (!in_range("compute", offset, count)) return;
+      launch_churn(d_in_.data() + offset, d_out_.data() + offset, count, steps_, s);
+    };
+    st.copy_out = [this, in_range](std::size_t offset, std::size_t count, cudaStream_t s) {
+      if (!in_range("copy_out", offset, count) || count == 0) return;
+      LAB_CHECK(cudaMemcpyAsync(h_out_.data() + offset, d_out_.data() + offset,
+                                count * sizeof(float), cudaMemcpyDeviceToHost, s));
+    };
+    return st;
+  }
+
+  // The serial schedule: the whole array, three steps, one stream.
+  static void serial(const l07::Stages& st, cudaStream_t s) {
+    st.copy_in(0, st.n, s);
+    st.compute(0, st.n, s);
+    st.copy_out(0, st.n, s);
+  }
+
+  // Fresh input for a validated run, kept on the device until a run copies it to the host.
+  void new_input(std::size_t n, std::uint64_t seed, cudaStream_t s) {
+    lab::fill_random(d_src_.data(), n, seed, s);
+    LAB_CHECK(cudaStreamSynchronize(s));
+  }
+
+  // Everything a validated run of `schedule` shows: its output, whether a chunk stream was still
+  // busy when `main` had finished, and the first refused range.
+  struct Outcome {
+    std::vector<float> output;
+    std::string busy;
+    std::string violation;
+  };
+
+  template <class Schedule>
+  Outcome validated_run(std::size_t n, cudaStream_t main, const std::vector<cudaStream_t>& streams,
+                        Schedule&& schedule) {
+    // Poison both sides, then wait: nothing of this can overlap with the run.
+    std::memset(h_in_.data(), 0xff, n * sizeof(float));
+    std::memset(h_out_.data(), 0xff, n * sizeof(float));
+    lab::poison(d_in_.data(), n * sizeof(float), main);
+    lab::poison(d_out_.data(), n * sizeof(float), main);
+    LAB_CHECK(cudaStreamSynchronize(main));
+    violation_.clear();
+
+    // The input arrives through `main`, late: a schedule that does not wait for main copies NaN.
+    lab::spin(kHoldUs, main);
+    LAB_CHECK(cudaMemcpyAsync(h_in_.data(), d_src_.data(), n * sizeof(float),
+                              cudaMemcpyDeviceToHost, main));
+    const l07::Stages st = stages(n);
+    schedule(st, main);
+    LAB_CHECK(cudaGetLastError());
+    LAB_CHECK(cudaStreamSynchronize(main));  // the contract: main finished = output ready
+
+    Outcome out;
+    for (std::size_t i = 0; i < streams.size() && out.busy.empty(); ++i) {
+      const cudaError_t q = cudaStreamQuery(streams[i]);
+      if (q == cudaErrorNotReady)
+        out.busy = "stream " + std::to_string(i) + " still had work when main had finished: " +
+                   "main must wait for every stream you used (record an event on it, then "
+                   "cudaStreamWaitEvent(main, event))";
+      else
+        LAB_CHECK(q);
+    }
+    out.output.assign(h_out_.data(), h_out_.data() + n);
+    LAB_CHECK(cudaDeviceSynchronize());  // drain whatever else it started
+    out.violation = violation_;
+    return out;
+  }
+
+  // Host reference at a sample of indices (every stride-th and the last 64), from the input the
+  // run actually copied.
+  lab::Comparison sample_check(const std::vector<float>& got, std::size_t n) const {
+    std::vector<float> g, e;
+    const std::size_t stride = std::max<std::size_t>(1, n / 4096);
+    auto take = [&](std::size_t i) {
+      g.push_back(got[i]);
+      e.push_back(churn_on_host(h_in_[i], steps_));
+    };
+    for (std::size_t i = 0; i < n; i += stride) take(i);
+    for (std::size_t i = n > 64 ? n - 64 : 0; i < n; ++i) take(i);
+    return lab::allclose(g, e, lab::Tolerance{0.0, 0.0});
+  }
+
+  float* d_in() const { return d_in_.data(); }
+  float* d_out() const { return d_out_.data(); }
+  float* h_in() const { return h_in_.data(); }
+  float* h_out() const { return h_out_.data(); }
+
+ private:
+  int steps_;
+  lab::PinnedBuffer<float> h_in_, h_out_;
+  lab::DeviceBuffer<float> d_in_, d_out_, d_src_;
+  std::string violation_;
+};
+
+// One validated case: the serial reference (checked against the host at a sample of indices),
+// then the exercise (checked bit for bit against the serial output). Returns the serial output.
+std::vector<float> validate_case(lab::Lesson& l, Job& job, std::size_t n, std::uint64_t seed,
+                                 int chunks, const std::vector<cudaStream_t>& streams,
+                                 const std::string& when) {
+  const std::string name = std::to_string(n) + " floats, " + when;
+  const cudaStream_t main = l.stream();
+  job.new_input(n, seed, main);
+
+  Job::Outcome ref = job.validated_run(n, main, streams, Job::serial);
+  if (l.selected("serial")) l.check("serial", name, job.sample_check(ref.output, n));
+
+  if (l.selected("exercise")) {
+    try {
+      Job::Outcome ex = job.validated_run(
+          n, main, streams, [&](const l07::Stages& st, cudaStream_t s) {
+            l07::pipelined(st, chunks, streams, s);
+          });
+      l.check("exercise", name + ", ranges", ex.violation.empty(), ex.violation);
+      l.check("exercise", name + ", main waits for every stream", ex.busy.empty(), ex.busy);
+      l.check("exercise", name + ", same bits as serial",
+              lab::allclose(ex.output, ref.output, lab::Tolerance{0.0, 0.0}));
+    } catch (const std::exception& e) {
+      l.check("exercise", name, false, e.what());
+      throw;  // a CUDA error may have broken the context: the harness stops and reports
+    }
+  }
+  return ref.output;
+}
+
+// Kernel steps so that the kernel over `n` elements takes about `target_ms`: two timings, a line.
+int calibrate_steps(std::size_t n, double target_ms, const Job& job, cudaStream_t s) {
+  lab::BenchmarkOptions o;
+  o.stop.min_samples = 5;
+  o.stop.min_total_ms = 0;
+  o.stop.target_precision = 0.02;
+  o.timeout_s = 0.5;
+  o.warmup_runs = 1;
+  o.warmup_ms = 0;
+  auto kernel_ms = [&](int steps) {
+    return lab::benchmark([&](cudaStream_t st) { launch_churn(job.d_in(), job.d_out(), n, steps, st); },
+                          s, o).gpu_ms.median;
+  };
+  const int s1 = 64, s2 = 1024;
+  const double t1 = kernel_ms(s1), t2 = kernel_ms(s2);
+  const double per_step = (t2 - t1) / (s2 - s1);
+  if (!(per_step > 0)) return s2;
+  const double steps = s2 + (target_ms - t2) / per_step;
+  return static_cast<int>(std::clamp(std::lround(steps), 1L, 1L << 20));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  lab::Lesson lesson("07-streams", "Streams and overlap: hiding transfers behind compute");
+  lesson.declare("copy_in", lab::Role::Reference, "stage 1 alone: the whole array host -> device");
+  lesson.declare("compute", lab::Role::Reference,
+                 "stage 2 alone: the kernel over the whole array (calibrated to ~copy_in)");
+  lesson.declare("copy_out", lab::Role::Reference, "stage 3 alone: the whole array device -> host");
+  lesson.declare("serial", lab::Role::Baseline, "the three stages in turn, whole array, one stream");
+  lesson.declare("exercise", lab::Role::Exercise, "your pipelined() (exercise.cu)");
+  long long mib = 0;
+  lesson.option("--mib", &mib, "MiB in each direction (0: 256, or 16 with --quick)");
+  long long chunks = 16;
+  lesson.option("--chunks", &chunks, "pieces the exercise cuts the array into");
+  long long stream_count = 16;
+  lesson.option("--streams", &stream_count, "streams handed to the exercise");
+  long long fixed_steps = 0;
+  lesson.option("--steps", &fixed_steps,
+                "kernel multiply-adds per element (0: calibrate so the kernel takes as long as "
+                "copy_in on this GPU)");
+
+  return lesson.run(argc, argv, [&](lab::Lesson& l) {
+    if (mib <= 0) mib = l.quick() ? 16 : 256;
+    if (chunks < 1 || chunks > 4096) throw std::invalid_argument("--chunks must be in 1..4096");
+    if (stream_count < 1 || stream_count > 256)
+      throw std::invalid_argument("--streams must be in 1..256");
+    const std::size_t n = static_cast<std::size_t>(mib) << 18;  // floats: 2^20 B / 4 B
+    const cudaStream_t s = l.stream();
+    StreamSet stream_set(static_cast<int>(stream_count));
+    const std::vector<cudaStream_t>& streams = stream_set.get();
+    Job job(std::max(n, kOddN), 1);
+    const int k = static_cast<int>(chunks);
+    const double bytes = double(n) * sizeof(float);
+
+    // Calibration: the H2D time of the whole array, then the kernel's steps to match it.
+    {
+      lab::BenchmarkOptions o;
+      o.stop.min_samples = 5;
+      o.stop.min_total_ms = 0;
+      o.stop.target_precision = 0.02;
+      o.timeout_s = 0.5;
+      o.warmup_runs = 1;
+      o.warmup_ms = 0;
+      const double h2d_ms = lab::benchmark(
+          [&](cudaStream_t st) {
+            LAB_CHECK(cudaMemcpyAsync(job.d_in(), job.h_in(), n * sizeof(float),
+                                      cudaMemcpyHostToDevice, st));
+          }, s, o).gpu_ms.median;
+      job.set_steps(fixed_steps > 0 ? static_cast<int>(std::min<long long>(fixed_steps, 1 << 20))
+                                    : calibrate_steps(n, h2d_ms, job, s));
+      l.note(text("Kernel: %.0f dependent multiply-adds per element (", job.steps()) +
+             (fixed_steps > 0 ? "fixed by --steps" : "calibrated on this GPU to match copy_in") +
+             text("); copy_in of %.0f MiB took %.3f ms during calibration.", double(mib), h2d_ms));
+    }
+    l.size(std::to_string(mib) + " MiB (" + std::to_string(n) + " floats) up, kernel, " +
+           std::to_string(mib) + " MiB down; " + std::to_string(k) + " chunks, " +
+           std::to_string(streams.size()) + " streams");
+    l.size("validated at " + std::to_string(kOddN) + " floats (twice) and at the timing size "
+           "(before and after timing)");
+
+    std::uint64_t run = 0;
+    auto seed = [&] { return l.seed() + 1000 * (run++) + 1; };
+    validate_case(l, job, kOddN, seed(), k, streams, "first call");
+    validate_case(l, job, kOddN, seed(), k, streams, "second call");
+    const std::vector<float> expected =
+        validate_case(l, job, n, seed(), k, streams, "before timing");
+
+    // The stages alone, then the serial and the pipelined schedule. h_in still holds the input
+    // of the last case, so the stage chain can be checked against `expected` afterwards.
+    const l07::Stages st = job.stages(n);
+    lab::BenchmarkOptions o;
+    o.stop.target_precision = 0.01;  // thresholds are far from 1% away
+    const lab::Measurement* in_m =
+        l.measure("copy_in", {bytes, 0}, [&](cudaStream_t x) { st.copy_in(0, n, x); }, o);
+    const lab::Measurement* k_m = l.measure(
+        "compute", {2 * bytes, 2.0 * n * job.steps()}, [&](cudaStream_t x) { st.compute(0, n, x); },
+        o);
+    const lab::Measurement* out_m =
+        l.measure("copy_out", {bytes, 0}, [&](cudaStream_t x) { st.copy_out(0, n, x); }, o);
+    const lab::Measurement* serial_m =
+        l.measure("serial", {2 * bytes, 2.0 * n * job.steps()},
+                  [&](cudaStream_t x) { Job::serial(st, x); }, o);
+    const lab::Measurement* ex_m =
+        l.measure("exercise", {2 * bytes, 2.0 * n * job.steps()},
+                  [&](cudaStream_t x) { l07::pipelined(st, k, streams, x); }, o);
+    LAB_CHECK(cudaDeviceSynchronize());
+
+    // The stage variants: one chain copy_in -> compute -> copy_out on the same input must give
+    // the validated output.
+    {
+      std::memset(job.h_out(), 0xff, bytes);
+      Job::serial(st, s);
+      LAB_CHECK(cudaStreamSynchronize(s));
+      const lab::Comparison c =
+          lab::allclose(job.h_out(), expected.data(), n, lab::Tolerance{0.0, 0.0});
+      for (const char* v : {"copy_in", "compute", "copy_out"})
+        if (l.selected(v)) l.check(v, "chain of the three stages, after timing", c);
+    }
+    validate_case(l, job, n, seed(), k, streams, "after timing");
+
+    if (l.profiling() || !in_m || !k_m || !out_m) return;
+    const double stage[3] = {in_m->gpu_ms.median, k_m->gpu_ms.median, out_m->gpu_ms.median};
+    const double sum = stage[0] + stage[1] + stage[2];
+    const double longest = std::max({stage[0], stage[1], stage[2]});
+    const double model = longest + (sum - longest) / k;
+    l.note(text("Stages (medians): copy_in %.3f ms, compute %.3f ms, copy_out %.3f ms; sum "
+                "%.3f ms, longest %.3f ms.",
+                stage[0], stage[1], stage[2], sum, longest));
+    l.note(text("Pipeline model with k = %.0f chunks: longest + (sum - longest) / k = %.3f ms "
+                "(balanced stages: S (1 + 2/k)); at best overlap_efficiency = 1 - 1/k = %.3f.",
+                k, model, 1.0 - 1.0 / k));
+    if (serial_m)
+      l.note(text("Serial: %.3f ms, %.3f of the stage sum.", serial_m->gpu_ms.median,
+                  serial_m->gpu_ms.median / sum));
+    if (ex_m) {
+      // Pessimistic reading: stages at their first quartiles, the pipeline at its third.
+      auto efficiency = [&](double a, double b, double c, double t) {
+        const double su = a + b + c, lo = std::max({a, b, c});
+        return (su - t) / (su - lo);
+      };
+      const lab::Stats& t = ex_m->gpu_ms;
+      l.metric("overlap_efficiency", efficiency(stage[0], stage[1], stage[2], t.median),
+               efficiency(in_m->gpu_ms.q1, k_m->gpu_ms.q1, out_m->gpu_ms.q1, t.q3),
+               efficiency(in_m->gpu_ms.q3, k_m->gpu_ms.q3, out_m->gpu_ms.q3, t.q1));
+      l.note(text("Your pipeline: %.3f ms = %.2f x the model's %.3f ms; overlap_efficiency %.3f. "
+                  "Host time of one pipelined() call: %.0f us.",
+                  t.median, t.median / model, model, efficiency(stage[0], stage[1], stage[2],
+                                                                 t.median),
+                  ex_m->enqueue_us));
+    }
+  });
+}

@@ -1,0 +1,52 @@
+// Mutant of lesson 07: passes the vector of streams where one stream is expected.
+#include <algorithm>
+
+#include "exercise.cuh"
+#include "lab/check.hpp"
+
+namespace {
+
+// Events used only for ordering: no timestamps, cheaper to record and to wait on.
+cudaEvent_t ordering_event() {
+  cudaEvent_t e = nullptr;
+  LAB_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  return e;
+}
+
+}  // namespace
+
+void l07::pipelined(const Stages& stages, int chunks, const std::vector<cudaStream_t>& streams,
+                    cudaStream_t main) {
+  const std::size_t n = stages.n;
+  const std::size_t chunk = (n + chunks - 1) / chunks;
+  const std::size_t used = std::min(streams.size(), static_cast<std::size_t>(chunks));
+
+  // Fork: every stream starts after what is already on main (the input being written).
+  cudaEvent_t fork = ordering_event();
+  LAB_CHECK(cudaEventRecord(fork, main));
+  for (std::size_t i = 0; i < used; ++i) LAB_CHECK(cudaStreamWaitEvent(streams[i], fork, 0));
+
+  // Depth-first issue: chunk c's three stages in order on stream c % used. Within a stream the
+  // order is the data dependency; across streams nothing waits, so the copy engines and the SMs
+  // each pick up the next chunk as soon as they are free. (Breadth-first issue, all copy_ins,
+  // then all computes, then all copy_outs, works as well on GPUs with separate copy engines per
+  // direction and one stream per chunk; on older GPUs with one copy engine the order mattered.)
+  for (int c = 0; c < chunks; ++c) {
+    const std::size_t offset = std::min(n, c * chunk);
+    const std::size_t count = std::min(chunk, n - offset);  // the last chunk may be shorter
+    const cudaStream_t s = streams[c % used];
+    stages.copy_in(offset, count, s);
+    stages.compute(offset, count, s);
+    stages.copy_out(offset, count, s);
+  }
+
+  // Join: main waits for every stream, so the harness's stop event (and anything else put on
+  // main later) comes after the last download.
+  for (std::size_t i = 0; i < used; ++i) {
+    cudaEvent_t done = ordering_event();
+    LAB_CHECK(cudaEventRecord(done, streams));  // the vector, not one stream
+    LAB_CHECK(cudaStreamWaitEvent(main, done, 0));
+    LAB_CHECK(cudaEventDestroy(done));  // safe: released once the GPU has passed it
+  }
+  LAB_CHECK(cudaEventDestroy(fork));
+}

@@ -1,0 +1,501 @@
+// Lesson 08, the harness: reductions. From a tree in shared memory to the speed of CUB, on the
+// plainest reduction there is: the sum of n floats (and the mean, which is the sum over n).
+//
+// What it runs (see --list), in the order the lesson takes them. Every variant reads x once, so
+// "bytes" is 4n for all of them (the partial sums they write and read back are under 0.5% of it):
+//   interleaved   one element per thread into shared memory, then a tree whose step s keeps the
+//                 threads with tid % 2s == 0: divergent warps, a modulo per step. One partial per
+//                 block of 256; the kernel runs again on the partials until one is left (4 passes
+//                 at 2^28).
+//   sequential    the same tree with sequential addressing: step s keeps threads tid < s, so whole
+//                 warps drop out together and the strided shared-memory accesses are gone.
+//   first_add     each thread adds two elements while loading (a block covers 512): half the
+//                 blocks, and no thread sits idle at the first step.
+//   shuffle       a fixed grid (8 blocks per SM), a grid-stride loop, one scalar load per thread
+//                 per iteration (the loop is kept from unrolling on purpose), warp shuffles
+//                 instead of a shared-memory tree, a second one-block kernel for the partials.
+//   cub           cub::DeviceReduce::Sum, its temporary storage allocated once, outside timing.
+//   exercise      yours (exercise.cu). The goal: at least 0.9x cub's speed in the same run.
+//
+// Students read this file; they do not edit it. The checker compiles your exercise.cu against it.
+#include <cub/cub.cuh>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "exercise.cuh"
+#include "lab/check.hpp"
+#include "lab/data.hpp"
+#include "lab/harness.hpp"
+#include "lab/memory.hpp"
+#include "lab/validate.hpp"
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr unsigned kFullMask = 0xffffffffu;
+
+// ---------------------------------------------------------------------------------------------
+// The classic ladder (Harris, "Optimizing Parallel Reduction in CUDA", steps 1, 3 and 4). Each
+// kernel writes one partial sum per block to out[blockIdx.x]; tree_sum() runs it again on the
+// partials until a single number is left.
+
+// Step 1: interleaved addressing. At step s only threads whose index is a multiple of 2s add, so
+// every warp stays busy (diverged) until s reaches 32, and the % is an integer division.
+__global__ void __launch_bounds__(kThreads)
+    interleaved_kernel(const float* __restrict__ x, long long n, float* __restrict__ out) {
+  __shared__ float s[kThreads];
+  const unsigned t = threadIdx.x;
+  const long long i = static_cast<long long>(blockIdx.x) * kThreads + t;
+  s[t] = i < n ? x[i] : 0.0f;
+  __syncthreads();
+  for (unsigned stride = 1; stride < kThreads; stride *= 2) {
+    if (t % (2 * stride) == 0) s[t] += s[t + stride];
+    __syncthreads();
+  }
+  if (t == 0) out[blockIdx.x] = s[0];
+}
+
+// Step 2: sequential addressing. At step s the first s threads add s[t + s]: the active threads
+// are contiguous, so warps retire whole and neighbouring threads touch neighbouring words.
+__global__ void __launch_bounds__(kThreads)
+    sequential_kernel(const float* __restrict__ x, long long n, float* __restrict__ out) {
+  __shared__ float s[kThreads];
+  const unsigned t = threadIdx.x;
+  const long long i = static_cast<long long>(blockIdx.x) * kThreads + t;
+  s[t] = i < n ? x[i] : 0.0f;
+  __syncthreads();
+  for (unsigned stride = kThreads / 2; stride > 0; stride /= 2) {
+    if (t < stride) s[t] += s[t + stride];
+    __syncthreads();
+  }
+  if (t == 0) out[blockIdx.x] = s[0];
+}
+
+// Step 3: the first add during the load. A block covers 2 * kThreads elements; each thread adds
+// its two before the tree starts, so half the threads are no longer idle after one step.
+__global__ void __launch_bounds__(kThreads)
+    first_add_kernel(const float* __restrict__ x, long long n, float* __restrict__ out) {
+  __shared__ float s[kThreads];
+  const unsigned t = threadIdx.x;
+  const long long i = static_cast<long long>(blockIdx.x) * (2 * kThreads) + t;
+  float v = i < n ? x[i] : 0.0f;
+  if (i + kThreads < n) v += x[i + kThreads];
+  s[t] = v;
+  __syncthreads();
+  for (unsigned stride = kThreads / 2; stride > 0; stride /= 2) {
+    if (t < stride) s[t] += s[t + stride];
+    __syncthreads();
+  }
+  if (t == 0) out[blockIdx.x] = s[0];
+}
+
+using TreeKernel = void (*)(const float*, long long, float*);
+
+// Runs a one-partial-per-block kernel pass after pass (each pass reads the previous one's
+// partials) until one number is left, which the last pass writes to *result. Partials alternate
+// between a (large enough for the first pass) and b (for the second; later passes are smaller).
+void tree_sum(TreeKernel kernel, long long per_block, const float* x, long long n, float* result,
+              float* a, float* b, cudaStream_t s) {
+  const float* in = x;
+  long long count = n;
+  bool into_a = true;
+  for (;;) {
+    const long long blocks = (count + per_block - 1) / per_block;
+    float* out = blocks == 1 ? result : (into_a ? a : b);
+    kernel<<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(in, count, out);
+    LAB_CHECK_LAUNCH();
+    if (blocks == 1) return;
+    in = out;
+    count = blocks;
+    into_a = !into_a;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Step 4: warp shuffles and a grid-stride loop, in two kernels. The loads stay scalar and the
+// loop is not unrolled: each thread has one 4-byte load in flight at a time. The exercise is
+// what comes after this.
+
+__device__ float block_sum(float v) {
+  __shared__ float warp_sums[kThreads / 32];
+  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(kFullMask, v, offset);
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (lane == 0) warp_sums[warp] = v;
+  __syncthreads();
+  v = threadIdx.x < kThreads / 32 ? warp_sums[threadIdx.x] : 0.0f;
+  if (warp == 0)
+    for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(kFullMask, v, offset);
+  return v;  // valid in thread 0
+}
+
+__global__ void __launch_bounds__(kThreads)
+    shuffle_kernel(const float* __restrict__ x, long long n, float* __restrict__ out) {
+  float v = 0.0f;
+#pragma unroll 1
+  for (long long i = static_cast<long long>(blockIdx.x) * kThreads + threadIdx.x; i < n;
+       i += static_cast<long long>(gridDim.x) * kThreads)
+    v += x[i];
+  v = block_sum(v);
+  if (threadIdx.x == 0) out[blockIdx.x] = v;
+}
+
+int shuffle_blocks(long long n) {
+  const long long want = (n + kThreads - 1) / kThreads;
+  return static_cast<int>(std::clamp<long long>(want, 1, 8LL * lab::device_info().sms));
+}
+
+void shuffle_sum(const float* x, long long n, float* result, float* partials, cudaStream_t s) {
+  const int blocks = shuffle_blocks(n);
+  shuffle_kernel<<<blocks, kThreads, 0, s>>>(x, n, partials);
+  LAB_CHECK_LAUNCH();
+  shuffle_kernel<<<1, kThreads, 0, s>>>(partials, blocks, result);
+  LAB_CHECK_LAUNCH();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Test data. Two kinds, for two kinds of mistakes:
+//  * integer-valued: each x[i] is one of -4..-1, 1..4 (never 0), from the seed. Every partial sum
+//    of any subset is then an integer far below 2^24 in magnitude (a sum of m such values has a
+//    standard deviation of 2.74 sqrt(m): about 45000 at m = 2^28), and float adds integers below
+//    2^24 exactly. So any order of addition gives the exact sum, and the check is equality: a
+//    dropped, doubled or stale element cannot hide in the rounding error.
+//  * uniform in [0, 1) (lab::fill_random): the data of the timing runs, and of an accuracy check
+//    against the bound below.
+
+__global__ void fill_integers_kernel(float* __restrict__ x, long long n, std::uint64_t seed) {
+  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const int k = static_cast<int>(lab::uniform01(seed, static_cast<std::uint64_t>(i)) * 8.0f);
+    x[i] = static_cast<float>(k < 4 ? k - 4 : k - 3);  // 0..7 -> -4..-1, 1..4
+  }
+}
+
+enum class Data { Integers, Uniform01 };
+
+// result is allocated with this many extra floats after result[0], set to the canary before
+// every validated run; the workspace gets kGuardBytes after it, set to kGuardByte. A write into
+// either is reported as a wrong result.
+constexpr int kGuardFloats = 63;
+constexpr float kCanary = -12345.5f;
+constexpr std::size_t kGuardBytes = 256;
+constexpr unsigned char kGuardByte = 0xA5;
+
+void cub_check(cudaError_t e, const char* call) { lab::check(e, call, __FILE__, __LINE__); }
+
+struct Needs {
+  bool tree = false;       // interleaved, sequential, first_add, shuffle
+  bool cub = false;
+  bool workspace = false;  // exercise
+};
+
+struct Problem {
+  long long n;
+  lab::DeviceBuffer<float> x, result;
+  lab::DeviceBuffer<float> a, b;  // partial sums of the tree variants
+  lab::DeviceBuffer<unsigned char> cub_temp;
+  std::size_t cub_temp_bytes = 0;
+  std::size_t workspace_bytes = 0;               // what exercise::sum_workspace_bytes asked for
+  lab::DeviceBuffer<unsigned char> workspace;    // that, plus kGuardBytes
+
+  Problem(long long count, const Needs& needs)
+      : n(count), x(static_cast<std::size_t>(count)), result(1 + kGuardFloats) {
+    if (needs.tree) {
+      const long long first = (n + kThreads - 1) / kThreads;  // the most any first pass writes
+      a = lab::DeviceBuffer<float>(static_cast<std::size_t>(
+          std::max<long long>(first, shuffle_blocks(n))));
+      b = lab::DeviceBuffer<float>(static_cast<std::size_t>((first + kThreads - 1) / kThreads));
+    }
+    if (needs.cub) {
+      cub_check(cub::DeviceReduce::Sum(nullptr, cub_temp_bytes, x.data(), result.data(), n),
+                "cub::DeviceReduce::Sum (size query)");
+      cub_temp = lab::DeviceBuffer<unsigned char>(std::max<std::size_t>(cub_temp_bytes, 1));
+    }
+    if (needs.workspace) {
+      workspace_bytes = exercise::sum_workspace_bytes(static_cast<std::size_t>(n));
+      workspace = lab::DeviceBuffer<unsigned char>(workspace_bytes + kGuardBytes);
+    }
+  }
+};
+
+void fill(Problem& p, Data data, std::uint64_t seed, cudaStream_t s) {
+  if (data == Data::Uniform01) {
+    lab::fill_random(p.x.data(), p.x.size(), seed, s, 0.0f, 1.0f);
+    return;
+  }
+  const long long blocks = std::clamp<long long>((p.n + kThreads - 1) / kThreads, 1,
+                                                 16LL * lab::device_info().sms);
+  fill_integers_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(p.x.data(), p.n, seed);
+  LAB_CHECK_LAUNCH();
+}
+
+// ---------------------------------------------------------------------------------------------
+// The variants. Each leaves the sum in p.result[0] on the device.
+
+using Launch = std::function<void(Problem&, cudaStream_t)>;
+struct Variant {
+  std::string name;
+  Launch launch;
+};
+
+std::vector<Variant> all_variants() {
+  std::vector<Variant> v;
+  v.push_back({"interleaved", [](Problem& p, cudaStream_t s) {
+                 tree_sum(interleaved_kernel, kThreads, p.x.data(), p.n, p.result.data(),
+                          p.a.data(), p.b.data(), s);
+               }});
+  v.push_back({"sequential", [](Problem& p, cudaStream_t s) {
+                 tree_sum(sequential_kernel, kThreads, p.x.data(), p.n, p.result.data(),
+                          p.a.data(), p.b.data(), s);
+               }});
+  v.push_back({"first_add", [](Problem& p, cudaStream_t s) {
+                 tree_sum(first_add_kernel, 2 * kThreads, p.x.data(), p.n, p.result.data(),
+                          p.a.data(), p.b.data(), s);
+               }});
+  v.push_back({"shuffle", [](Problem& p, cudaStream_t s) {
+                 shuffle_sum(p.x.data(), p.n, p.result.data(), p.a.data(), s);
+               }});
+  v.push_back({"cub", [](Problem& p, cudaStream_t s) {
+                 std::size_t bytes = p.cub_temp_bytes;
+                 cub_check(cub::DeviceReduce::Sum(p.cub_temp.data(), bytes, p.x.data(),
+                                                  p.result.data(), p.n, s),
+                           "cub::DeviceReduce::Sum");
+               }});
+  v.push_back({"exercise", [](Problem& p, cudaStream_t s) {
+                 exercise::sum(p.x.data(), static_cast<std::size_t>(p.n), p.result.data(),
+                               p.workspace_bytes > 0 ? p.workspace.data() : nullptr, s);
+               }});
+  return v;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reference and validation.
+//
+// The reference is the sum in double on the host, of the device's own data (copied back). The
+// double sum of n <= 2^31 floats is exact to far better than the float result can be.
+//
+// The bound for float results, on data in [0, 1). Every rounding in a float sum is relative to a
+// partial sum, and every partial sum is at most S1 = sum |x_i| (here the sum itself). In the worst
+// case n - 1 additions give |error| <= (n - 1) u S1 with u = 2^-24: a bound of 16 at n = 2^28,
+// which says nothing. Rounding errors are not all worst-case and same-signed, though: Higham and
+// Mary (SIAM J. Sci. Comput., 2019) show that, modelling them as independent, |error| <=
+// lambda sqrt(n) u S1 for any order of addition, with probability at least
+// 1 - 2n exp(-lambda^2 / 2). lambda = 8 makes that failure probability below 1e-5 up to n = 2^31,
+// and one more u S1 pays for rounding the exact sum to a float at the end:
+//     bound = (8 sqrt(n) + 1) u S1,
+// about 2e-6 S at n = 1000003 and 1e-3 S at n = 2^28. A tree, a grid-stride loop, several
+// accumulators, atomics in any order: all well inside (they measure 1e-7 to 1e-6). One float
+// accumulator walked through 2^28 values in [0, 1) is not: it stops growing at 2^24 (the note
+// under the table shows it).
+struct Reference {
+  double exact = 0;      // the sum, in double
+  double sum_abs = 0;    // S1
+  float sequential = 0;  // one float accumulator, in index order (for the notes)
+  bool integers = false;
+  double bound = 0;      // |got - exact| allowed (0 for integer data: exact)
+};
+
+Reference reference(const Problem& p, Data data, std::vector<float>& host, cudaStream_t s) {
+  host.resize(static_cast<std::size_t>(p.n));
+  LAB_CHECK(cudaMemcpyAsync(host.data(), p.x.data(), p.x.bytes(), cudaMemcpyDeviceToHost, s));
+  LAB_CHECK(cudaStreamSynchronize(s));
+  Reference r;
+  double sum = 0, sum_abs = 0;
+  float seq = 0.0f;
+  for (const float v : host) {
+    sum += v;
+    sum_abs += std::fabs(static_cast<double>(v));
+    seq += v;
+  }
+  r.exact = sum;
+  r.sum_abs = sum_abs;
+  r.sequential = seq;
+  r.integers = data == Data::Integers;
+  r.bound = r.integers ? 0.0
+                       : (8.0 * std::sqrt(static_cast<double>(p.n)) + 1.0) * 0x1p-24 * sum_abs;
+  return r;
+}
+
+std::string num(double v, const char* format = "%.9g") {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+// Runs one variant once with result[0] poisoned (NaN), the guard zones set, the exercise's
+// workspace filled with 0xFF, and records whether it got the reference. Returns what it got.
+float validate(lab::Lesson& l, const Variant& v, Problem& p, const Reference& ref,
+               const std::string& case_name) {
+  cudaStream_t s = l.stream();
+  std::vector<float> init(p.result.size(), kCanary);
+  init[0] = std::nanf("");
+  LAB_CHECK(cudaMemcpyAsync(p.result.data(), init.data(), p.result.bytes(), cudaMemcpyHostToDevice,
+                            s));
+  if (p.workspace.size() > 0) {
+    lab::poison(p.workspace.data(), p.workspace_bytes, s);
+    LAB_CHECK(cudaMemsetAsync(p.workspace.data() + p.workspace_bytes, kGuardByte, kGuardBytes, s));
+  }
+  LAB_CHECK(cudaStreamSynchronize(s));
+  v.launch(p, s);
+  LAB_CHECK(cudaGetLastError());
+  std::vector<float> got(p.result.size());
+  std::vector<unsigned char> guard(kGuardBytes, kGuardByte);
+  LAB_CHECK(cudaMemcpyAsync(got.data(), p.result.data(), p.result.bytes(), cudaMemcpyDeviceToHost,
+                            s));
+  if (p.workspace.size() > 0)
+    LAB_CHECK(cudaMemcpyAsync(guard.data(), p.workspace.data() + p.workspace_bytes, kGuardBytes,
+                              cudaMemcpyDeviceToHost, s));
+  LAB_CHECK(cudaStreamSynchronize(s));
+
+  std::string message;
+  const double value = got[0];
+  const double error = std::fabs(value - ref.exact);
+  if (!std::isfinite(value) || error > ref.bound) {
+    message = "got " + num(value) + ", expected " + num(ref.exact);
+    message += ref.integers ? " exactly (integer-valued data: every order of addition is exact)"
+                            : " within " + num(ref.bound, "%.3g") + " (off by " +
+                                  num(error, "%.3g") + ")";
+  }
+  int hits = 0;
+  for (int i = 1; i < static_cast<int>(got.size()); ++i)
+    if (std::memcmp(&got[i], &kCanary, sizeof(float)) != 0) ++hits;
+  if (hits > 0)
+    message += std::string(message.empty() ? "" : "; ") + "wrote past result[0]: " +
+               std::to_string(hits) + " of the next " + std::to_string(kGuardFloats) +
+               " floats changed";
+  hits = 0;
+  for (const unsigned char c : guard)
+    if (c != kGuardByte) ++hits;
+  if (hits > 0)
+    message += std::string(message.empty() ? "" : "; ") + "wrote past the end of the workspace (" +
+               std::to_string(p.workspace_bytes) + " bytes asked for): " + std::to_string(hits) +
+               " of the next " + std::to_string(kGuardBytes) + " bytes changed";
+  l.check(v.name, case_name, message.empty(), message);
+  return got[0];
+}
+
+std::string size_name(long long n) {
+  for (int k = 10; k < 40; ++k) {
+    if (n == (1LL << k)) return "2^" + std::to_string(k);
+    if (n > (1LL << k) && n - (1LL << k) < 64) return "2^" + std::to_string(k) + "+" +
+                                                       std::to_string(n - (1LL << k));
+  }
+  return std::to_string(n);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  lab::Lesson lesson("08-reductions",
+                     "Reductions: from a tree in shared memory to the speed of CUB");
+  lesson.declare("interleaved", lab::Role::Baseline,
+                 "shared-memory tree, interleaved addressing (tid % 2s): divergent, multi-pass");
+  lesson.declare("sequential", lab::Role::Baseline,
+                 "shared-memory tree, sequential addressing (tid < s), multi-pass");
+  lesson.declare("first_add", lab::Role::Baseline,
+                 "sequential tree, two elements added during the load, multi-pass");
+  lesson.declare("shuffle", lab::Role::Baseline,
+                 "grid-stride scalar loads, warp shuffles, 2 kernels");
+  lesson.declare("cub", lab::Role::Reference, "cub::DeviceReduce::Sum");
+  lesson.declare("exercise", lab::Role::Exercise, "your sum (exercise.cu)");
+
+  long long n_option = 0;
+  lesson.option("--n", &n_option, "floats to add at the timing size (0: 2^28, or 2^22 with --quick)");
+
+  return lesson.run(argc, argv, [&](lab::Lesson& l) {
+    cudaStream_t stream = l.stream();
+    const long long n = n_option > 0 ? n_option : (l.quick() ? (1LL << 22) : (1LL << 28));
+    if (n > (1LL << 30)) throw std::invalid_argument("--n: at most 2^30");
+
+    const std::vector<Variant> variants = all_variants();
+    Needs needs;
+    needs.tree = l.selected("interleaved") || l.selected("sequential") ||
+                 l.selected("first_add") || l.selected("shuffle");
+    needs.cub = l.selected("cub");
+    needs.workspace = l.selected("exercise");
+    std::vector<float> host;
+
+    // 1. Validation at sizes that are not powers of two, nor multiples of 4 or of a block: exact
+    //    on integer-valued data, within the bound on data in [0, 1). Fresh inputs every case.
+    if (!l.profiling()) {
+      const std::vector<long long> sizes =
+          l.quick() ? std::vector<long long>{1, 3, 65543, 1000003}
+                    : std::vector<long long>{1, 3, 1000003, (1LL << 24) + 7};
+      std::uint64_t seed = l.seed() * 16 + 1;
+      for (const long long size : sizes) {
+        Problem p(size, needs);
+        for (const Data data : {Data::Integers, Data::Uniform01}) {
+          fill(p, data, seed++, stream);
+          const Reference ref = reference(p, data, host, stream);
+          const std::string name =
+              size_name(size) + (data == Data::Integers ? " integers" : " in [0,1)");
+          for (const Variant& v : variants)
+            if (l.selected(v.name)) validate(l, v, p, ref, name);
+        }
+      }
+    }
+
+    // 2. Timing: 2^28 floats, 1 GiB, far past the 50-60 MB L2 (and the harness flushes L2 before
+    //    every cold sample). Every variant is counted at 4n bytes: x read once.
+    Problem p(n, needs);
+    l.size("x: " + size_name(n) + " float32 (" + num(4.0 * n / (1 << 20), "%.0f") + " MiB)");
+    fill(p, Data::Uniform01, l.seed() * 16 + 100, stream);
+    std::vector<std::pair<std::string, const lab::Measurement*>> measured;
+    for (const Variant& v : variants) {
+      Problem& problem = p;
+      const Launch& launch = v.launch;
+      const lab::Measurement* m =
+          l.measure(v.name, {4.0 * n, static_cast<double>(n)},
+                    [&launch, &problem](cudaStream_t s) { launch(problem, s); });
+      measured.emplace_back(v.name, m);
+    }
+    if (l.profiling()) return;
+
+    // 3. Validation again, after timing, in the same buffers with new contents: a variant that
+    //    remembers its last answer, or only works the first time, fails here.
+    std::vector<std::pair<std::string, float>> uniform_got;
+    for (const Data data : {Data::Integers, Data::Uniform01}) {
+      fill(p, data, l.seed() * 16 + 200 + static_cast<int>(data), stream);
+      const Reference ref = reference(p, data, host, stream);
+      const std::string name = size_name(n) + (data == Data::Integers ? " integers" : " in [0,1)") +
+                               " after timing";
+      for (const Variant& v : variants)
+        if (l.selected(v.name)) {
+          const float got = validate(l, v, p, ref, name);
+          if (data == Data::Uniform01) uniform_got.emplace_back(v.name, got);
+        }
+      if (data != Data::Uniform01) continue;
+
+      // 4. Notes: the mean, the float error of each variant, and the single accumulator.
+      l.note("the mean of " + size_name(n) + " values in [0,1): " + num(ref.exact / n, "%.9f") +
+             " (double); accuracy bound on the sum " + num(ref.bound / ref.exact, "%.2g") +
+             " relative");
+      for (const auto& [name, got] : uniform_got) {
+        std::string padded = name;
+        padded.resize(12, ' ');
+        l.note("  " + padded + " sum " + num(got, "%.8g") + ", relative error " +
+               num((got - ref.exact) / ref.exact, "%+.2e"));
+      }
+      l.note("  one float accumulator, in order (host): " + num(ref.sequential, "%.8g") +
+             ", relative error " + num((ref.sequential - ref.exact) / ref.exact, "%+.2e"));
+    }
+
+    // Each variant's speed as a fraction of cub's (the exercise's rule: >= 0.9).
+    const lab::Measurement* cub = nullptr;
+    for (const auto& [name, m] : measured)
+      if (name == "cub") cub = m;
+    if (cub) {
+      std::string line = "speed as a fraction of cub's:";
+      for (const auto& [name, m] : measured)
+        if (m && name != "cub")
+          line += " " + name + " " + num(cub->gpu_ms.median / m->gpu_ms.median, "%.2f");
+      l.note(line);
+    }
+  });
+}

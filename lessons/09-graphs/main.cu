@@ -1,0 +1,405 @@
+// Lesson 09, the harness: launch overhead and CUDA graphs, when the CPU is the bottleneck.
+//
+// The work is a chain of K tiny dependent kernels (K = 1000 by default): step i computes
+//   y[j] = fmaf(a[i], src[j], b[i])   for j < n (n = 4096 floats),   src = x for step 0, else y,
+// so every step reads what the previous one wrote, and the order matters (a and b differ per
+// step). Each kernel does almost nothing; what the loop costs is how fast kernels can be started.
+//
+// What it runs (see --list), each timed as ONE call that enqueues all K steps, with no lead-in
+// (nothing holds the GPU before the start event), so the time the host takes to launch is
+// inside the measurement; the per-kernel time is the median over K.
+//   sync_each     launch, cudaStreamSynchronize, launch, ...: every launch pays the full round
+//                 trip (host -> GPU -> host) and the GPU idles while the host launches.
+//   stream        the K launches back to back: the host launches while the GPU runs. When one
+//                 launch costs the host more than one kernel costs the GPU, the GPU waits.
+//   exercise      yours (exercise.cu): the goal is the chain captured once into a CUDA graph in
+//                 setup() and replayed with one cudaGraphLaunch per call.
+//   fused         the better fix when you own the kernels: one kernel does all K steps, each
+//                 element kept in a register. One launch, one read of x, one write of y.
+//   kernel_floor  what the GPU needs per kernel when the host is not in the way: the first
+//                 min(K, 256) steps launched behind a 4 ms lead-in, so all of them are queued
+//                 before the first one starts. Not a way to run the chain, a yardstick.
+//
+// Students read this file; they do not edit it. The checker compiles your exercise.cu against it.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "exercise.cuh"
+#include "lab/check.hpp"
+#include "lab/data.hpp"
+#include "lab/harness.hpp"
+#include "lab/memory.hpp"
+#include "lab/validate.hpp"
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kFloorSteps = 256;       // kernel_floor: few enough to sit in the launch queue
+constexpr double kFloorLeadInUs = 4000;  // ... behind a spin long enough to launch them all
+constexpr int kChunk = 1024;           // fused: coefficients staged in shared memory per chunk
+
+// ---------------------------------------------------------------------------------------------
+// The kernels.
+
+// One step: dst[j] = a[i] * src[j] + b[i], one fused multiply-add (fmaf: one rounding, the same
+// bits on the host). src and dst may be the same array (every step after the first): each
+// thread reads and writes only its own element, so that is safe.
+__global__ void step_kernel(const float* src, float* dst, int n, const float* a, const float* b,
+                            int i) {
+  const int j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (j < n) dst[j] = fmaf(a[i], src[j], b[i]);
+}
+
+// All the steps in one kernel: each thread keeps its element in a register and applies the K
+// multiply-adds in order; the block stages the coefficients in shared memory, kChunk at a time.
+__global__ void __launch_bounds__(kThreads)
+    fused_kernel(const float* __restrict__ x, float* __restrict__ y, int n,
+                 const float* __restrict__ a, const float* __restrict__ b, int steps) {
+  __shared__ float sa[kChunk], sb[kChunk];
+  const int j = blockIdx.x * blockDim.x + threadIdx.x;
+  float v = j < n ? x[j] : 0.0f;  // threads past n still help to stage the coefficients
+  for (int base = 0; base < steps; base += kChunk) {
+    const int count = min(kChunk, steps - base);
+    __syncthreads();  // the previous chunk is no longer read
+    for (int k = threadIdx.x; k < count; k += blockDim.x) {
+      sa[k] = a[base + k];
+      sb[k] = b[base + k];
+    }
+    __syncthreads();
+#pragma unroll 8
+    for (int k = 0; k < count; ++k) v = fmaf(sa[k], v, sb[k]);
+  }
+  if (j < n) y[j] = v;
+}
+
+int blocks_for(int n) { return (n + kThreads - 1) / kThreads; }
+
+// ---------------------------------------------------------------------------------------------
+// A problem on the device. The pointers never change for its lifetime (a graph captured from
+// `step` stays valid); the values behind them are refilled between validated calls.
+
+struct Problem {
+  int n, steps;
+  lab::DeviceBuffer<float> x, y, a, b;
+  exercise::Step step;
+  std::unique_ptr<exercise::Chain> chain;  // only when the exercise is selected
+
+  Problem(int n_, int steps_) : n(n_), steps(steps_), x(n_), y(n_), a(steps_), b(steps_) {
+    const int grid = blocks_for(n);
+    step = [x = x.data(), y = y.data(), a = a.data(), b = b.data(), n = n, steps = steps,
+            grid](int i, cudaStream_t s) {
+      if (i < 0 || i >= steps)
+        throw std::out_of_range("step(" + std::to_string(i) + "): the chain has steps 0.." +
+                                std::to_string(steps - 1));
+      step_kernel<<<grid, kThreads, 0, s>>>(i == 0 ? x : y, y, n, a, b, i);
+      LAB_CHECK_LAUNCH();
+    };
+  }
+};
+
+// Fresh inputs: x uniform in [-1, 1); a close to 1 and b small, so that after 1000 steps y
+// still depends on x (a product of a's near 1) and on every step's coefficients.
+void fill_inputs(Problem& p, std::uint64_t seed, cudaStream_t s) {
+  lab::fill_random(p.x.data(), p.x.size(), seed, s);
+  lab::fill_random(p.a.data(), p.a.size(), seed + 1, s, 0.99f, 1.01f);
+  lab::fill_random(p.b.data(), p.b.size(), seed + 2, s, -0.1f, 0.1f);
+}
+
+// The reference: the same fmaf's on the host, in the same order, from the device's own inputs
+// (copied back). fmaf is correctly rounded on both sides, so the answer is exact: bit for bit.
+std::vector<float> replay(const Problem& p, int steps, cudaStream_t s) {
+  std::vector<float> x(p.n), a(p.steps), b(p.steps);
+  LAB_CHECK(cudaMemcpyAsync(x.data(), p.x.data(), p.x.bytes(), cudaMemcpyDeviceToHost, s));
+  LAB_CHECK(cudaMemcpyAsync(a.data(), p.a.data(), p.a.bytes(), cudaMemcpyDeviceToHost, s));
+  LAB_CHECK(cudaMemcpyAsync(b.data(), p.b.data(), p.b.bytes(), cudaMemcpyDeviceToHost, s));
+  LAB_CHECK(cudaStreamSynchronize(s));
+  std::vector<float> y(x);
+  for (float& v : y)
+    for (int i = 0; i < steps; ++i) v = std::fmaf(a[i], v, b[i]);
+  return y;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The variants. Each enqueues one whole call on s and leaves its answer in p.y.
+
+void sync_each(Problem& p, cudaStream_t s) {
+  for (int i = 0; i < p.steps; ++i) {
+    p.step(i, s);
+    LAB_CHECK(cudaStreamSynchronize(s));  // what a loop that checks each step's result does
+  }
+}
+
+void stream_launches(Problem& p, cudaStream_t s) {
+  for (int i = 0; i < p.steps; ++i) p.step(i, s);
+}
+
+void fused(Problem& p, cudaStream_t s) {
+  fused_kernel<<<blocks_for(p.n), kThreads, 0, s>>>(p.x.data(), p.y.data(), p.n, p.a.data(),
+                                                    p.b.data(), p.steps);
+  LAB_CHECK_LAUNCH();
+}
+
+int floor_steps(const Problem& p) { return std::min(p.steps, kFloorSteps); }
+
+void kernel_floor(Problem& p, cudaStream_t s) {
+  for (int i = 0; i < floor_steps(p); ++i) p.step(i, s);
+}
+
+struct Variant {
+  std::string name;
+  std::function<void(Problem&, cudaStream_t)> launch;
+};
+
+std::vector<Variant> all_variants() {
+  return {
+      {"sync_each", sync_each},
+      {"stream", stream_launches},
+      {"exercise", [](Problem& p, cudaStream_t s) { p.chain->run(s); }},
+      {"fused", fused},
+      {"kernel_floor", kernel_floor},
+  };
+}
+
+// Kernels one call of the variant runs: what its time is divided by.
+int kernels_of(const std::string& name, const Problem& p) {
+  return name == "kernel_floor" ? floor_steps(p) : name == "fused" ? 1 : p.steps;
+}
+
+// Global-memory bytes of one call: every step reads n floats and two coefficients and writes n
+// floats; the fused kernel reads x once, writes y once, and each block reads the coefficients.
+double bytes_of(const std::string& name, const Problem& p) {
+  const double f = sizeof(float), n = p.n;
+  if (name == "fused") return f * 2 * n + f * 2.0 * p.steps * blocks_for(p.n);
+  return kernels_of(name, p) * f * (2 * n + 2);
+}
+
+// Runs one variant once with y poisoned (NaN) and compares with the reference, bit for bit.
+void validate(lab::Lesson& l, const Variant& v, Problem& p, const std::vector<float>& full,
+              const std::vector<float>& floor, const std::string& case_name) {
+  cudaStream_t s = l.stream();
+  lab::poison(p.y.data(), p.y.bytes(), s);
+  LAB_CHECK(cudaStreamSynchronize(s));
+  v.launch(p, s);
+  LAB_CHECK(cudaGetLastError());
+  std::vector<float> got(p.n);
+  LAB_CHECK(cudaMemcpyAsync(got.data(), p.y.data(), p.y.bytes(), cudaMemcpyDeviceToHost, s));
+  LAB_CHECK(cudaStreamSynchronize(s));
+  const std::vector<float>& want = v.name == "kernel_floor" ? floor : full;
+  lab::Tolerance exact;
+  exact.rtol = 0.0;
+  exact.atol = 0.0;
+  l.check(v.name, case_name, lab::allclose(got.data(), want.data(), want.size(), exact));
+}
+
+// Fills new inputs, computes both references and validates every selected variant.
+void validate_all(lab::Lesson& l, const std::vector<Variant>& variants, Problem& p,
+                  std::uint64_t seed, const std::string& case_name) {
+  cudaStream_t s = l.stream();
+  fill_inputs(p, seed, s);
+  const std::vector<float> full = replay(p, p.steps, s);
+  const std::vector<float> floor = replay(p, floor_steps(p), s);
+  for (const Variant& v : variants)
+    if (l.selected(v.name)) validate(l, v, p, full, floor, case_name);
+}
+
+// What stream capture does with calls that a graph cannot hold. Each experiment runs on a
+// stream of its own (the lesson's stream is never put in capture mode), checks every return
+// code instead of throwing, ends the capture and clears the error, so nothing leaks out.
+std::vector<std::string> capture_demo(Problem& p) {
+  std::vector<std::string> lines;
+  lab::Stream side;
+  auto name = [](cudaError_t e) { return std::string(cudaGetErrorName(e)); };
+  auto status_name = [](cudaStream_t s) {
+    cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+    const cudaError_t e = cudaStreamIsCapturing(s, &st);
+    if (e != cudaSuccess) return std::string(cudaGetErrorName(e));
+    return std::string(st == cudaStreamCaptureStatusActive       ? "active"
+                       : st == cudaStreamCaptureStatusInvalidated ? "invalidated"
+                                                                  : "none");
+  };
+  // One experiment: begin capturing, enqueue step 0, make the offending call, end the capture.
+  auto experiment = [&](const std::string& what, const std::function<cudaError_t()>& call) {
+    LAB_CHECK(cudaStreamSynchronize(side));
+    LAB_CHECK(cudaStreamBeginCapture(side, cudaStreamCaptureModeThreadLocal));
+    p.step(0, side);
+    const cudaError_t during = call();
+    const std::string after_call = status_name(side);
+    cudaGraph_t graph = nullptr;
+    const cudaError_t end = cudaStreamEndCapture(side, &graph);
+    if (graph) cudaGraphDestroy(graph);
+    cudaGetLastError();  // capture errors are not sticky: clear the last error and go on
+    lines.push_back("  " + what + ": the call returns " + name(during) + ", capture then " +
+                    after_call + ", cudaStreamEndCapture returns " + name(end) +
+                    (graph ? " with a graph" : " and no graph"));
+  };
+  experiment("cudaStreamSynchronize inside a capture",
+             [&] { return cudaStreamSynchronize(side); });
+  std::vector<float> host(p.n);
+  experiment("cudaMemcpy (synchronous) to the host inside a capture", [&] {
+    return cudaMemcpy(host.data(), p.y.data(), p.y.bytes(), cudaMemcpyDeviceToHost);
+  });
+  experiment("cudaMalloc inside a capture", [&] {
+    void* ptr = nullptr;
+    const cudaError_t e = cudaMalloc(&ptr, 1 << 20);
+    if (ptr) cudaFree(ptr);
+    return e;
+  });
+  LAB_CHECK(cudaStreamSynchronize(side));
+  LAB_CHECK(cudaGetLastError());
+  return lines;
+}
+
+std::string fixed(double v, int digits) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  lab::Lesson lesson("09-graphs", "Launch overhead and CUDA graphs: when the CPU is the bottleneck");
+  lesson.declare("sync_each", lab::Role::Baseline,
+                 "K launches, cudaStreamSynchronize after each one");
+  lesson.declare("stream", lab::Role::Baseline, "K launches back to back on the stream");
+  lesson.declare("exercise", lab::Role::Exercise, "your Chain::run (exercise.cu): K steps, one graph");
+  lesson.declare("fused", lab::Role::Reference, "one kernel does all K steps: the better fix");
+  lesson.declare("kernel_floor", lab::Role::Baseline,
+                 "min(K, 256) launches queued behind a 4 ms lead-in: the GPU's own cost per kernel");
+
+  long long n_opt = 0, steps_opt = 0, demo = 1;
+  lesson.option("--n", &n_opt, "floats per step (0: 4096)");
+  lesson.option("--steps", &steps_opt, "kernels in the chain, K (0: 1000, or 200 with --quick)");
+  lesson.option("--capture-demo", &demo,
+                "1: show what a sync, a synchronous copy and cudaMalloc do inside a stream "
+                "capture (never with --quick or --profile); 0: skip it");
+
+  return lesson.run(argc, argv, [&](lab::Lesson& l) {
+    cudaStream_t stream = l.stream();
+    const long long n_ll = n_opt > 0 ? n_opt : 4096;
+    const long long steps_ll = steps_opt > 0 ? steps_opt : (l.quick() ? 200 : 1000);
+    if (n_ll > (1 << 26) || steps_ll > 100000)
+      throw std::invalid_argument("--n at most 2^26, --steps at most 100000");
+    const int N = static_cast<int>(n_ll), K = static_cast<int>(steps_ll);
+    const lab::Mode mode = l.result().mode;
+    const std::vector<Variant> variants = all_variants();
+    auto make = [&](int n, int steps) {
+      auto p = std::make_unique<Problem>(n, steps);
+      if (l.selected("exercise")) {
+        p->chain = std::make_unique<exercise::Chain>();
+        p->chain->setup(p->step, p->steps, stream);  // untimed: a graph is built once
+        LAB_CHECK(cudaStreamSynchronize(stream));
+        LAB_CHECK(cudaGetLastError());
+      }
+      return p;
+    };
+
+    // 1. Validation: sizes that are not a multiple of the block size, short and long chains,
+    //    each chain called twice with new inputs in the same buffers.
+    struct Case { int n, steps; };
+    const Case cases[] = {{1000, 37}, {4097, 3}, {257, 300}, {1, 1}, {N, K}};
+    if (!l.profiling()) {
+      std::uint64_t seed = l.seed() * 16 + 1;
+      for (const Case& c : cases) {
+        auto p = make(c.n, c.steps);
+        const std::string name = "n=" + std::to_string(c.n) + " K=" + std::to_string(c.steps);
+        validate_all(l, variants, *p, seed, name);
+        validate_all(l, variants, *p, seed + 3, name + " again");
+        seed += 8;
+      }
+    }
+
+    // 2. Timing: one call = the whole chain; no lead-in, so launch gaps are part of the time.
+    auto p = make(N, K);
+    l.size("K = " + std::to_string(K) + " dependent kernels, each on n = " + std::to_string(N) +
+           " floats (" + fixed(N * 4.0 / 1024, 1) + " KiB); time per call = the whole chain");
+    fill_inputs(*p, l.seed() * 16 + 100, stream);
+
+    lab::BenchmarkOptions chain_options;
+    chain_options.lead_in_us = 0;  // the launches are what is measured: nothing may hide them
+    chain_options.stop.min_samples = 20;
+    chain_options.stop.min_total_ms = 30.0;
+    chain_options.stop.target_precision = 0.01;
+    chain_options.timeout_s = 3.0;
+    lab::BenchmarkOptions floor_options = chain_options;
+    floor_options.lead_in_us = kFloorLeadInUs;  // every launch queued before the first kernel runs
+
+    std::vector<std::pair<std::string, const lab::Measurement*>> measured;
+    for (const Variant& v : variants) {
+      if (!l.selected(v.name)) continue;
+      if (mode != lab::Mode::Cold && (v.name == "sync_each" || v.name == "kernel_floor")) {
+        l.note(v.name + " not timed in " + lab::to_string(mode) +
+               " mode: it synchronizes, or needs its own lead-in");
+        continue;
+      }
+      if (mode == lab::Mode::Graph && v.name == "exercise") {
+        l.note("exercise not timed in graph mode: it would be a graph launched inside a graph");
+        continue;
+      }
+      Problem& problem = *p;
+      const auto& launch = v.launch;
+      const lab::Measurement* m =
+          l.measure(v.name, {bytes_of(v.name, problem), 2.0 * N * K},
+                    [&launch, &problem](cudaStream_t s) { launch(problem, s); },
+                    v.name == "kernel_floor" ? floor_options : chain_options);
+      if (m) measured.emplace_back(v.name, m);
+    }
+
+    // 3. Validation after timing, new inputs in the same buffers: a chain that only computes
+    //    the first time, or replays a stale answer, fails here.
+    if (!l.profiling())
+      validate_all(l, variants, *p, l.seed() * 16 + 200,
+                   "n=" + std::to_string(N) + " K=" + std::to_string(K) + " after timing");
+
+    // 4. Per-kernel times (median / kernels per call) and what the graph bought.
+    auto find = [&](const std::string& name) -> const lab::Measurement* {
+      for (const auto& [nm, m] : measured)
+        if (nm == name) return m;
+      return nullptr;
+    };
+    if (!measured.empty()) l.note("time per kernel = median time of one call / kernels it runs:");
+    for (const auto& [name, m] : measured) {
+      const double k = kernels_of(name, *p);
+      const lab::Stats& t = m->gpu_ms;
+      l.metric("us_per_kernel_" + name, t.median * 1e3 / k, t.q1 * 1e3 / k, t.q3 * 1e3 / k, "us");
+      std::string label = name;
+      label.resize(14, ' ');
+      l.note("  " + label + fixed(t.median * 1e3 / k, 2) + " us per kernel (" +
+             std::to_string(static_cast<int>(k)) + (k == 1 ? " kernel" : " kernels") +
+             ", launch call " + fixed(m->enqueue_us, 0) + " us of host time)");
+    }
+    const lab::Measurement* st = find("stream");
+    const lab::Measurement* ex = find("exercise");
+    const lab::Measurement* fu = find("fused");
+    const lab::Measurement* fl = find("kernel_floor");
+    if (st && ex) {
+      const lab::Stats& a = ex->gpu_ms;
+      const lab::Stats& b = st->gpu_ms;
+      l.metric("exercise_time_over_stream", a.median / b.median, a.q1 / b.q3, a.q3 / b.q1);
+      l.note("exercise per-kernel time = " + fixed(a.median / b.median, 2) +
+             "x the stream-launched time (the checker wants <= 0.75x)");
+    }
+    if (st && fl) {
+      const double floor_us = fl->gpu_ms.median * 1e3 / kernels_of("kernel_floor", *p);
+      const double stream_us = st->gpu_ms.median * 1e3 / K;
+      l.note("stream launches leave the GPU idle " + fixed(stream_us - floor_us, 2) +
+             " us per kernel beyond its own " + fixed(floor_us, 2) + " us: the host is the bottleneck");
+    }
+    if (fu && st)
+      l.note("fused: all " + std::to_string(K) + " steps in one kernel, " +
+             fixed(st->gpu_ms.median / fu->gpu_ms.median, 0) + "x faster than the stream loop");
+
+    // 5. What a capture cannot hold, shown on a side stream (skipped for tests and profiling).
+    if (demo != 0 && !l.quick() && !l.profiling()) {
+      l.note("inside a stream capture (cudaStreamCaptureModeThreadLocal), on a stream of its own:");
+      for (const std::string& line : capture_demo(*p)) l.note(line);
+    }
+  });
+}
