@@ -27,6 +27,7 @@ function(lab_add_lesson lesson)
     target_link_libraries(${target} PRIVATE ${lesson}-harness)
     set_target_properties(${target} PROPERTIES OUTPUT_NAME ${kind}
                           RUNTIME_OUTPUT_DIRECTORY "${out}")
+    set_property(GLOBAL APPEND PROPERTY LAB_LESSON_PROGRAMS ${target})
   endfunction()
 
   lab_lesson_program(starter "${src}/exercise.cu")
