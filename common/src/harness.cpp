@@ -6,7 +6,7 @@
 #include <iostream>
 #include <nvtx3/nvtx3.hpp>
 #include <random>
-#include <set>
+#include <algorithm>
 
 #include "lab/check.hpp"
 
