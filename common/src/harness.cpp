@@ -2,11 +2,11 @@
 #include "lab/harness.hpp"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <nvtx3/nvtx3.hpp>
 #include <random>
-#include <algorithm>
 
 #include "lab/check.hpp"
 
