@@ -2,8 +2,11 @@
 # A round on a GPU machine, in two phases that each fit in a few minutes:
 #   scripts/gpu-round.sh build     configure (release preset; the deps/ bundle covers missing
 #                                  libraries), build, the GPU and unit tests, every lesson's
-#                                  starter and solution with result files, ncu agreement
-#                                  (NCU=0 skips it)
+#                                  starter and solution with result files, the roofline of
+#                                  the solutions (table + SVG), ncu agreement (NCU=0 skips it)
+#   scripts/gpu-round.sh counters  the counter rules through ncu: lessons 04, 05 and 10 judged
+#                                  (solution and starter), then once more as an unprivileged
+#                                  user, where ncu may be refused the counters (the fallback)
 #   scripts/gpu-round.sh selftest  the checker's selftest: solutions pass, starters fail,
 #                                  mutants get their verdicts (REPEAT=N for N rounds)
 # Logs go to build/gpu-round/; when $OUT is set (the device tool) they are also archived there.
@@ -36,7 +39,22 @@ case $phase in
         step "$lesson-$kind" "$build/lessons/$lesson/$kind" --json "$log/$lesson-$kind.json"
       done
     done
+    step roofline "$build/checker/lab-check" roofline "$log"/0[3-9]-*-solution.json \
+      "$log"/1[0-9]-*-solution.json --svg "$log/roofline.svg"
     if [ "${NCU:-1}" != 0 ]; then step ncu-agreement scripts/ncu-agreement.sh "$build" "$log/ncu"; fi
+    ;;
+  counters)
+    for kind in solution starter; do
+      step "counters-$kind" "$build/checker/lab-check" run ${LESSONS:-04 05 10} --build "$kind" --report
+    done
+    # The fallback, for real: a user without profiling rights (if the driver restricts counters
+    # to administrators, ncu answers ERR_NVGPUCTRPERM and the counter rules are skipped).
+    if [ "$(id -u)" = 0 ] && command -v useradd > /dev/null; then
+      id labstudent > /dev/null 2>&1 || useradd --create-home labstudent
+      chmod -R o+rX "$PWD"
+      step counters-unprivileged su labstudent -c \
+        "cd '$PWD' && $build/checker/lab-check run 10 --build solution --quick --report"
+    fi
     ;;
   selftest)
     # LESSONS="02 05" limits it; REPEAT=5 repeats solutions and starters (mutants once).
@@ -47,7 +65,7 @@ case $phase in
     step selftest "$build/checker/lab-check" selftest ${LESSONS:-} --repeat "${REPEAT:-1}" $mutants
     ;;
   *)
-    echo "usage: scripts/gpu-round.sh build|selftest" >&2
+    echo "usage: scripts/gpu-round.sh build|counters|selftest" >&2
     exit 2
     ;;
 esac

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <regex>
 #include <sstream>
 
+#include "counters.hpp"
 #include "files.hpp"
 #include "process.hpp"
 #include "result.hpp"
@@ -203,6 +205,35 @@ void run_sanitizers(const Lesson& lesson, const fs::path& program, const JudgeOp
   out.sanitizer = line;
 }
 
+// Counter rules: one ncu run per judged variant (only if it is correct: wrong code's counters
+// do not count), then those rules judged again with the readings in result["counters"].
+void judge_counters(const Lesson& lesson, const fs::path& program, const JudgeOptions& opt,
+                    const fs::path& work, double timeout, const json& combined,
+                    std::vector<RuleOutcome>& outcomes) {
+  std::map<std::string, std::vector<std::string>> measures;  // variant -> measures
+  for (const auto& rule : lesson.rules)
+    if (rule.kind == RuleKind::counter) measures[rule.variant].push_back(rule.counter);
+  if (measures.empty()) return;
+  json judged = combined;
+  judged["counters"] = json::object();
+  for (const auto& [variant, names] : measures) {
+    const json* v = find_variant(combined, variant);
+    if (!opt.counters || !v || !v->value("correct", false)) continue;
+    std::vector<std::string> metrics;
+    for (const auto& name : names)
+      for (const auto& m : find_counter_measure(name)->metrics)
+        if (std::find(metrics.begin(), metrics.end(), m) == metrics.end()) metrics.push_back(m);
+    CounterOptions co;
+    co.ncu_cmd = opt.ncu_cmd;
+    co.timeout_s = timeout;
+    co.program_args = lesson.args;
+    judged["counters"][variant] =
+        counter_readings(run_under_ncu(program, variant, metrics, co, work), names);
+  }
+  for (std::size_t i = 0; i < lesson.rules.size(); ++i)
+    if (lesson.rules[i].kind == RuleKind::counter) outcomes[i] = evaluate_rule(lesson.rules[i], judged);
+}
+
 }  // namespace
 
 std::string printable(const std::string& text) {
@@ -312,10 +343,11 @@ LessonOutcome lesson_outcome(const Lesson& lesson, const std::string& build, Ver
 
 void finalize(LessonOutcome& out, const Lesson& lesson) {
   Verdict v = Verdict::pass;
-  double score = 0;
+  double score = 0, max_score = 0;
   for (const auto& r : out.rules) {
     v = worse(v, r.verdict);
     score += r.points;
+    max_score += r.max_points;  // a skipped rule counts 0 here
   }
   if (out.sanitizer) {
     v = worse(v, out.sanitizer->verdict);
@@ -323,7 +355,7 @@ void finalize(LessonOutcome& out, const Lesson& lesson) {
   }
   out.verdict = v;
   out.score = score;
-  out.max_score = lesson.max_points();
+  out.max_score = out.rules.empty() ? lesson.max_points() : max_score;
 }
 
 LessonOutcome judge_program(const Lesson& lesson, const fs::path& program, const JudgeOptions& opt) {
@@ -358,6 +390,8 @@ LessonOutcome judge_program(const Lesson& lesson, const fs::path& program, const
     out.rules = evaluate_all(lesson, runs);
     if (!needs_rerun(out.rules)) break;
   }
+  if (!runs.empty() && out.reason.empty())
+    judge_counters(lesson, program, opt, work.path(), 2 * timeout, combine_runs(runs), out.rules);
   if (!runs.empty()) {
     const json& last = runs.back();
     out.device = last.value("device", json::object());

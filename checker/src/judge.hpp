@@ -62,6 +62,8 @@ struct JudgeOptions {
   bool sanitize = false;           ///< also run compute-sanitizer memcheck and racecheck
   int max_runs = 3;                ///< the re-run rule: at most this many runs in total
   std::vector<std::string> sanitizer_cmd = {"compute-sanitizer"};  ///< the tool (tests swap it)
+  bool counters = true;            ///< read hardware counters through ncu for counter rules
+  std::vector<std::string> ncu_cmd = {"ncu"};  ///< the tool (tests swap it)
 };
 
 /// Runs `program` (a lesson built from some exercise.cu) and judges it by the lesson's rules.

@@ -14,6 +14,7 @@
 #include "grade.hpp"
 #include "process.hpp"
 #include "report.hpp"
+#include "roofline.hpp"
 #include "rules.hpp"
 #include "selftest.hpp"
 
@@ -33,6 +34,7 @@ struct Common {
   std::string build_dir;
   std::string format = "table";
   double timeout_s = 0;
+  bool counters = true;  // counter rules read through ncu (--no-counters: reported as skipped)
 };
 
 /// The build tree this binary was built in: the nearest folder above it with a CMakeCache.txt.
@@ -100,6 +102,7 @@ int cmd_list(const Common& c) {
         if (!r.variant.empty()) j["variant"] = r.variant;
         if (!r.over.empty()) j["over"] = r.over;
         if (!r.metric.empty()) j["metric"] = r.metric;
+        if (!r.counter.empty()) j["counter"] = r.counter;
         if (r.min) j["min"] = *r.min;
         if (r.max) j["max"] = *r.max;
         rules.push_back(j);
@@ -118,6 +121,7 @@ int cmd_list(const Common& c) {
     for (const auto& r : l.rules) {
       std::string what = to_string(r.kind);
       if (r.kind == RuleKind::metric) what += " " + r.metric;
+      if (r.kind == RuleKind::counter) what += " " + r.counter + " (ncu)";
       if (!r.variant.empty()) what += " of " + r.variant;
       if (!r.over.empty()) what += " over " + r.over;
       std::cout << "    " << r.id << ": " << what << (r.min || r.max ? " " + threshold(r) : "")
@@ -137,6 +141,7 @@ int cmd_run(const Common& c, const std::vector<std::string>& names, const std::s
   j.quick = quick;
   j.sanitize = sanitize;
   j.timeout_s = c.timeout_s;
+  j.counters = c.counters;
   const bool table = c.format == "table";
   const bool colour = table && use_colour(stdout);
   Report report;
@@ -183,6 +188,7 @@ int cmd_grade(const Common& c, const std::vector<std::string>& submissions, cons
   opt.force = force;
   opt.judge.sanitize = sanitize;
   opt.judge.timeout_s = c.timeout_s;
+  opt.judge.counters = c.counters;
   const bool table = c.format == "table";
   const bool colour = table && use_colour(stdout);
   opt.on_lesson = [&](const std::string& name, const LessonOutcome& o) {
@@ -272,6 +278,7 @@ int cmd_selftest(const Common& c, const std::vector<std::string>& names, int rep
   SelftestOptions opt;
   opt.build_dir = bdir;
   opt.timeout_s = c.timeout_s;
+  opt.counters = c.counters;
   opt.jobs = jobs > 0 ? jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   GradingBuild grading(c.source_dir, bdir, bdir / "grading-selftest", opt.jobs);
   const bool table = c.format == "table";
@@ -319,6 +326,22 @@ int cmd_selftest(const Common& c, const std::vector<std::string>& names, int rep
   return ok ? kOk : kFailed;
 }
 
+int cmd_roofline(const Common& c, const std::vector<std::string>& files, const std::string& svg) {
+  const Roofline r = load_roofline(std::vector<fs::path>(files.begin(), files.end()));
+  for (const auto& e : r.errors) std::cerr << "lab-check: " << e << "\n";
+  for (const auto& w : r.warnings) std::cerr << "warning: " << w << "\n";
+  if (r.runs.empty()) return kFailed;  // nothing usable: the errors above say why
+  if (c.format == "json")
+    std::cout << dump_json(roofline_json(r));
+  else
+    std::cout << roofline_table(r);
+  if (!svg.empty()) {
+    write_file_atomic(svg, roofline_svg(r));
+    if (c.format == "table") std::cout << "roofline of " << r.runs.front().device << " -> " << svg << "\n";
+  }
+  return r.errors.empty() ? kOk : kFailed;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -331,6 +354,8 @@ int main(int argc, char** argv) {
   Common c;
   app.add_option("--source-dir", c.source_dir, "The course repository (default: the one this lab-check was built from)")
       ->capture_default_str();
+  app.add_flag("!--no-counters", c.counters,
+               "Do not run ncu for the counter rules (they are reported as skipped, out of the total)");
   app.add_option("--build-dir", c.build_dir, "The configured build folder (default: the one lab-check lives in)");
   app.add_option("--format", c.format, "Output on stdout: table or json")
       ->check(CLI::IsMember({"table", "json"}))->capture_default_str();
@@ -393,6 +418,14 @@ int main(int argc, char** argv) {
   selftest->add_flag("--no-mutants", no_mutants, "Solutions and starters only");
   selftest->add_option("--jobs,-j", jobs, "Compiler jobs for compile_error mutants");
 
+  auto* roofline = app.add_subcommand("roofline", "Place the measured variants of lesson result files "
+                                                  "(written with --json) on the roofline of their GPU; "
+                                                  "optionally draw it as SVG. Exit 1 if a file was unusable.");
+  std::vector<std::string> roofline_files;
+  std::string svg;
+  roofline->add_option("results", roofline_files, "Result files of lesson programs (--json PATH)")->required();
+  roofline->add_option("--svg", svg, "Also draw the roofline into this SVG file");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -406,6 +439,7 @@ int main(int argc, char** argv) {
     if (*grade) return cmd_grade(c, submissions, out, overrides, grade_sanitize, jobs, force, grading_dir);
     if (*merge) return cmd_merge(result_dirs, csv, merge_json);
     if (*selftest) return cmd_selftest(c, self_lessons, repeat, jobs, mutants_once, no_mutants);
+    if (*roofline) return cmd_roofline(c, roofline_files, svg);
   } catch (const Interrupted& e) {
     std::cerr << "lab-check: interrupted; results written so far are kept\n";
     return 128 + e.signal;

@@ -144,7 +144,8 @@ json gradescope_json(const Report& r) {
       if (rule.verdict != Verdict::pass && first && !feedback.empty() && feedback != rule.message + "\n")
         output += "\n\n" + feedback;
       if (rule.verdict != Verdict::pass) first = false;
-      const bool passed = rule.verdict == Verdict::pass || rule.verdict == Verdict::ambiguous;
+      // A skipped counter rule is worth 0 of 0: nothing was lost, and its output says why.
+      const bool passed = earns_points(rule.verdict) || rule.verdict == Verdict::skipped;
       tests.push_back({{"name", l.lesson + ": " + rule.id},
                        {"number", std::to_string(lesson_number) + "." + std::to_string(++rule_number)},
                        {"score", rule.points},
@@ -190,6 +191,7 @@ std::string junit_xml(const Report& r) {
                 << "\" message=\"" << msg << "\">" << xml_escape(lesson_feedback(l)) << "</error>\n";
           break;
         case Verdict::environment:
+        case Verdict::skipped:
           ++s;
           cases << "      <skipped message=\"" << msg << "\"/>\n";
           break;

@@ -12,6 +12,7 @@
 #include <toml++/toml.h>
 #endif
 
+#include "counters.hpp"
 #include "result.hpp"
 
 namespace lab {
@@ -25,6 +26,7 @@ const char* to_string(Verdict v) {
     case Verdict::ambiguous: return "ambiguous";
     case Verdict::environment: return "environment";
     case Verdict::error: return "error";
+    case Verdict::skipped: return "skipped";
   }
   return "?";
 }
@@ -36,20 +38,22 @@ const char* to_string(RuleKind k) {
     case RuleKind::fraction_of_peak: return "fraction_of_peak";
     case RuleKind::speedup: return "speedup";
     case RuleKind::metric: return "metric";
+    case RuleKind::counter: return "counter";
   }
   return "?";
 }
 
 std::optional<Verdict> verdict_from_string(const std::string& s) {
   for (Verdict v : {Verdict::pass, Verdict::fail, Verdict::ambiguous, Verdict::environment,
-                    Verdict::error})
+                    Verdict::error, Verdict::skipped})
     if (s == to_string(v)) return v;
   return std::nullopt;
 }
 
 int severity(Verdict v) {
   switch (v) {
-    case Verdict::pass: return 0;
+    case Verdict::pass:
+    case Verdict::skipped: return 0;
     case Verdict::ambiguous: return 1;
     case Verdict::environment: return 2;
     case Verdict::fail: return 3;
@@ -58,7 +62,10 @@ int severity(Verdict v) {
   return 4;
 }
 
-Verdict worse(Verdict a, Verdict b) { return severity(a) >= severity(b) ? a : b; }
+Verdict worse(Verdict a, Verdict b) {
+  if (severity(a) == severity(b)) return a == Verdict::pass ? a : b;  // pass outranks skipped
+  return severity(a) > severity(b) ? a : b;
+}
 
 double Lesson::max_points() const {
   double sum = 0;
@@ -92,7 +99,7 @@ double get_number(const fs::path& file, const toml::node& node, const std::strin
 
 std::optional<RuleKind> kind_from_string(const std::string& s) {
   for (RuleKind k : {RuleKind::correct, RuleKind::fraction_of_copy, RuleKind::fraction_of_peak,
-                     RuleKind::speedup, RuleKind::metric})
+                     RuleKind::speedup, RuleKind::metric, RuleKind::counter})
     if (s == to_string(k)) return k;
   return std::nullopt;
 }
@@ -128,6 +135,14 @@ void check_rule(const fs::path& file, const toml::node& node, const Rule& r) {
     config_error(file, node, name + " is a speedup and needs \"over\" (the variant it is compared with)");
   if (r.kind == RuleKind::metric && r.metric.empty())
     config_error(file, node, name + " is a metric rule and needs \"metric\" (a key of the result's metrics)");
+  if (r.kind == RuleKind::counter && !find_counter_measure(r.counter)) {
+    std::string known;
+    for (const auto& m : counter_measures()) known += (known.empty() ? "" : ", ") + m.name;
+    config_error(file, node, name + " is a counter rule and needs \"counter\", one of: " + known +
+                 (r.counter.empty() ? "" : " (not \"" + r.counter + "\")"));
+  }
+  if (r.kind != RuleKind::counter && !r.counter.empty())
+    config_error(file, node, name + " has \"counter\" but is not a counter rule");
   if (perf && !r.min && !r.max)
     config_error(file, node, name + " needs a threshold: \"min\", \"max\" or both");
   if (!perf && (r.min || r.max))
@@ -171,15 +186,16 @@ Lesson load_lesson(const fs::path& check_toml) {
             auto kind = kind_from_string(s);
             if (!kind)
               config_error(check_toml, rn, "unknown rule kind \"" + s + "\" (kinds: correct, "
-                           "fraction_of_copy, fraction_of_peak, speedup, metric)");
+                           "fraction_of_copy, fraction_of_peak, speedup, metric, counter)");
             r.kind = *kind;
             have_kind = true;
           } else if (rkey == "variant") r.variant = get_string(check_toml, rn, rkey);
           else if (rkey == "over") r.over = get_string(check_toml, rn, rkey);
           else if (rkey == "metric") r.metric = get_string(check_toml, rn, rkey);
+          else if (rkey == "counter") r.counter = get_string(check_toml, rn, rkey);
           else if (!set_rule_field(check_toml, r, rkey, rn))
             config_error(check_toml, rn, "unknown key \"" + rkey + "\" in a rule (keys: id, "
-                         "kind, variant, over, metric, min, max, points, hint)");
+                         "kind, variant, over, metric, counter, min, max, points, hint)");
         }
         if (r.id.empty()) config_error(check_toml, item, "a [[rule]] has no \"id\"");
         if (!have_kind) config_error(check_toml, item, "rule \"" + r.id + "\" has no \"kind\"");
@@ -390,7 +406,27 @@ RuleOutcome evaluate_rule(const Rule& rule, const json& result) {
 
   // Performance only counts for correct code.
   if (variant && !(*variant)["correct"].get<bool>())
-    return finish(Verdict::fail, "\"" + rule.variant + "\" gives wrong results, so its speed does not count");
+    return finish(Verdict::fail, "\"" + rule.variant + "\" gives wrong results, so its " +
+                                     (rule.kind == RuleKind::counter ? "counters do" : "speed does") +
+                                     " not count");
+
+  if (rule.kind == RuleKind::counter) {
+    const json none = json::object();
+    const json& counters = result.contains("counters") ? result["counters"] : none;
+    const json reading = counters.contains(rule.variant) && counters[rule.variant].contains(rule.counter)
+                             ? counters[rule.variant][rule.counter]
+                             : json::object();
+    if (reading.contains("unavailable") || reading.empty()) {
+      out.max_points = 0;  // left out of the total: the machine, not the student
+      return finish(Verdict::skipped,
+                    "not checked: " + (reading.empty() ? std::string("the counters were not read (--no-counters)")
+                                                       : reading["unavailable"].get<std::string>()) +
+                        "; this rule's points are left out of the total");
+    }
+    if (reading.contains("failed"))
+      return finish(Verdict::fail, rule.counter + " could not be measured: " +
+                                       reading["failed"].get<std::string>());
+  }
 
   Reading reading;
   std::string unit;
@@ -451,6 +487,13 @@ RuleOutcome evaluate_rule(const Rule& rule, const json& result) {
       unit = m.value("unit", std::string());
       break;
     }
+    case RuleKind::counter: {
+      // A count, not a time: the same on every run, so no range.
+      const double v = result["counters"][rule.variant][rule.counter]["value"].get<double>();
+      reading = {v, v, v};
+      unit = find_counter_measure(rule.counter)->unit;
+      break;
+    }
     case RuleKind::correct:
       break;
   }
@@ -471,13 +514,15 @@ RuleOutcome evaluate_rule(const Rule& rule, const json& result) {
   std::string measured = format_value(rule.kind, reading.value, unit) + what_is_measured(rule.kind);
   if (rule.kind == RuleKind::speedup) measured += "\"" + rule.over + "\"";
   if (rule.kind == RuleKind::metric) measured = rule.metric + " = " + measured;
+  if (rule.kind == RuleKind::counter) measured = rule.counter + " of \"" + rule.variant + "\" = " + measured;
   std::string msg = measured + " (needs " + threshold_text(rule, unit) + ")";
   if (v == Verdict::ambiguous)
     msg = measured + ", between " + format_value(rule.kind, reading.low, unit) + " and " +
           format_value(rule.kind, reading.high, unit) + " over the quartiles: too close to " +
           threshold_text(rule, unit) + " to call";
 
-  if (v != Verdict::pass && !result.value("environment_ok", true)) {
+  // Counters do not depend on how trustworthy the run's timings were.
+  if (v != Verdict::pass && rule.kind != RuleKind::counter && !result.value("environment_ok", true)) {
     std::string why;
     if (result.contains("diagnostics"))
       for (const auto& d : result["diagnostics"])

@@ -17,14 +17,15 @@ using json = nlohmann::json;
 
 /// pass, fail, ambiguous (too close to call after all re-runs; points are awarded), environment
 /// (timings untrustworthy: not the student's failure, no points), error (did not build, crashed,
-/// timed out, no valid result).
-enum class Verdict { pass, fail, ambiguous, environment, error };
-enum class RuleKind { correct, fraction_of_copy, fraction_of_peak, speedup, metric };
+/// timed out, no valid result), skipped (a counter rule where ncu may not read counters: neither
+/// points nor maximum count, so the lesson is graded on its other rules).
+enum class Verdict { pass, fail, ambiguous, environment, error, skipped };
+enum class RuleKind { correct, fraction_of_copy, fraction_of_peak, speedup, metric, counter };
 
 const char* to_string(Verdict v);
 const char* to_string(RuleKind k);
 std::optional<Verdict> verdict_from_string(const std::string& s);
-/// How bad a verdict is: pass 0, ambiguous 1, environment 2, fail 3, error 4.
+/// How bad a verdict is: pass and skipped 0, ambiguous 1, environment 2, fail 3, error 4.
 int severity(Verdict v);
 /// The worse of two verdicts: error > fail > environment > ambiguous > pass.
 Verdict worse(Verdict a, Verdict b);
@@ -42,6 +43,7 @@ struct Rule {
   std::string variant;  ///< the variant judged (correct, fraction_*, speedup; optional for metric)
   std::string over;     ///< speedup: the variant it is compared with
   std::string metric;   ///< metric: the key in the result's "metrics"
+  std::string counter;  ///< counter: a measure read through ncu (see counters.hpp)
   std::optional<double> min, max;
   double points = 0;
   std::string hint;
@@ -88,7 +90,9 @@ struct RuleOutcome {
   std::string hint;        ///< the filled-in hint, when the rule failed and has one
 };
 
-/// Judges one rule against one (validated) result document.
+/// Judges one rule against one (validated) result document. A counter rule reads
+/// result["counters"][variant][measure] (put there by the judge after its ncu run); without it,
+/// the rule is skipped.
 RuleOutcome evaluate_rule(const Rule& rule, const json& result);
 /// Every rule of the lesson marked `error` with the same message (the lesson did not run).
 std::vector<RuleOutcome> error_outcomes(const Lesson& lesson, Verdict verdict,

@@ -102,6 +102,7 @@ std::vector<SelftestCheck> selftest_lesson(const Lesson& lesson, const SelftestO
   JudgeOptions base;
   base.timeout_s = opt.timeout_s;
   base.sanitizer_cmd = opt.sanitizer_cmd;
+  base.counters = opt.counters;
 
   {  // The solution passes every rule (ambiguous counts: that is the rule for students too).
     SelftestCheck c{lesson.name, "solution", "passes every rule", false, ""};

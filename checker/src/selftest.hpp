@@ -48,6 +48,7 @@ struct SelftestOptions {
   int jobs = 2;
   std::vector<std::string> sanitizer_cmd = {"compute-sanitizer"};
   bool mutants = true;   ///< false: solution and starter only (later rounds of --repeat)
+  bool counters = true;  ///< read counters through ncu for counter rules
 };
 
 /// Judges the lesson's solution, starter and every mutant. Compile-error mutants are built

@@ -155,9 +155,9 @@ TEST_CASE("check.toml: a valid file") {
 
 TEST_CASE("check.toml: mistakes give file:line and what to fix") {
   CHECK(toml_error(std::string(kHead) + "[[rule]]\nid = \"x\"\nkind = \"speedup\"\nvariant = \"e\"\nmni = 3\n") ==
-        "check.toml:7: unknown key \"mni\" in a rule (keys: id, kind, variant, over, metric, min, max, points, hint)");
+        "check.toml:7: unknown key \"mni\" in a rule (keys: id, kind, variant, over, metric, counter, min, max, points, hint)");
   CHECK(toml_error(std::string(kHead) + "[[rule]]\nid = \"x\"\nkind = \"fastness\"\n") ==
-        "check.toml:5: unknown rule kind \"fastness\" (kinds: correct, fraction_of_copy, fraction_of_peak, speedup, metric)");
+        "check.toml:5: unknown rule kind \"fastness\" (kinds: correct, fraction_of_copy, fraction_of_peak, speedup, metric, counter)");
   CHECK(toml_error(std::string(kHead) + "[[rule]]\nid = \"x\"\nkind = \"speedup\"\nvariant = \"e\"\nmin = 2\n") ==
         "check.toml:3: rule \"x\" is a speedup and needs \"over\" (the variant it is compared with)");
   CHECK(toml_error(std::string(kHead) + "[[rule]]\nid = \"x\"\nkind = \"fraction_of_copy\"\nvariant = \"e\"\n") ==

@@ -102,6 +102,25 @@ __global__ void copy_float4(const float4* __restrict__ in, float4* __restrict__ 
 
 __global__ void empty_kernel() {}
 
+// The compute roof: every thread runs kChains independent FMA chains (enough to hide the FMA
+// latency), all in registers. a and b arrive at run time so nothing folds away; the store that
+// never happens keeps the result alive.
+constexpr int kChains = 8, kUnroll = 16;
+__global__ void fma_throughput(float* sink, int iterations, float a, float b) {
+  float x[kChains];
+  for (int k = 0; k < kChains; ++k) x[k] = threadIdx.x + k;
+  for (int i = 0; i < iterations; ++i) {
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+#pragma unroll
+      for (int k = 0; k < kChains; ++k) x[k] = fmaf(x[k], a, b);
+    }
+  }
+  float sum = 0;
+  for (int k = 0; k < kChains; ++k) sum += x[k];
+  if (sum == -1.0f) *sink = sum;
+}
+
 double median_gbs(double bytes, const Measurement& m) { return bytes / (m.gpu_ms.median * 1e6); }
 
 }  // namespace
@@ -158,6 +177,22 @@ const Ceilings& ceilings() {
       }, stream, quick);
       c.h2d_pageable_gbs = median_gbs(host_bytes, h2d);
       c.d2h_pageable_gbs = median_gbs(host_bytes, d2h);
+    }
+
+    // FP32 FMA throughput: a full GPU of resident threads (8 blocks of 256 per SM); 2 FLOPs
+    // per FMA. About 1 ms per launch on an H100.
+    {
+      DeviceBuffer<float> sink(1);
+      const int blocks = device_info().sms * 8, threads = 256, iterations = 1024;
+      BenchmarkOptions hot = quick;
+      hot.mode = Mode::Hot;
+      const Measurement m = benchmark(
+          [&](cudaStream_t s) {
+            fma_throughput<<<blocks, threads, 0, s>>>(sink.data(), iterations, 0.999f, 0.001f);
+          },
+          stream, hot);
+      const double flops = 2.0 * kChains * kUnroll * iterations * double(blocks) * threads;
+      c.fp32_gflops = flops / (m.gpu_ms.median * 1e6);
     }
 
     // Launch cost: 1000 empty kernels back to back, per launch (host-bound on fast GPUs).

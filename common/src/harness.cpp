@@ -107,6 +107,7 @@ const Measurement* Lesson::measure(const std::string& variant, Work work,
   if (!selected(variant)) return nullptr;
   v.bytes = work.bytes;
   v.flops = work.flops;
+  v.host_link = work.host_link;
   if (state_->profile) {
     profile_once(launch, stream(), variant);
     return nullptr;
@@ -124,7 +125,7 @@ const Measurement* Lesson::measure(const std::string& variant, Work work,
   Measurement m = benchmark(launch, stream(), options);
   const double gbs = work.bytes / (m.gpu_ms.median * 1e6);
   const double copy = lab::ceilings().copy_gbs;
-  if (work.bytes > 0 && copy > 0 && gbs > 1.05 * copy)
+  if (work.bytes > 0 && copy > 0 && !work.host_link && gbs > 1.05 * copy)
     m.diagnostics.push_back("faster than the copy ceiling (" + std::to_string(int(gbs)) + " GB/s > " +
                             std::to_string(int(copy)) +
                             "): are the bytes counted right, or does the data stay in L2?");
@@ -180,11 +181,11 @@ void assess_environment(Result& r) {
 void print_table(const Result& r, const std::string& title, const std::vector<std::string>& notes) {
   std::printf("\n%s  %s\n", r.lesson.c_str(), title.c_str());
   if (r.device && r.ceilings)
-    std::printf("%s | copy ceiling %.0f GB/s (%.0f%% of %.0f theoretical) | launch %.2f us | "
-                "seed %llu | %s%s\n",
+    std::printf("%s | copy ceiling %.0f GB/s (%.0f%% of %.0f theoretical) | FP32 FMA %.1f "
+                "TFLOP/s | launch %.2f us | seed %llu | %s%s\n",
                 r.device->name.c_str(), r.ceilings->copy_gbs,
                 100 * r.ceilings->copy_gbs / r.device->peak_bandwidth_gbs(),
-                r.device->peak_bandwidth_gbs(), r.ceilings->launch_us,
+                r.device->peak_bandwidth_gbs(), r.ceilings->fp32_gflops * 1e-3, r.ceilings->launch_us,
                 static_cast<unsigned long long>(r.seed), r.build.c_str(), r.quick ? " (quick)" : "");
   for (const std::string& s : r.sizes) std::printf("size: %s\n", s.c_str());
   std::printf("\n%-22s %-9s %-7s %12s %8s %9s %7s %9s %8s\n", "variant", "role", "correct",
@@ -200,7 +201,7 @@ void print_table(const Result& r, const std::string& title, const std::vector<st
       median = time_text(t.median);
       spread = "+-" + fixed(50 * t.relative_iqr(), 1) + "%";  // half the IQR, relative
       if (v.bytes > 0) gbs = fixed(v.bytes / s * 1e-9, 0);
-      if (v.bytes > 0 && r.ceilings) pct = fixed(100 * v.bytes / s * 1e-9 / r.ceilings->copy_gbs, 0) + "%";
+      if (v.bytes > 0 && r.ceilings && !v.host_link) pct = fixed(100 * v.bytes / s * 1e-9 / r.ceilings->copy_gbs, 0) + "%";
       if (v.flops > 0) gflops = fixed(v.flops / s * 1e-9, 0);
       if (base) speed = fixed(base->measurement->gpu_ms.median / t.median, 2) + "x";
       if (v.measurement->mode != Mode::Cold) median += std::string(" ") + to_string(v.measurement->mode);

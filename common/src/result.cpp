@@ -50,7 +50,8 @@ Mode mode_from(const std::string& s) {
 // Derived rates are written for people and the checker; the reader recomputes nothing.
 json variant_to_json(const VariantResult& v, const Result& r) {
   json j = {{"name", v.name}, {"role", to_string(v.role)}, {"description", v.description},
-            {"correct", v.correct()}, {"bytes", v.bytes}, {"flops", v.flops}};
+            {"correct", v.correct()}, {"bytes", v.bytes}, {"flops", v.flops},
+            {"host_link", v.host_link}};
   json checks = json::array();
   for (const CheckResult& c : v.checks)
     checks.push_back({{"case", c.name}, {"ok", c.ok}, {"max_abs_error", c.max_abs_error},
@@ -74,9 +75,10 @@ json variant_to_json(const VariantResult& v, const Result& r) {
       j["gbs"] = v.bytes / seconds * 1e-9;
       j["gflops"] = v.flops / seconds * 1e-9;
       if (v.bytes > 0) j["intensity"] = v.flops / v.bytes;
-      if (r.ceilings && r.ceilings->copy_gbs > 0)
+      // Host-link bytes have another ceiling (pinned transfers): a fraction of copy would mislead.
+      if (r.ceilings && r.ceilings->copy_gbs > 0 && !v.host_link)
         j["fraction_of_copy"] = v.bytes / seconds * 1e-9 / r.ceilings->copy_gbs;
-      if (r.device && r.device->peak_bandwidth_gbs() > 0)
+      if (r.device && r.device->peak_bandwidth_gbs() > 0 && !v.host_link)
         j["fraction_of_peak"] = v.bytes / seconds * 1e-9 / r.device->peak_bandwidth_gbs();
     }
   } else {
@@ -106,7 +108,8 @@ std::string to_json_text(const Result& r) {
     doc["ceilings"] = {{"copy_gbs", c.copy_gbs}, {"h2d_pinned_gbs", c.h2d_pinned_gbs},
                        {"d2h_pinned_gbs", c.d2h_pinned_gbs},
                        {"h2d_pageable_gbs", c.h2d_pageable_gbs},
-                       {"d2h_pageable_gbs", c.d2h_pageable_gbs}, {"launch_us", c.launch_us}};
+                       {"d2h_pageable_gbs", c.d2h_pageable_gbs}, {"launch_us", c.launch_us},
+                       {"fp32_gflops", c.fp32_gflops}};
   }
   doc["config"] = {{"seed", r.seed}, {"quick", r.quick}, {"mode", to_string(r.mode)},
                    {"sizes", r.sizes}};
@@ -159,7 +162,8 @@ Result parse_result(const std::string& text) {
       const json& c = doc["ceilings"];
       r.ceilings = Ceilings{c.at("copy_gbs"),         c.at("h2d_pinned_gbs"),
                             c.at("d2h_pinned_gbs"),   c.at("h2d_pageable_gbs"),
-                            c.at("d2h_pageable_gbs"), c.at("launch_us")};
+                            c.at("d2h_pageable_gbs"), c.at("launch_us"),
+                            c.value("fp32_gflops", 0.0)};  // absent in files from before it
     }
     const json& cfg = doc.at("config");
     r.seed = cfg.at("seed");
@@ -173,6 +177,7 @@ Result parse_result(const std::string& text) {
       v.description = jv.at("description");
       v.bytes = jv.at("bytes");
       v.flops = jv.at("flops");
+      v.host_link = jv.value("host_link", false);
       for (const json& jc : jv.at("checks"))
         v.checks.push_back({jc.at("case"), jc.at("ok"), jc.at("max_abs_error"),
                             jc.at("max_rel_error"), jc.at("rel_l2_error"), jc.at("mismatches"),

@@ -75,6 +75,13 @@ TEST_CASE("the measured copy ceiling lies between 0.75 and 1.0 of theoretical, i
   CHECK(c.h2d_pinned_gbs > c.h2d_pageable_gbs);
   CHECK(c.launch_us > 0);
   CHECK(c.launch_us < 50);
+  // FP32 lanes per SM are 64 or 128 on the GPUs CUDA 13 supports: the measured FMA rate must
+  // sit between a quarter of the 128-lane peak and that peak itself.
+  const lab::DeviceInfo& d = lab::device_info();
+  const double lanes_peak = 2.0 * 128 * d.sms * d.sm_clock_mhz * 1e-3;  // GFLOP/s
+  INFO("FP32 FMA " << c.fp32_gflops << " GFLOP/s; 128-lane peak " << lanes_peak);
+  CHECK(c.fp32_gflops >= 0.25 * lanes_peak);
+  CHECK(c.fp32_gflops <= 1.02 * lanes_peak);
 }
 
 TEST_CASE("cold vs hot on a 16 MiB copy: hot shows the L2 effect and is flagged") {

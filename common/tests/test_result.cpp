@@ -28,7 +28,7 @@ lab::Result sample_result() {
   d.driver_version = 13000;
   d.runtime_version = 13000;
   r.device = d;
-  r.ceilings = lab::Ceilings{2800, 55, 54, 12, 9, 2.5};
+  r.ceilings = lab::Ceilings{2800, 55, 54, 12, 9, 2.5, 61000};
   r.seed = 42;
   r.sizes = {"16384x16384"};
   lab::VariantResult v;
@@ -47,6 +47,7 @@ lab::Result sample_result() {
   r.variants.push_back(v);
   lab::VariantResult wrong;
   wrong.name = "broken";
+  wrong.host_link = true;
   wrong.checks.push_back({"after timing", false, 0, 0, 0, 1, "1 of 10 elements differ"});
   r.variants.push_back(wrong);
   r.metrics["overlap_efficiency"] = {0.8, 0.75, 0.85, ""};
@@ -65,6 +66,9 @@ TEST_CASE("the result file round-trips through JSON") {
   CHECK(back.nonce == "abc123");
   CHECK(back.device->peak_bandwidth_gbs() == doctest::Approx(3352.32));
   CHECK(back.ceilings->copy_gbs == 2800);
+  CHECK(back.ceilings->fp32_gflops == 61000);
+  CHECK_FALSE(back.variants[0].host_link);
+  CHECK(back.variants[1].host_link);
   CHECK(back.seed == 42);
   REQUIRE(back.variants.size() == 2);
   CHECK(back.variants[0].correct());

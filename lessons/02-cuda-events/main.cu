@@ -522,7 +522,8 @@ int main(int argc, char** argv) {
     options.stop.target_precision = 0.01;
     const l02::Pipeline p = big.pipeline();
     const double bytes = n * sizeof(float);
-    const lab::Work work[3] = {{2 * bytes, 0}, {3 * bytes, double(n)}, {bytes, 0}};
+    const lab::Work work[3] = {{2 * bytes, 0, /*host_link=*/true}, {3 * bytes, double(n)},
+                               {bytes, 0, /*host_link=*/true}};
     const l02::Phase* phases[3] = {&p.copy_in, &p.kernel, &p.copy_out};
     std::optional<lab::Measurement> library[3];
     for (int i = 0; i < 3; ++i) {

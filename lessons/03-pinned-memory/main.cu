@@ -243,7 +243,7 @@ class Runner {
     const l03::Kernel kernel = dev.kernel(2.0f, 1.0f);
     const l03::DeviceArrays arrays = dev.arrays();
     const lab::Measurement* m =
-        l_.measure(variant, {2.0 * n * sizeof(float), 2.0 * n},
+        l_.measure(variant, {2.0 * n * sizeof(float), 2.0 * n, /*host_link=*/true},
                    [&](cudaStream_t s) { rt->round_trip(arrays, kernel, s); }, options);
     LAB_CHECK(cudaDeviceSynchronize());
 

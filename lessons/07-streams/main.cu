@@ -342,17 +342,17 @@ int main(int argc, char** argv) {
     lab::BenchmarkOptions o;
     o.stop.target_precision = 0.01;  // thresholds are far from 1% away
     const lab::Measurement* in_m =
-        l.measure("copy_in", {bytes, 0}, [&](cudaStream_t x) { st.copy_in(0, n, x); }, o);
+        l.measure("copy_in", {bytes, 0, /*host_link=*/true}, [&](cudaStream_t x) { st.copy_in(0, n, x); }, o);
     const lab::Measurement* k_m = l.measure(
         "compute", {2 * bytes, 2.0 * n * job.steps()}, [&](cudaStream_t x) { st.compute(0, n, x); },
         o);
     const lab::Measurement* out_m =
-        l.measure("copy_out", {bytes, 0}, [&](cudaStream_t x) { st.copy_out(0, n, x); }, o);
+        l.measure("copy_out", {bytes, 0, /*host_link=*/true}, [&](cudaStream_t x) { st.copy_out(0, n, x); }, o);
     const lab::Measurement* serial_m =
-        l.measure("serial", {2 * bytes, 2.0 * n * job.steps()},
+        l.measure("serial", {2 * bytes, 2.0 * n * job.steps(), /*host_link=*/true},
                   [&](cudaStream_t x) { Job::serial(st, x); }, o);
     const lab::Measurement* ex_m =
-        l.measure("exercise", {2 * bytes, 2.0 * n * job.steps()},
+        l.measure("exercise", {2 * bytes, 2.0 * n * job.steps(), /*host_link=*/true},
                   [&](cudaStream_t x) { l07::pipelined(st, k, streams, x); }, o);
     LAB_CHECK(cudaDeviceSynchronize());
 

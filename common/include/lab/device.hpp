@@ -47,6 +47,7 @@ struct Ceilings {
   double h2d_pageable_gbs = 0;  ///< host-to-device from ordinary (pageable, touched) memory
   double d2h_pageable_gbs = 0;  ///< device-to-host into ordinary (pageable, touched) memory
   double launch_us = 0;         ///< per-launch cost of back-to-back empty kernels on one stream
+  double fp32_gflops = 0;       ///< FP32 fused multiply-add throughput (the roofline's compute roof)
 };
 
 /// @return the ceilings, measured on first call (well under a second) and then cached

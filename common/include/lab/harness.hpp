@@ -33,6 +33,9 @@ namespace lab {
 struct Work {
   double bytes = 0;  ///< global-memory bytes read plus written (count every one, once)
   double flops = 0;  ///< floating-point operations
+  /// true when the bytes cross the host link (cudaMemcpy host<->device) rather than device
+  /// memory: their ceiling is the pinned transfer rate, not the copy kernel
+  bool host_link = false;
 };
 
 /// Exit codes of a lesson program (also in docs/result-file.md).

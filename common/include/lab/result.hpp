@@ -47,6 +47,7 @@ struct VariantResult {
   std::optional<Measurement> measurement;  ///< absent if it was not timed
   double bytes = 0;                        ///< global-memory bytes read + written per launch
   double flops = 0;                        ///< floating-point operations per launch
+  bool host_link = false;                  ///< the bytes cross the host link (see lab::Work)
   /// @return true if it was checked at least once and every check passed
   bool correct() const;
 };

@@ -1,0 +1,247 @@
+#include "counters.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#include "files.hpp"
+#include "process.hpp"
+
+namespace lab {
+
+namespace {
+
+// Metric names as ncu 2025 spells them on Hopper (checked with `ncu --query-metrics`).
+constexpr const char* kLoadBytes = "smsp__sass_data_bytes_mem_global_op_ld.sum";
+constexpr const char* kLoadSectors = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum";
+constexpr const char* kStoreBytes = "smsp__sass_data_bytes_mem_global_op_st.sum";
+constexpr const char* kStoreSectors = "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum";
+constexpr const char* kSharedLoadWaves = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum";
+constexpr const char* kSharedStoreWaves = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum";
+constexpr const char* kSharedLoadConflicts = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum";
+constexpr const char* kSharedStoreConflicts = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum";
+
+std::vector<std::string> split_csv_line(const std::string& line) {
+  std::vector<std::string> fields;
+  std::string field;
+  bool quoted = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') field += '"', ++i;
+      else if (c == '"') quoted = false;
+      else field += c;
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      fields.push_back(field);
+      field.clear();
+    } else if (c != '\r') {
+      field += c;
+    }
+  }
+  fields.push_back(field);
+  return fields;
+}
+
+std::optional<double> number(std::string text) {
+  text.erase(std::remove(text.begin(), text.end(), ','), text.end());  // "1,234,567"
+  if (text.empty()) return std::nullopt;
+  try {
+    std::size_t used = 0;
+    const double v = std::stod(text, &used);
+    if (used != text.size()) return std::nullopt;
+    return v;
+  } catch (const std::exception&) {
+    return std::nullopt;  // "n/a"
+  }
+}
+
+double sum_of(const std::map<std::string, double>& sums, const char* metric) {
+  auto it = sums.find(metric);
+  return it == sums.end() ? 0.0 : it->second;
+}
+
+}  // namespace
+
+const std::vector<CounterMeasure>& counter_measures() {
+  static const std::vector<CounterMeasure> all = {
+      {"global_load_efficiency",
+       "bytes the threads asked for per byte of the 32-byte sectors fetched for them, over all "
+       "global loads (1 = fully coalesced; 0.125 = one float used per sector)",
+       "", {kLoadBytes, kLoadSectors}},
+      {"global_store_efficiency",
+       "bytes the threads wrote per byte of the 32-byte sectors written, over all global stores "
+       "(1 = fully coalesced)",
+       "", {kStoreBytes, kStoreSectors}},
+      {"shared_bank_conflicts",
+       "extra shared-memory wavefronts (bank conflicts) per wavefront the accesses needed "
+       "(0 = conflict-free; 31 = every access a 32-way conflict)",
+       "",
+       {kSharedLoadWaves, kSharedStoreWaves, kSharedLoadConflicts, kSharedStoreConflicts}},
+  };
+  return all;
+}
+
+const CounterMeasure* find_counter_measure(const std::string& name) {
+  for (const auto& m : counter_measures())
+    if (m.name == name) return &m;
+  return nullptr;
+}
+
+NcuTable parse_ncu_csv(const std::string& log) {
+  NcuTable table;
+  std::istringstream in(log);
+  std::string line;
+  std::vector<std::string> header;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] != '"') continue;  // ==PROF==, ==WARNING==, program output
+    std::vector<std::string> fields = split_csv_line(line);
+    if (header.empty()) {
+      if (std::find(fields.begin(), fields.end(), "Kernel Name") != fields.end()) header = fields;
+      continue;
+    }
+    if (fields.size() != header.size() || fields[0].empty()) continue;  // the units row
+    ++table.kernels;
+    for (std::size_t i = 0; i < header.size(); ++i) {
+      if (header[i].find("__") == std::string::npos) continue;  // ID, Kernel Name, Grid Size...
+      if (auto v = number(fields[i])) table.sums[header[i]] += *v;
+    }
+  }
+  return table;
+}
+
+std::optional<double> measure_value(const CounterMeasure& m, const std::map<std::string, double>& sums,
+                                    std::string& why) {
+  for (const auto& metric : m.metrics)
+    if (!sums.count(metric)) {
+      why = "ncu did not report " + metric + " (a different ncu version or GPU?)";
+      return std::nullopt;
+    }
+  if (m.name == "global_load_efficiency" || m.name == "global_store_efficiency") {
+    const bool load = m.name == "global_load_efficiency";
+    const double sectors = sum_of(sums, load ? kLoadSectors : kStoreSectors);
+    if (sectors <= 0) {
+      why = std::string("the kernels made no global ") + (load ? "loads" : "stores");
+      return std::nullopt;
+    }
+    return sum_of(sums, load ? kLoadBytes : kStoreBytes) / (32.0 * sectors);
+  }
+  if (m.name == "shared_bank_conflicts") {
+    const double conflicts = sum_of(sums, kSharedLoadConflicts) + sum_of(sums, kSharedStoreConflicts);
+    const double waves = sum_of(sums, kSharedLoadWaves) + sum_of(sums, kSharedStoreWaves);
+    const double needed = waves - conflicts;
+    if (needed <= 0) return 0.0;  // no shared-memory traffic: nothing to conflict
+    return conflicts / needed;
+  }
+  why = "unknown measure " + m.name;
+  return std::nullopt;
+}
+
+CounterRun interpret_ncu_log(const std::string& log, bool exited_ok, const std::string& how_it_ended) {
+  CounterRun run;
+  const NcuTable table = parse_ncu_csv(log);
+  run.sums = table.sums;
+  run.kernels = table.kernels;
+  // ncu's own error lines; the program's output is not in this log (--log-file).
+  std::string first_error;
+  std::istringstream in(log);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("==ERROR==", 0) == 0) {
+      first_error = line.substr(9);
+      while (!first_error.empty() && first_error.front() == ' ') first_error.erase(0, 1);
+      break;
+    }
+  if (log.find("ERR_NVGPUCTRPERM") != std::string::npos) {
+    run.status = CounterRun::Status::unavailable;
+    run.message = "ncu may not read this GPU's performance counters (ERR_NVGPUCTRPERM): an "
+                  "administrator can allow it (see https://developer.nvidia.com/ERR_NVGPUCTRPERM)";
+    return run;
+  }
+  if (table.kernels == 0 && first_error.find("not supported") != std::string::npos) {
+    run.status = CounterRun::Status::unavailable;
+    run.message = "ncu cannot profile on this machine: " + first_error;
+    return run;
+  }
+  if (table.kernels == 0) {
+    run.status = CounterRun::Status::failed;
+    run.message = exited_ok ? "ncu saw no kernel of this variant: does it launch any?"
+                            : "the program failed under ncu (" + how_it_ended + ")";
+    if (!first_error.empty()) run.message += ": " + first_error;
+    return run;
+  }
+  run.status = CounterRun::Status::measured;
+  return run;
+}
+
+CounterRun run_under_ncu(const fs::path& program, const std::string& variant,
+                         const std::vector<std::string>& metrics, const CounterOptions& opt,
+                         const fs::path& work) {
+  CounterRun run;
+  ProcessOptions p;
+  p.argv = opt.ncu_cmd;
+  if (p.argv.empty()) p.argv = {"ncu"};
+  if (p.argv[0].find('/') == std::string::npos) {
+    auto found = find_on_path(p.argv[0]);
+    if (!found && p.argv[0] == "ncu" && fs::exists("/usr/local/cuda/bin/ncu"))
+      found = fs::path("/usr/local/cuda/bin/ncu");
+    if (!found) {
+      run.status = CounterRun::Status::unavailable;
+      run.message = "ncu (Nsight Compute) is not on PATH, so no counter was read";
+      return run;
+    }
+    p.argv[0] = found->string();
+  }
+  std::string list;
+  for (const auto& m : metrics) list += (list.empty() ? "" : ",") + m;
+  const fs::path log = work / ("ncu-" + variant + ".csv");
+  // Unmodified clocks (no locking: the lesson's own timing is not disturbed); only the
+  // cudaProfilerStart/Stop range of --profile, where the variant runs once after a warm-up.
+  for (const auto& a : {std::string("--clock-control"), std::string("none"),
+                        std::string("--profile-from-start"), std::string("off"),
+                        std::string("--metrics"), list, std::string("--csv"), std::string("--page"),
+                        std::string("raw"), std::string("--print-units"), std::string("base"),
+                        std::string("--log-file"), log.string(), program.string()})
+    p.argv.push_back(a);
+  for (const auto& a : opt.program_args) p.argv.push_back(a);
+  for (const auto& a : {std::string("--profile"), std::string("--quick"), std::string("--variant"),
+                        variant, std::string("--seed"), std::to_string(random_seed())})
+    p.argv.push_back(a);
+  p.workdir = work;
+  p.timeout_s = opt.timeout_s;
+  p.stdout_path = p.stderr_path = work / ("ncu-" + variant + "-output.txt");
+  const ProcessResult r = run_process(p);
+  if (!r.started) {
+    run.status = CounterRun::Status::unavailable;
+    run.message = "could not start ncu: " + r.start_error;
+    return run;
+  }
+  if (r.timed_out) {
+    run.status = CounterRun::Status::failed;
+    run.message = "under ncu the program " + describe(r, opt.timeout_s);
+    return run;
+  }
+  std::string why;
+  std::string text = read_file_limited(log, 16u << 20, why).value_or("");
+  // Errors ncu hit before it opened its log (a bad option, no driver) went to its own output.
+  if (text.empty()) text = read_file_limited(p.stdout_path, 1u << 20, why).value_or("");
+  return interpret_ncu_log(text, r.exited_ok(), describe(r, opt.timeout_s));
+}
+
+json counter_readings(const CounterRun& run, const std::vector<std::string>& measures) {
+  json out = json::object();
+  for (const auto& name : measures) {
+    const CounterMeasure* m = find_counter_measure(name);
+    if (run.status == CounterRun::Status::unavailable) {
+      out[name] = {{"unavailable", run.message}};
+    } else if (run.status == CounterRun::Status::failed || !m) {
+      out[name] = {{"failed", m ? run.message : "unknown measure " + name}};
+    } else {
+      std::string why;
+      if (auto v = measure_value(*m, run.sums, why)) out[name] = {{"value", *v}, {"kernels", run.kernels}};
+      else out[name] = {{"failed", why}};
+    }
+  }
+  return out;
+}
+
+}  // namespace lab

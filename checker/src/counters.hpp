@@ -1,0 +1,78 @@
+// Hardware-counter checks: a lesson program run once under Nsight Compute (ncu) in its
+// --profile mode, and a few named measures of *how* a variant uses memory (is it coalesced, does
+// it hit shared-memory bank conflicts). Counters are nearly immune to noise and to which GPU it
+// is, so they judge the mechanism where a time can only judge the outcome.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace lab {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+/// One named measure a `kind = "counter"` rule can judge.
+struct CounterMeasure {
+  std::string name;                  ///< as written in check.toml
+  std::string meaning;               ///< what the number says, for messages and `lab-check list`
+  std::string unit;                  ///< follows the number in messages
+  std::vector<std::string> metrics;  ///< the ncu metrics it needs (summed over the kernels)
+};
+
+/// The measures the checker knows: global_load_efficiency, global_store_efficiency,
+/// shared_bank_conflicts.
+const std::vector<CounterMeasure>& counter_measures();
+const CounterMeasure* find_counter_measure(const std::string& name);
+
+/// Sums each metric column over every kernel row of an ncu `--csv --page raw` log (ncu's own
+/// "==PROF==" lines and the units row are skipped; "1,234" is 1234). Returns the sums and the
+/// number of kernels seen; a metric ncu did not report is absent from the map.
+struct NcuTable {
+  std::map<std::string, double> sums;
+  int kernels = 0;
+};
+NcuTable parse_ncu_csv(const std::string& log);
+
+/// The measure's value from the summed metrics, or nullopt with `why` set when the kernels made
+/// no access of that kind (no global loads, say).
+std::optional<double> measure_value(const CounterMeasure& m, const std::map<std::string, double>& sums,
+                                    std::string& why);
+
+/// How a run under ncu ended, in the terms the rules need.
+struct CounterRun {
+  /// measured: readings are in `values`; unavailable: ncu is missing or may not read the
+  /// counters here (not the student's doing: the rule is skipped); failed: the program failed
+  /// under ncu or ncu saw no kernel (the student's doing: the rule fails).
+  enum class Status { measured, unavailable, failed } status = Status::failed;
+  std::string message;                 ///< why, when not measured
+  std::map<std::string, double> sums;  ///< summed metrics (measured)
+  int kernels = 0;
+};
+
+/// Decides what an ncu log (and the way ncu ended) means: ERR_NVGPUCTRPERM and "not supported"
+/// mean the machine cannot read counters; no kernel rows otherwise mean the program failed.
+CounterRun interpret_ncu_log(const std::string& log, bool exited_ok, const std::string& how_it_ended);
+
+struct CounterOptions {
+  std::vector<std::string> ncu_cmd = {"ncu"};  ///< the tool (tests swap in a fake)
+  double timeout_s = 300;
+  std::vector<std::string> program_args;       ///< the lesson's extra args (check.toml `args`)
+};
+
+/// Runs `program --profile --quick --variant <variant>` under ncu, collecting `metrics`, with
+/// its log in `work`. Never throws for anything the program or ncu does.
+CounterRun run_under_ncu(const fs::path& program, const std::string& variant,
+                         const std::vector<std::string>& metrics, const CounterOptions& options,
+                         const fs::path& work);
+
+/// The readings of one variant's measures for the rules: {"<measure>": {"value": v}} when
+/// measured, {"<measure>": {"unavailable": why}} or {"<measure>": {"failed": why}} otherwise.
+json counter_readings(const CounterRun& run, const std::vector<std::string>& measures);
+
+}  // namespace lab

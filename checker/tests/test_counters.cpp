@@ -1,0 +1,222 @@
+// Counter rules: reading ncu's CSV, the measures, the fallbacks, and judging with a stand-in ncu.
+#include <doctest/doctest.h>
+
+#include "counters.hpp"
+#include "helpers.hpp"
+#include "judge.hpp"
+
+using namespace lab;
+using namespace lab::test;
+
+namespace {
+
+const std::string kFake = LAB_TEST_FAKE_LESSON;
+
+// The shape ncu 2025.3 writes with --csv --page raw --print-units base --log-file (columns
+// trimmed): its own lines, a header, a units row, one row per kernel, thousands separators.
+// Numbers are from a strided-load kernel and a 32-way-conflicted transpose on an H100.
+const char* kLog =
+    "==WARNING== Note: Running with unmodified GPU clocks.\n"
+    "==PROF== Connected to process 521 (/x/probe)\n"
+    "==PROF== Disconnected from process 521\n"
+    "\"ID\",\"Process ID\",\"Kernel Name\",\"Grid Size\","
+    "\"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum\","
+    "\"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum\","
+    "\"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum\","
+    "\"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum\","
+    "\"l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum\","
+    "\"l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum\","
+    "\"smsp__sass_data_bytes_mem_global_op_ld.sum\","
+    "\"smsp__sass_data_bytes_mem_global_op_st.sum\"\n"
+    "\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"sector\",\"sector\",\"byte\",\"byte\"\n"
+    "\"0\",\"521\",\"load_strided(const float *, float *, int)\",\"(65536, 1, 1)\",\"0\",\"0\",\"0\","
+    "\"0\",\"16,777,216\",\"2,097,152\",\"67,108,864\",\"67,108,864\"\n"
+    "\"1\",\"521\",\"void transpose<0>(const float *, float *, int)\",\"(128, 128, 1)\","
+    "\"16,385,394\",\"36,909\",\"16,909,682\",\"561,197\",\"2,097,152\",\"2,097,152\","
+    "\"67,108,864\",\"67,108,864\"\n";
+
+double value_of(const std::string& measure, const std::map<std::string, double>& sums) {
+  std::string why;
+  auto v = measure_value(*find_counter_measure(measure), sums, why);
+  REQUIRE_MESSAGE(v.has_value(), why);
+  return *v;
+}
+
+Rule counter_rule(const std::string& measure, std::optional<double> min, std::optional<double> max) {
+  Rule r = make_rule("mechanism", RuleKind::counter, min, max, 2);
+  r.counter = measure;
+  r.hint = "Only {value}.";
+  return r;
+}
+
+json with_counters(const json& readings) {
+  json doc = sample_result();
+  doc["counters"] = {{"exercise", readings}};
+  return doc;
+}
+
+// A stand-in ncu: finds --log-file, writes `content` there, then exits with `code`.
+fs::path fake_ncu(const fs::path& dir, const std::string& content, int code = 0) {
+  const fs::path data = dir / "ncu-output.txt";
+  write_text(data, content);
+  const fs::path tool = dir / "fake-ncu";
+  write_text(tool, "#!/bin/sh\nwhile [ \"$1\" != \"--log-file\" ]; do shift; done\ncp '" +
+                       data.string() + "' \"$2\"\nexit " + std::to_string(code) + "\n");
+  fs::permissions(tool, fs::perms::owner_all);
+  return tool;
+}
+
+}  // namespace
+
+TEST_SUITE("counters") {
+
+TEST_CASE("ncu's CSV: kernels summed, its own lines and the units row skipped") {
+  const NcuTable t = parse_ncu_csv(kLog);
+  CHECK(t.kernels == 2);
+  CHECK(t.sums.at("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum") == 16777216.0 + 2097152.0);
+  CHECK(t.sums.at("smsp__sass_data_bytes_mem_global_op_ld.sum") == 2 * 67108864.0);
+  CHECK(t.sums.count("Grid Size") == 0);  // not a metric
+  CHECK(parse_ncu_csv("==PROF== nothing profiled\n").kernels == 0);
+}
+
+TEST_CASE("the measures: coalescing of loads and stores, bank conflicts") {
+  // Strided loads alone: 4 bytes used of each 32-byte sector.
+  std::map<std::string, double> strided = {
+      {"smsp__sass_data_bytes_mem_global_op_ld.sum", 67108864},
+      {"l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", 16777216}};
+  CHECK(value_of("global_load_efficiency", strided) == doctest::Approx(0.125));
+  const NcuTable both = parse_ncu_csv(kLog);
+  CHECK(value_of("global_load_efficiency", both.sums) == doctest::Approx(2.0 / 9.0));
+  CHECK(value_of("global_store_efficiency", both.sums) == doctest::Approx(1.0));
+  // The transpose's 32-way conflicts: about 31 extra wavefronts per needed one.
+  CHECK(value_of("shared_bank_conflicts", both.sums) == doctest::Approx(16422303.0 / 1048576.0).epsilon(1e-6));
+  CHECK(value_of("shared_bank_conflicts", both.sums) > 15);
+  // No shared-memory traffic at all: nothing to conflict.
+  std::map<std::string, double> no_shared = {
+      {"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", 0},
+      {"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum", 0},
+      {"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum", 0},
+      {"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum", 0}};
+  CHECK(value_of("shared_bank_conflicts", no_shared) == 0.0);
+
+  std::string why;
+  CHECK_FALSE(measure_value(*find_counter_measure("global_store_efficiency"), strided, why));
+  CHECK(contains(why, "did not report smsp__sass_data_bytes_mem_global_op_st.sum"));
+  std::map<std::string, double> no_loads = {{"smsp__sass_data_bytes_mem_global_op_ld.sum", 0},
+                                            {"l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", 0}};
+  CHECK_FALSE(measure_value(*find_counter_measure("global_load_efficiency"), no_loads, why));
+  CHECK(why == "the kernels made no global loads");
+  CHECK(find_counter_measure("sectors_per_request") == nullptr);
+}
+
+TEST_CASE("what an ncu log means: counters, no permission, nothing profiled, a failed program") {
+  CHECK(interpret_ncu_log(kLog, true, "").status == CounterRun::Status::measured);
+  const CounterRun perm = interpret_ncu_log(
+      "==PROF== Connected to process 7\n==ERROR== ERR_NVGPUCTRPERM - The user does not have "
+      "permission to access NVIDIA GPU Performance Counters on the target device 0.\n",
+      true, "");
+  CHECK(perm.status == CounterRun::Status::unavailable);
+  CHECK(contains(perm.message, "https://developer.nvidia.com/ERR_NVGPUCTRPERM"));
+  const CounterRun unsupported =
+      interpret_ncu_log("==ERROR== Profiling is not supported on this device\n", false, "exited with code 1");
+  CHECK(unsupported.status == CounterRun::Status::unavailable);
+  const CounterRun none = interpret_ncu_log("==PROF== Disconnected\n", true, "exited with code 0");
+  CHECK(none.status == CounterRun::Status::failed);
+  CHECK(contains(none.message, "saw no kernel"));
+  const CounterRun crashed = interpret_ncu_log("==ERROR== The application returned an error code (3).\n",
+                                               false, "exited with code 3");
+  CHECK(crashed.status == CounterRun::Status::failed);
+  CHECK(contains(crashed.message, "the program failed under ncu (exited with code 3): The application returned"));
+}
+
+TEST_CASE("a counter rule: pass, fail with its hint, skipped out of the total, wrong code fails") {
+  const Rule coalesced = counter_rule("global_load_efficiency", 0.8, std::nullopt);
+  RuleOutcome good = evaluate_rule(coalesced, with_counters({{"global_load_efficiency", {{"value", 1.0}}}}));
+  CHECK(good.verdict == Verdict::pass);
+  CHECK(good.points == 2);
+  CHECK(good.message == "global_load_efficiency of \"exercise\" = 1 (needs at least 0.8)");
+
+  RuleOutcome bad = evaluate_rule(coalesced, with_counters({{"global_load_efficiency", {{"value", 0.125}}}}));
+  CHECK(bad.verdict == Verdict::fail);
+  CHECK(bad.hint == "Only 0.125.");
+
+  // Counters are counts: an untrustworthy timing environment does not change them.
+  json throttled = with_counters({{"global_load_efficiency", {{"value", 0.125}}}});
+  throttled["environment_ok"] = false;
+  CHECK(evaluate_rule(coalesced, throttled).verdict == Verdict::fail);
+
+  RuleOutcome skipped = evaluate_rule(
+      coalesced, with_counters({{"global_load_efficiency", {{"unavailable", "ncu may not read (ERR_NVGPUCTRPERM)"}}}}));
+  CHECK(skipped.verdict == Verdict::skipped);
+  CHECK(skipped.points == 0);
+  CHECK(skipped.max_points == 0);
+  CHECK(contains(skipped.message, "ERR_NVGPUCTRPERM"));
+  CHECK(evaluate_rule(coalesced, sample_result()).verdict == Verdict::skipped);  // not read at all
+
+  CHECK(evaluate_rule(coalesced, with_counters({{"global_load_efficiency", {{"failed", "ncu saw no kernel"}}}}))
+            .verdict == Verdict::fail);
+
+  json wrong = with_counters({{"global_load_efficiency", {{"value", 1.0}}}});
+  wrong["variants"][1]["correct"] = false;
+  RuleOutcome w = evaluate_rule(coalesced, wrong);
+  CHECK(w.verdict == Verdict::fail);
+  CHECK(contains(w.message, "so its counters do not count"));
+
+  const Rule conflicts = counter_rule("shared_bank_conflicts", std::nullopt, 1.0);
+  CHECK(evaluate_rule(conflicts, with_counters({{"shared_bank_conflicts", {{"value", 31.0}}}})).verdict == Verdict::fail);
+  CHECK(evaluate_rule(conflicts, with_counters({{"shared_bank_conflicts", {{"value", 0.03}}}})).verdict == Verdict::pass);
+}
+
+TEST_CASE("check.toml: a counter rule must name a known measure") {
+  TempDir dir;
+  const fs::path file = dir.path() / "90-fake" / "check.toml";
+  write_text(file, "lesson = \"90-fake\"\n[[rule]]\nid = \"c\"\nkind = \"counter\"\nvariant = \"exercise\"\n"
+                   "counter = \"sectors_per_request\"\nmax = 4\n");
+  try {
+    load_lesson(file);
+    FAIL("no error");
+  } catch (const ConfigError& e) {
+    CHECK(contains(e.what(), "check.toml:2: rule \"c\" is a counter rule and needs \"counter\", one of: "
+                             "global_load_efficiency, global_store_efficiency, shared_bank_conflicts"));
+  }
+  write_text(file, "lesson = \"90-fake\"\n[[rule]]\nid = \"c\"\nkind = \"counter\"\nvariant = \"exercise\"\n"
+                   "counter = \"global_load_efficiency\"\nmin = 0.8\npoints = 1\n");
+  const Lesson l = load_lesson(file);
+  CHECK(l.rules[0].counter == "global_load_efficiency");
+}
+
+TEST_CASE("judging with a stand-in ncu: readings, the permission fallback, and --no-counters") {
+  TempDir dir;
+  std::vector<Rule> rules = standard_rules();
+  rules.push_back(counter_rule("global_load_efficiency", 0.8, std::nullopt));
+  JudgeOptions opt;
+  opt.quick = true;
+
+  opt.ncu_cmd = {fake_ncu(dir.path(), kLog).string()};  // 2/9 of each sector used
+  LessonOutcome low = judge_program(fake_lesson({"--mode", "result"}, rules), kFake, opt);
+  REQUIRE(low.rules.size() == 4);
+  CHECK(low.rules[3].verdict == Verdict::fail);
+  CHECK(low.score == 10);
+  CHECK(low.max_score == 12);
+  CHECK(low.verdict == Verdict::fail);
+
+  TempDir denied_dir;
+  opt.ncu_cmd = {fake_ncu(denied_dir.path(), "==ERROR== ERR_NVGPUCTRPERM - no permission\n", 1).string()};
+  LessonOutcome denied = judge_program(fake_lesson({"--mode", "result"}, rules), kFake, opt);
+  CHECK(denied.rules[3].verdict == Verdict::skipped);
+  CHECK(denied.score == 10);
+  CHECK(denied.max_score == 10);  // graded on the other rules
+  CHECK(denied.verdict == Verdict::pass);
+
+  opt.ncu_cmd = {"no-such-ncu-here"};
+  LessonOutcome missing = judge_program(fake_lesson({"--mode", "result"}, rules), kFake, opt);
+  CHECK(missing.rules[3].verdict == Verdict::skipped);
+  CHECK(contains(missing.rules[3].message, "not on PATH"));
+
+  opt.counters = false;
+  LessonOutcome off = judge_program(fake_lesson({"--mode", "result"}, rules), kFake, opt);
+  CHECK(off.rules[3].verdict == Verdict::skipped);
+  CHECK(contains(off.rules[3].message, "--no-counters"));
+}
+
+}  // TEST_SUITE

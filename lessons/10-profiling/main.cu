@@ -1,0 +1,393 @@
+// Lesson 10, the harness: the profiling workflow. A small application (column statistics, then
+// a score per row) is handed to you; you annotate it, profile it, and fix what the profile says,
+// in that order.
+//
+// What it runs (see --list):
+//   given_app          the application as handed out (a copy of the starter, kept here so your
+//                      speedup is measured against it in the same run)
+//   given_stats        its phase 1 alone: column mean and 1/std, one block per column
+//   given_standardize  its phase 2 alone: z = (x - mean) * inv_std into a temporary table
+//   given_scores       its phase 3 alone: one thread per row sums the squares of its row of z
+//   read_twice         the floor: x read twice with wide coalesced loads, nothing else. Any
+//                      correct app must read x twice (the scores need the column statistics,
+//                      which need every row, and x is several times larger than L2), so this is
+//                      what the app's time can approach
+//   exercise           yours (exercise.cu)
+// The three phases add up (nearly) to given_app: the table is the breakdown `nsys stats` gives.
+//
+// Bytes: given_app moves 5 S (S = rows x cols x 4): stats reads x twice, standardize reads x and
+// writes z, scores reads z. The exercise is credited with the 2 S it must move, whatever it
+// actually moves, so its fraction of copy says how close it is to its floor.
+//
+// Students read this file; they do not edit it. The checker compiles your exercise.cu against it.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "exercise.cuh"
+#include "lab/check.hpp"
+#include "lab/data.hpp"
+#include "lab/harness.hpp"
+#include "lab/memory.hpp"
+#include "lab/validate.hpp"
+
+namespace {
+
+constexpr int kThreads = 256;
+
+// ---------------------------------------------------------------------------------------------
+// The application as handed out (the starter's code, unchanged).
+namespace given {
+
+__device__ float block_sum(float v) {
+  __shared__ float partial[kThreads / 32];
+  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
+  if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = v;
+  __syncthreads();
+  v = threadIdx.x < kThreads / 32 ? partial[threadIdx.x] : 0.0f;
+  if (threadIdx.x < 32)
+    for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
+  __syncthreads();
+  return v;
+}
+
+__global__ void column_stats(const float* x, int rows, int cols, float* mean, float* inv_std) {
+  const int c = blockIdx.x;
+  float sum = 0.0f;
+  for (int r = threadIdx.x; r < rows; r += kThreads) sum += x[static_cast<long long>(r) * cols + c];
+  sum = block_sum(sum);
+  __shared__ float m;
+  if (threadIdx.x == 0) m = sum / rows;
+  __syncthreads();
+  float squares = 0.0f;
+  for (int r = threadIdx.x; r < rows; r += kThreads) {
+    const float d = x[static_cast<long long>(r) * cols + c] - m;
+    squares += d * d;
+  }
+  squares = block_sum(squares);
+  if (threadIdx.x == 0) {
+    mean[c] = m;
+    inv_std[c] = rsqrtf(squares / rows);
+  }
+}
+
+__global__ void standardize(const float* x, long long n, int cols, const float* mean,
+                            const float* inv_std, float* z) {
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const int c = static_cast<int>(i % cols);
+    z[i] = (x[i] - mean[c]) * inv_std[c];
+  }
+}
+
+__global__ void row_scores(const float* z, int rows, int cols, float* score) {
+  const int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= rows) return;
+  float s = 0.0f;
+  for (int c = 0; c < cols; ++c) {
+    const float v = z[static_cast<long long>(r) * cols + c];
+    s += v * v;
+  }
+  score[r] = s;
+}
+
+}  // namespace given
+
+// The floor: x read twice, float4 loads (x from cudaMalloc is 16-byte aligned; a tail of n % 4
+// is read as floats), one float per block written so the reads cannot be optimized away.
+__global__ void __launch_bounds__(kThreads) read_once(const float* __restrict__ x, long long n, float* out) {
+  const long long n4 = n / 4;
+  const float4* x4 = reinterpret_cast<const float4*>(x);
+  float s = 0.0f;
+  for (long long i = blockIdx.x * static_cast<long long>(kThreads) + threadIdx.x; i < n4;
+       i += static_cast<long long>(gridDim.x) * kThreads) {
+    const float4 v = __ldg(&x4[i]);
+    s += (v.x + v.y) + (v.z + v.w);
+  }
+  if (blockIdx.x == 0 && threadIdx.x < n - 4 * n4) s += x[4 * n4 + threadIdx.x];
+  for (int offset = 16; offset > 0; offset /= 2) s += __shfl_down_sync(0xffffffffu, s, offset);
+  if (threadIdx.x % 32 == 0) atomicAdd(&out[blockIdx.x % 64], s);
+}
+
+// Test data: column c holds offset(c) + scale(c) * u with u uniform in [0, 1), so every column
+// has its own mean and spread (a mixed-up column index cannot pass).
+__host__ __device__ inline float column_offset(int c) { return static_cast<float>(c % 5) - 2.0f; }
+__host__ __device__ inline float column_scale(int c) { return 1.0f + 0.5f * static_cast<float>(c % 7); }
+
+__global__ void fill_table(float* x, int rows, int cols, std::uint64_t seed) {
+  const long long n = static_cast<long long>(rows) * cols;
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const int c = static_cast<int>(i % cols);
+    x[i] = column_offset(c) + column_scale(c) * lab::uniform01(seed, static_cast<std::uint64_t>(i));
+  }
+}
+
+// Outputs get kGuard floats after their end, set to a canary before every validated run; the
+// workspace gets kGuard floats too. A write into any of them is reported as a wrong result.
+constexpr int kGuard = 64;
+constexpr float kCanary = -12345.5f;
+
+struct Problem {
+  int rows, cols;
+  lab::DeviceBuffer<float> x, mean, inv_std, score;  // outputs with kGuard extra floats
+  lab::DeviceBuffer<float> z;                        // given app: the temporary table
+  lab::DeviceBuffer<float> sink;                     // read_once
+  std::size_t workspace_bytes;                       // what exercise::workspace_bytes asked for
+  lab::DeviceBuffer<unsigned char> workspace;        // that, plus kGuard floats
+
+  Problem(int r, int c)
+      : rows(r), cols(c), x(static_cast<std::size_t>(r) * c), mean(c + kGuard), inv_std(c + kGuard),
+        score(r + kGuard), z(static_cast<std::size_t>(r) * c), sink(64),
+        workspace_bytes(exercise::workspace_bytes(r, c)),
+        workspace(workspace_bytes + kGuard * sizeof(float)) {}
+  long long elements() const { return static_cast<long long>(rows) * cols; }
+};
+
+void given_stats(Problem& p, cudaStream_t s) {
+  given::column_stats<<<p.cols, kThreads, 0, s>>>(p.x.data(), p.rows, p.cols, p.mean.data(), p.inv_std.data());
+  LAB_CHECK_LAUNCH();
+}
+void given_standardize(Problem& p, cudaStream_t s) {
+  given::standardize<<<1024, kThreads, 0, s>>>(p.x.data(), p.elements(), p.cols, p.mean.data(),
+                                               p.inv_std.data(), p.z.data());
+  LAB_CHECK_LAUNCH();
+}
+void given_scores(Problem& p, cudaStream_t s) {
+  given::row_scores<<<(p.rows + kThreads - 1) / kThreads, kThreads, 0, s>>>(p.z.data(), p.rows, p.cols,
+                                                                           p.score.data());
+  LAB_CHECK_LAUNCH();
+}
+void given_app(Problem& p, cudaStream_t s) {
+  given_stats(p, s);
+  given_standardize(p, s);
+  given_scores(p, s);
+}
+void read_twice(Problem& p, cudaStream_t s) {
+  const int blocks = 8 * lab::device_info().sms;
+  for (int pass = 0; pass < 2; ++pass) {
+    read_once<<<blocks, kThreads, 0, s>>>(p.x.data(), p.elements(), p.sink.data());
+    LAB_CHECK_LAUNCH();
+  }
+}
+void run_exercise(Problem& p, cudaStream_t s) {
+  exercise::anomaly_scores(p.x.data(), p.rows, p.cols, p.mean.data(), p.inv_std.data(), p.score.data(),
+                           p.workspace_bytes > 0 ? p.workspace.data() : nullptr, s);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reference (double, on the host, from the device's own x) and validation.
+
+struct Expected {
+  std::vector<float> mean, inv_std, score;
+  double sum_of_x = 0;
+};
+
+Expected reference(const Problem& p, cudaStream_t s) {
+  std::vector<float> x(static_cast<std::size_t>(p.elements()));
+  LAB_CHECK(cudaMemcpyAsync(x.data(), p.x.data(), p.x.bytes(), cudaMemcpyDeviceToHost, s));
+  LAB_CHECK(cudaStreamSynchronize(s));
+  const std::size_t rows = p.rows, cols = p.cols;
+  std::vector<double> sum(cols, 0.0), squares(cols, 0.0), m(cols), is(cols);
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t c = 0; c < cols; ++c) sum[c] += x[r * cols + c];
+  for (std::size_t c = 0; c < cols; ++c) m[c] = sum[c] / rows;
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t c = 0; c < cols; ++c) {
+      const double d = x[r * cols + c] - m[c];
+      squares[c] += d * d;
+    }
+  Expected e;
+  for (std::size_t c = 0; c < cols; ++c) e.sum_of_x += sum[c];
+  for (std::size_t c = 0; c < cols; ++c) {
+    is[c] = 1.0 / std::sqrt(squares[c] / rows);
+    e.mean.push_back(static_cast<float>(m[c]));
+    e.inv_std.push_back(static_cast<float>(is[c]));
+  }
+  for (std::size_t r = 0; r < rows; ++r) {
+    double s2 = 0;
+    for (std::size_t c = 0; c < cols; ++c) {
+      const double zz = (x[r * cols + c] - m[c]) * is[c];
+      s2 += zz * zz;
+    }
+    e.score.push_back(static_cast<float>(s2));
+  }
+  return e;
+}
+
+void set_canaries(Problem& p, cudaStream_t s) {
+  const std::vector<float> canary(kGuard, kCanary);
+  for (auto [buf, n] : {std::pair{&p.mean, p.cols}, std::pair{&p.inv_std, p.cols}, std::pair{&p.score, p.rows}}) {
+    lab::poison(buf->data(), static_cast<std::size_t>(n) * sizeof(float), s);
+    LAB_CHECK(cudaMemcpyAsync(buf->data() + n, canary.data(), kGuard * sizeof(float), cudaMemcpyHostToDevice, s));
+  }
+  lab::poison(p.workspace.data(), p.workspace_bytes, s);
+  LAB_CHECK(cudaMemcpyAsync(p.workspace.data() + p.workspace_bytes, canary.data(), kGuard * sizeof(float),
+                            cudaMemcpyHostToDevice, s));
+  LAB_CHECK(cudaStreamSynchronize(s));  // canary is a local: the copies must finish here
+}
+
+std::vector<float> download(const float* ptr, std::size_t n, cudaStream_t s) {
+  std::vector<float> h(n);
+  LAB_CHECK(cudaMemcpyAsync(h.data(), ptr, n * sizeof(float), cudaMemcpyDeviceToHost, s));
+  LAB_CHECK(cudaStreamSynchronize(s));
+  return h;
+}
+
+// Runs `launch` once on fresh canaries and checks the three outputs and the guard zones.
+void validate(lab::Lesson& l, const std::string& variant, const std::string& case_name, Problem& p,
+              const Expected& e, void (*launch)(Problem&, cudaStream_t)) {
+  cudaStream_t s = l.stream();
+  set_canaries(p, s);
+  launch(p, s);
+  LAB_CHECK(cudaStreamSynchronize(s));
+  const lab::Tolerance tol{1e-4, 1e-4};
+  const auto mean = download(p.mean.data(), p.cols + kGuard, s);
+  const auto inv_std = download(p.inv_std.data(), p.cols + kGuard, s);
+  const auto score = download(p.score.data(), p.rows + kGuard, s);
+  const auto guard = download(reinterpret_cast<const float*>(p.workspace.data() + p.workspace_bytes), kGuard, s);
+  lab::Comparison c = lab::allclose(mean.data(), e.mean.data(), e.mean.size(), tol);
+  const char* what = "mean";
+  if (c.ok) c = lab::allclose(inv_std.data(), e.inv_std.data(), e.inv_std.size(), tol), what = "inv_std";
+  if (c.ok) c = lab::allclose(score.data(), e.score.data(), e.score.size(), tol), what = "score";
+  if (!c.ok) {
+    l.check(variant, case_name, false, std::string(what) + ": " + c.summary());
+    return;
+  }
+  auto untouched = [](const std::vector<float>& v, std::size_t from) {
+    return std::all_of(v.begin() + static_cast<long>(from), v.end(), [](float f) { return f == kCanary; });
+  };
+  if (!untouched(mean, p.cols) || !untouched(inv_std, p.cols) || !untouched(score, p.rows) ||
+      !untouched(guard, 0)) {
+    l.check(variant, case_name, false, "wrote past the end of an output or of the workspace");
+    return;
+  }
+  l.check(variant, case_name, c);
+}
+
+// The phases of the given app, run one by one as they are timed: phase 1 is checked on mean and
+// inv_std, phases 2 and 3 on the scores they produce together.
+void validate_phases(lab::Lesson& l, const std::string& case_name, Problem& p, const Expected& e) {
+  if (!l.selected("given_stats") && !l.selected("given_standardize") && !l.selected("given_scores"))
+    return;
+  cudaStream_t s = l.stream();
+  set_canaries(p, s);
+  given_stats(p, s);
+  LAB_CHECK(cudaStreamSynchronize(s));
+  const lab::Tolerance tol{1e-4, 1e-4};
+  lab::Comparison c = lab::allclose(download(p.mean.data(), p.cols, s).data(), e.mean.data(), e.mean.size(), tol);
+  if (c.ok)
+    c = lab::allclose(download(p.inv_std.data(), p.cols, s).data(), e.inv_std.data(), e.inv_std.size(), tol);
+  if (l.selected("given_stats")) l.check("given_stats", case_name, c);
+  given_standardize(p, s);
+  given_scores(p, s);
+  LAB_CHECK(cudaStreamSynchronize(s));
+  const lab::Comparison sc =
+      lab::allclose(download(p.score.data(), p.rows, s).data(), e.score.data(), e.score.size(), tol);
+  for (const char* phase : {"given_standardize", "given_scores"})
+    if (l.selected(phase)) l.check(phase, case_name, sc);
+}
+
+// The floor reads x twice and adds it up: its 64 partial sums must total twice the sum of x.
+void validate_floor(lab::Lesson& l, const std::string& case_name, Problem& p, double sum_of_x) {
+  if (!l.selected("read_twice")) return;
+  cudaStream_t s = l.stream();
+  LAB_CHECK(cudaMemsetAsync(p.sink.data(), 0, p.sink.bytes(), s));
+  read_twice(p, s);
+  double total = 0;
+  for (const float v : download(p.sink.data(), p.sink.size(), s)) total += v;
+  const double expected = 2 * sum_of_x;
+  l.check("read_twice", case_name, std::fabs(total - expected) <= 1e-4 * std::fabs(expected) + 1e-2,
+          "its partial sums total " + std::to_string(total) + ", expected " + std::to_string(expected));
+}
+
+std::string ms(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f ms", v);
+  return buf;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  lab::Lesson lesson("10-profiling", "The profiling workflow: find the bottleneck, then fix it");
+  lesson.declare("given_app", lab::Role::Baseline, "the application as handed out (the starter)");
+  lesson.declare("given_stats", lab::Role::Baseline, "its phase 1: column statistics, one block per column");
+  lesson.declare("given_standardize", lab::Role::Baseline, "its phase 2: z = (x - mean) * inv_std, a temporary table");
+  lesson.declare("given_scores", lab::Role::Baseline, "its phase 3: one thread per row sums its row of z squared");
+  lesson.declare("read_twice", lab::Role::Reference, "the floor: x read twice, float4 loads, nothing else");
+  lesson.declare("exercise", lab::Role::Exercise, "your application (exercise.cu)");
+  long long rows = 262147, cols = 256;
+  lesson.option("--rows", &rows, "Rows of the timed table");
+  lesson.option("--cols", &cols, "Columns of the timed table");
+
+  return lesson.run(argc, argv, [&](lab::Lesson& l) {
+    cudaStream_t s = l.stream();
+    if (l.quick()) rows = std::min<long long>(rows, 16411);
+    if (rows < 2 || cols < 1 || rows * cols > (1LL << 31))
+      throw std::runtime_error("--rows must be >= 2, --cols >= 1, rows x cols <= 2^31");
+
+    // Validation: odd shapes (no multiple of 32 in both), tall and wide, then the timed one.
+    const std::pair<int, int> shapes[] = {{2, 1}, {1000, 77}, {4099, 256}, {37, 1000}, {65537, 33}};
+    for (const auto& [r, c] : shapes) {
+      Problem p(r, c);
+      fill_table<<<256, kThreads, 0, s>>>(p.x.data(), r, c, l.seed() + r);
+      LAB_CHECK_LAUNCH();
+      const Expected e = reference(p, s);
+      const std::string name = std::to_string(r) + "x" + std::to_string(c);
+      if (l.selected("given_app")) validate(l, "given_app", name, p, e, given_app);
+      if (l.selected("exercise")) validate(l, "exercise", name, p, e, run_exercise);
+      validate_phases(l, name, p, e);
+      validate_floor(l, name, p, e.sum_of_x);
+    }
+
+    Problem p(static_cast<int>(rows), static_cast<int>(cols));
+    fill_table<<<8 * lab::device_info().sms, kThreads, 0, s>>>(p.x.data(), p.rows, p.cols, l.seed());
+    LAB_CHECK_LAUNCH();
+    const double S = 4.0 * p.elements();
+    l.size("x: " + std::to_string(p.rows) + " x " + std::to_string(p.cols) + " floats (" +
+           std::to_string(static_cast<long long>(S / (1 << 20))) + " MiB), row-major");
+    const Expected e = reference(p, s);
+    const std::string timed = std::to_string(p.rows) + "x" + std::to_string(p.cols);
+    if (l.selected("given_app")) validate(l, "given_app", timed, p, e, given_app);
+    if (l.selected("exercise")) validate(l, "exercise", timed, p, e, run_exercise);
+    validate_phases(l, timed, p, e);
+    validate_floor(l, timed, p, e.sum_of_x);
+    given_app(p, s);  // the phases alone need the previous phases' outputs
+
+    // FLOPs per element: stats 3 (add; multiply-add), scores 4 (subtract, multiply; multiply-add).
+    const double flops = 7.0 * p.elements();
+    const double outputs = 4.0 * (p.rows + 2.0 * p.cols);
+    auto timed_run = [&](const char* name, lab::Work w, void (*launch)(Problem&, cudaStream_t)) {
+      return l.measure(name, w, [&, launch](cudaStream_t st) { launch(p, st); });
+    };
+    const auto* app = timed_run("given_app", {5 * S + outputs, flops}, given_app);
+    const auto* stats = timed_run("given_stats", {2 * S + 8.0 * p.cols, 3.0 * p.elements()}, given_stats);
+    const auto* stdz = timed_run("given_standardize", {2 * S, 2.0 * p.elements()}, given_standardize);
+    const auto* scores = timed_run("given_scores", {S + 4.0 * p.rows, 2.0 * p.elements()}, given_scores);
+    const auto* floor = timed_run("read_twice", {2 * S, 2.0 * p.elements()}, read_twice);
+    const auto* mine = timed_run("exercise", {2 * S + outputs, flops}, run_exercise);
+
+    // Outputs after timing must still be right (the timed calls reused the buffers).
+    if (l.selected("exercise")) validate(l, "exercise", "after timing", p, e, run_exercise);
+
+    if (app && stats && stdz && scores) {
+      const double a = app->gpu_ms.median, p1 = stats->gpu_ms.median, p2 = stdz->gpu_ms.median,
+                   p3 = scores->gpu_ms.median;
+      char line[256];
+      std::snprintf(line, sizeof line,
+                    "given app %s = stats %s (%.0f%%) + standardize %s (%.0f%%) + scores %s (%.0f%%)",
+                    ms(a).c_str(), ms(p1).c_str(), 100 * p1 / a, ms(p2).c_str(), 100 * p2 / a,
+                    ms(p3).c_str(), 100 * p3 / a);
+      l.note(line);
+    }
+    if (mine && floor)
+      l.note("your app takes " + ms(mine->gpu_ms.median) + ", " +
+             std::to_string(mine->gpu_ms.median / floor->gpu_ms.median).substr(0, 4) +
+             "x the floor (x read twice: " + ms(floor->gpu_ms.median) + ")");
+  });
+}

@@ -1,0 +1,117 @@
+// Lesson 10 mutant: round 1 only: both kernels coalesced, but the temporary table z is still written and read back (4 S moved where 2 S would do).
+// Lesson 10, the reference: the same application after two rounds of profile-then-fix.
+//
+// Round 1 (ncu: both heavy kernels use 4 of every 32 bytes they fetch; "uncoalesced global
+// accesses"): column_stats had a warp read 32 rows of one column, row_scores had each thread walk
+// its own row. Now a warp always reads 32 neighbouring floats of one row.
+// Round 2 (nsys: with those fixed, standardize and its 256 MiB temporary are half the time): the
+// temporary table goes; scores are computed straight from x, so the app reads x twice and writes
+// almost nothing, the least any correct order of work can do (the scores need the column
+// statistics, which need every row, and x is 5x larger than L2).
+#include <nvtx3/nvtx3.hpp>
+
+#include <algorithm>
+
+#include "exercise.cuh"
+#include "lab/check.hpp"
+#include "lab/device.hpp"
+
+namespace exercise {
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
+
+struct Sums {  // the workspace: per column, in double so 262147 rows add up without drift
+  double* sum;
+  double* squares;
+};
+
+// Pass 1: each block takes a slice of rows; thread t owns columns t, t + 256, ... and walks the
+// slice row by row, so a warp reads 32 consecutive floats of a row at a time. Per-thread float
+// partials over a slice (a few hundred rows) are accurate; slices meet in double atomics.
+__global__ void __launch_bounds__(kThreads)
+    column_partials(const float* __restrict__ x, int rows, int cols, int rows_per_block, Sums s) {
+  const int first = blockIdx.x * rows_per_block;
+  const int last = min(rows, first + rows_per_block);
+  for (int c = threadIdx.x; c < cols; c += kThreads) {
+    float sum = 0.0f, squares = 0.0f;
+#pragma unroll 4
+    for (int r = first; r < last; ++r) {
+      const float v = __ldg(&x[static_cast<long long>(r) * cols + c]);
+      sum += v;
+      squares = fmaf(v, v, squares);
+    }
+    atomicAdd(&s.sum[c], static_cast<double>(sum));
+    atomicAdd(&s.squares[c], static_cast<double>(squares));
+  }
+}
+
+// Variance as E[x^2] - mean^2 is safe here: the sums are double.
+__global__ void finish_stats(int rows, int cols, Sums s, float* mean, float* inv_std) {
+  for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < cols; c += gridDim.x * blockDim.x) {
+    const double m = s.sum[c] / rows;
+    const double var = s.squares[c] / rows - m * m;
+    mean[c] = static_cast<float>(m);
+    inv_std[c] = static_cast<float>(1.0 / sqrt(var));
+  }
+}
+
+}  // namespace
+
+std::size_t workspace_bytes(int rows, int cols) {
+  return 2 * static_cast<std::size_t>(cols) * sizeof(double) + static_cast<std::size_t>(rows) * cols * sizeof(float);
+}
+
+// Round 1 only: z materialized as in the given app.
+__global__ void standardize(const float* x, long long n, int cols, const float* mean,
+                            const float* inv_std, float* z) {
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const int c = static_cast<int>(i % cols);
+    z[i] = (x[i] - mean[c]) * inv_std[c];
+  }
+}
+
+__global__ void z_scores(const float* __restrict__ z, int rows, int cols, float* __restrict__ score) {
+  const int r = blockIdx.x * kWarps + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (r >= rows) return;
+  float s = 0.0f;
+  for (int c = lane; c < cols; c += 32) {
+    const float v = z[static_cast<long long>(r) * cols + c];
+    s = fmaf(v, v, s);
+  }
+  for (int offset = 16; offset > 0; offset /= 2) s += __shfl_down_sync(0xffffffffu, s, offset);
+  if (lane == 0) score[r] = s;
+}
+
+void anomaly_scores(const float* x, int rows, int cols, float* mean, float* inv_std, float* score,
+                    void* workspace, cudaStream_t stream) {
+  const Sums s{static_cast<double*>(workspace), static_cast<double*>(workspace) + cols};
+  {
+    nvtx3::scoped_range range{"column_stats"};
+    LAB_CHECK(cudaMemsetAsync(workspace, 0, workspace_bytes(rows, cols), stream));
+    // Enough blocks to fill the GPU several times over, but slices long enough that the atomics
+    // (2 per column per block) stay a rounding error next to the reads.
+    const int blocks = std::min((rows + 63) / 64, 8 * lab::device_info().sms);
+    const int rows_per_block = (rows + blocks - 1) / blocks;
+    column_partials<<<(rows + rows_per_block - 1) / rows_per_block, kThreads, 0, stream>>>(
+        x, rows, cols, rows_per_block, s);
+    LAB_CHECK_LAUNCH();
+    finish_stats<<<(cols + kThreads - 1) / kThreads, kThreads, 0, stream>>>(rows, cols, s, mean, inv_std);
+    LAB_CHECK_LAUNCH();
+  }
+  {
+    nvtx3::scoped_range range{"row_scores"};
+    float* z = reinterpret_cast<float*>(s.squares + cols);
+    standardize<<<8 * lab::device_info().sms, kThreads, 0, stream>>>(x, static_cast<long long>(rows) * cols,
+                                                                      cols, mean, inv_std, z);
+    LAB_CHECK_LAUNCH();
+    z_scores<<<(rows + kWarps - 1) / kWarps, kThreads, 0, stream>>>(z, rows, cols, score);
+    LAB_CHECK_LAUNCH();
+  }
+}
+
+}  // namespace exercise
