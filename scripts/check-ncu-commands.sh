@@ -2,7 +2,7 @@
 # Runs, exactly as written, every shell block of the lesson texts that calls ncu (lines that call
 # nsys are left out: Nsight Systems is not on every GPU machine). A block fails if it exits
 # non-zero or if ncu profiled no kernel. Needs a GPU, ncu on PATH and a built release tree.
-# Usage: scripts/check-ncu-commands.sh [LOG_DIR]
+# Usage: scripts/check-ncu-commands.sh [LOG_DIR]   (LESSONS="04 10" limits it to those lessons)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 log=${1:-build/ncu-commands}
@@ -10,6 +10,7 @@ mkdir -p "$log"
 failed=0
 for readme in lessons/[0-9][0-9]-*/README.md; do
   lesson=$(basename "$(dirname "$readme")")
+  if [ -n "${LESSONS:-}" ] && [[ " $LESSONS " != *" ${lesson%%-*} "* ]]; then continue; fi
   # Split the README's ```sh blocks into files; keep those that call ncu.
   awk -v dir="$log" -v lesson="$lesson" '
     /^```sh/ { n++; inside = 1; file = sprintf("%s/%s-%02d.sh", dir, lesson, n); next }

@@ -46,7 +46,7 @@ std::vector<Expectation> load_expectations(const fs::path& file) {
       const std::string value = fn.as_string()->get();
       if (key == "verdict") {
         auto v = verdict_from_string(value);
-        if (!v) throw ConfigError(fat + ": unknown verdict \"" + value + "\" (pass, fail, ambiguous, environment, error)");
+        if (!v) throw ConfigError(fat + ": unknown verdict \"" + value + "\" (pass, fail, ambiguous, environment, error, skipped)");
         e.verdict = *v;
         have_verdict = true;
       } else if (key == "rule") {
