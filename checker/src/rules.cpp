@@ -354,6 +354,31 @@ std::string threshold_text(const Rule& r, const std::string& unit) {
   return s;
 }
 
+// Why a run's timings were flagged untrustworthy, and whether every reason is noise (a variant
+// whose median did not converge). Noise is already inside the quartile range a reading carries;
+// a throttled clock, another process or a -G build bias the numbers and are not.
+std::string untrusted_because(const json& result, bool& noise_only) {
+  std::string why;
+  noise_only = true;
+  if (result.contains("diagnostics"))
+    for (const auto& d : result["diagnostics"])
+      if (d.is_string()) why += (why.empty() ? "" : "; ") + d.get<std::string>(), noise_only = false;
+  const double default_clock = result.value("device", json::object()).value("sm_clock_mhz", 0.0);
+  for (const auto& v : result.value("variants", json::array())) {
+    if (!v.contains("time_ms")) continue;
+    const std::string name = v.value("name", std::string("?"));
+    const double n = v["time_ms"].value("n", 0.0), clock = v.value("sm_clock_mhz", 0.0);
+    if (v.value("discarded_throttled", 0.0) > n / 10 || (clock > 0 && default_clock > 0 && clock < 0.9 * default_clock)) {
+      why += (why.empty() ? "" : "; ") + name + " ran on throttled clocks";
+      noise_only = false;
+    } else if (!v.value("converged", true)) {
+      why += (why.empty() ? "" : "; ") + name + " did not converge";
+    }
+  }
+  if (why.empty()) noise_only = false;  // flagged for a reason this reader does not know
+  return why;
+}
+
 const char* what_is_measured(RuleKind k) {
   switch (k) {
     case RuleKind::fraction_of_copy: return " of the copy bandwidth";
@@ -522,11 +547,13 @@ RuleOutcome evaluate_rule(const Rule& rule, const json& result) {
           threshold_text(rule, unit) + " to call";
 
   // Counters do not depend on how trustworthy the run's timings were.
-  if (v != Verdict::pass && rule.kind != RuleKind::counter && !result.value("environment_ok", true)) {
-    std::string why;
-    if (result.contains("diagnostics"))
-      for (const auto& d : result["diagnostics"])
-        if (d.is_string()) why += (why.empty() ? "" : "; ") + d.get<std::string>();
+  bool noise_only = false;
+  const std::string why = result.value("environment_ok", true) ? "" : untrusted_because(result, noise_only);
+  // A clear failure on a merely noisy run stays a failure: even the optimistic end of the range
+  // misses the bar, and the range already holds the noise.
+  if (v == Verdict::fail && noise_only && rule.kind != RuleKind::counter)
+    msg += " (some timings did not converge: " + why + "; even the optimistic reading misses)";
+  else if (v != Verdict::pass && rule.kind != RuleKind::counter && !result.value("environment_ok", true)) {
     return finish(Verdict::environment,
                   "not judged: this run's timings are not trustworthy" +
                       (why.empty() ? std::string() : " (" + why + ")") + "; measured " + msg);

@@ -87,6 +87,23 @@ TEST_CASE("environment: an untrustworthy run turns performance failures into env
   CHECK(evaluate_rule(make_rule("correct", RuleKind::correct, std::nullopt), result).verdict == Verdict::fail);
 }
 
+TEST_CASE("environment: noise alone does not excuse a clear failure; bias does") {
+  json result = sample_result(2.0);  // 2x where 3x is needed: the whole range misses
+  result["environment_ok"] = false;  // ...because the exercise's median did not converge
+  result["variants"][1]["converged"] = false;
+  auto noisy = evaluate_rule(make_rule("speedup", RuleKind::speedup, 3.0), result);
+  CHECK(noisy.verdict == Verdict::fail);
+  CHECK(contains(noisy.message, "exercise did not converge; even the optimistic reading misses"));
+  // Too close to call on a noisy run: that is the environment's doing (and triggers re-runs).
+  CHECK(evaluate_rule(make_rule("speedup", RuleKind::speedup, 2.01), result).verdict == Verdict::environment);
+  // Throttled clocks bias the times, which quartiles do not show: environment, with the reason.
+  result["device"]["sm_clock_mhz"] = 1980;
+  result["variants"][1]["sm_clock_mhz"] = 1200;
+  auto slow = evaluate_rule(make_rule("speedup", RuleKind::speedup, 3.0), result);
+  CHECK(slow.verdict == Verdict::environment);
+  CHECK(contains(slow.message, "exercise ran on throttled clocks"));
+}
+
 TEST_CASE("error: a rule naming a variant the lesson does not report") {
   Rule rule = make_rule("speedup", RuleKind::speedup, 3.0);
   rule.over = "tiled";
