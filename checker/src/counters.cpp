@@ -56,11 +56,6 @@ std::optional<double> number(std::string text) {
   }
 }
 
-double sum_of(const std::map<std::string, double>& sums, const char* metric) {
-  auto it = sums.find(metric);
-  return it == sums.end() ? 0.0 : it->second;
-}
-
 }  // namespace
 
 const std::vector<CounterMeasure>& counter_measures() {
@@ -68,16 +63,17 @@ const std::vector<CounterMeasure>& counter_measures() {
       {"global_load_efficiency",
        "bytes the threads asked for per byte of the 32-byte sectors fetched for them, over all "
        "global loads (1 = fully coalesced; 0.125 = one float used per sector)",
-       "", {kLoadBytes, kLoadSectors}},
+       CounterMeasure::Formula::bytes_per_sector, {kLoadBytes, kLoadSectors}, "global loads"},
       {"global_store_efficiency",
        "bytes the threads wrote per byte of the 32-byte sectors written, over all global stores "
        "(1 = fully coalesced)",
-       "", {kStoreBytes, kStoreSectors}},
+       CounterMeasure::Formula::bytes_per_sector, {kStoreBytes, kStoreSectors}, "global stores"},
       {"shared_bank_conflicts",
        "extra shared-memory wavefronts (bank conflicts) per wavefront the accesses needed "
        "(0 = conflict-free; 31 = every access a 32-way conflict)",
-       "",
-       {kSharedLoadWaves, kSharedStoreWaves, kSharedLoadConflicts, kSharedStoreConflicts}},
+       CounterMeasure::Formula::conflicts_per_needed,
+       {kSharedLoadWaves, kSharedStoreWaves, kSharedLoadConflicts, kSharedStoreConflicts},
+       "shared-memory accesses"},
   };
   return all;
 }
@@ -117,24 +113,20 @@ std::optional<double> measure_value(const CounterMeasure& m, const std::map<std:
       why = "ncu did not report " + metric + " (a different ncu version or GPU?)";
       return std::nullopt;
     }
-  if (m.name == "global_load_efficiency" || m.name == "global_store_efficiency") {
-    const bool load = m.name == "global_load_efficiency";
-    const double sectors = sum_of(sums, load ? kLoadSectors : kStoreSectors);
+  if (m.formula == CounterMeasure::Formula::bytes_per_sector) {
+    const double sectors = sums.at(m.metrics[1]);
     if (sectors <= 0) {
-      why = std::string("the kernels made no global ") + (load ? "loads" : "stores");
+      why = "the kernels made no " + m.accesses;
       return std::nullopt;
     }
-    return sum_of(sums, load ? kLoadBytes : kStoreBytes) / (32.0 * sectors);
+    return sums.at(m.metrics[0]) / (32.0 * sectors);
   }
-  if (m.name == "shared_bank_conflicts") {
-    const double conflicts = sum_of(sums, kSharedLoadConflicts) + sum_of(sums, kSharedStoreConflicts);
-    const double waves = sum_of(sums, kSharedLoadWaves) + sum_of(sums, kSharedStoreWaves);
-    const double needed = waves - conflicts;
-    if (needed <= 0) return 0.0;  // no shared-memory traffic: nothing to conflict
-    return conflicts / needed;
-  }
-  why = "unknown measure " + m.name;
-  return std::nullopt;
+  double waves = 0, conflicts = 0;  // the first half are wavefronts, the second conflicts
+  const std::size_t half = m.metrics.size() / 2;
+  for (std::size_t i = 0; i < m.metrics.size(); ++i) (i < half ? waves : conflicts) += sums.at(m.metrics[i]);
+  const double needed = waves - conflicts;
+  if (needed <= 0) return 0.0;  // no such traffic: nothing to conflict
+  return conflicts / needed;
 }
 
 CounterRun interpret_ncu_log(const std::string& log, bool exited_ok, const std::string& how_it_ended) {
@@ -179,18 +171,13 @@ CounterRun run_under_ncu(const fs::path& program, const std::string& variant,
   CounterRun run;
   ProcessOptions p;
   p.argv = opt.ncu_cmd;
-  if (p.argv.empty()) p.argv = {"ncu"};
-  if (p.argv[0].find('/') == std::string::npos) {
-    auto found = find_on_path(p.argv[0]);
-    if (!found && p.argv[0] == "ncu" && fs::exists("/usr/local/cuda/bin/ncu"))
-      found = fs::path("/usr/local/cuda/bin/ncu");
-    if (!found) {
-      run.status = CounterRun::Status::unavailable;
-      run.message = "ncu (Nsight Compute) is not on PATH, so no counter was read";
-      return run;
-    }
-    p.argv[0] = found->string();
+  const auto found = p.argv.empty() ? std::nullopt : find_cuda_tool(p.argv[0]);
+  if (!found) {
+    run.status = CounterRun::Status::unavailable;
+    run.message = "ncu (Nsight Compute) is not on PATH, so no counter was read";
+    return run;
   }
+  p.argv[0] = found->string();
   std::string list;
   for (const auto& m : metrics) list += (list.empty() ? "" : ",") + m;
   const fs::path log = work / ("ncu-" + variant + ".csv");
@@ -230,15 +217,16 @@ CounterRun run_under_ncu(const fs::path& program, const std::string& variant,
 json counter_readings(const CounterRun& run, const std::vector<std::string>& measures) {
   json out = json::object();
   for (const auto& name : measures) {
-    const CounterMeasure* m = find_counter_measure(name);
     if (run.status == CounterRun::Status::unavailable) {
       out[name] = {{"unavailable", run.message}};
-    } else if (run.status == CounterRun::Status::failed || !m) {
-      out[name] = {{"failed", m ? run.message : "unknown measure " + name}};
+    } else if (run.status == CounterRun::Status::failed) {
+      out[name] = {{"failed", run.message}};
     } else {
-      std::string why;
-      if (auto v = measure_value(*m, run.sums, why)) out[name] = {{"value", *v}, {"kernels", run.kernels}};
-      else out[name] = {{"failed", why}};
+      std::string why;  // check.toml was checked: every name is a known measure
+      if (auto v = measure_value(*find_counter_measure(name), run.sums, why))
+        out[name] = {{"value", *v}, {"kernels", run.kernels}};
+      else
+        out[name] = {{"failed", why}};
     }
   }
   return out;

@@ -19,10 +19,14 @@ using json = nlohmann::json;
 
 /// One named measure a `kind = "counter"` rule can judge.
 struct CounterMeasure {
-  std::string name;                  ///< as written in check.toml
-  std::string meaning;               ///< what the number says, for messages and `lab-check list`
-  std::string unit;                  ///< follows the number in messages
+  std::string name;     ///< as written in check.toml
+  std::string meaning;  ///< what the number says
+  /// bytes_per_sector: metrics = {bytes asked for, sectors fetched}, value bytes / (32 sectors);
+  /// conflicts_per_needed: metrics = {wavefronts..., conflicts...} (as many of each), value
+  /// conflicts / (wavefronts - conflicts).
+  enum class Formula { bytes_per_sector, conflicts_per_needed } formula;
   std::vector<std::string> metrics;  ///< the ncu metrics it needs (summed over the kernels)
+  std::string accesses;              ///< "global loads", for "the kernels made no ..."
 };
 
 /// The measures the checker knows: global_load_efficiency, global_store_efficiency,

@@ -18,7 +18,7 @@ DoctorReport run_doctor(const fs::path& build_dir, double timeout_s) {
   rep.info = json::object();
   json tools = json::object();
   for (const char* tool : {"nsys", "ncu", "compute-sanitizer"}) {
-    auto found = find_on_path(tool);
+    auto found = find_cuda_tool(tool);
     tools[tool] = found ? json(found->string()) : json(nullptr);
   }
   rep.info["tools"] = tools;

@@ -159,6 +159,14 @@ std::optional<fs::path> find_on_path(const std::string& name) {
   return std::nullopt;
 }
 
+std::optional<fs::path> find_cuda_tool(const std::string& name) {
+  if (name.find('/') != std::string::npos) return fs::path(name);
+  if (auto found = find_on_path(name)) return found;
+  const fs::path toolkit = fs::path("/usr/local/cuda/bin") / name;
+  if (!name.empty() && ::access(toolkit.c_str(), X_OK) == 0) return toolkit;
+  return std::nullopt;
+}
+
 std::string fixed(double value, int digits) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", digits, value);

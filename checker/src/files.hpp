@@ -46,6 +46,9 @@ std::uint32_t random_seed();
 
 /// The full path of `name` found on $PATH, or nullopt.
 std::optional<fs::path> find_on_path(const std::string& name);
+/// A CUDA tool (ncu, nsys, compute-sanitizer): `name` itself if it holds a '/', else found on
+/// $PATH, else in /usr/local/cuda/bin (where the toolkit installs them when PATH does not say).
+std::optional<fs::path> find_cuda_tool(const std::string& name);
 
 /// `value` as fixed-point text with `digits` decimals ("0.75"); trailing zeros are kept.
 std::string fixed(double value, int digits);

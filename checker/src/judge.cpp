@@ -151,15 +151,13 @@ void run_sanitizers(const Lesson& lesson, const fs::path& program, const JudgeOp
     const fs::path output = work / (tool + "-output.txt");
     ProcessOptions p;
     p.argv = opt.sanitizer_cmd;
-    if (p.argv.empty() || (p.argv[0].find('/') == std::string::npos)) {
-      auto found = p.argv.empty() ? std::nullopt : find_on_path(p.argv[0]);
-      if (!found) {
-        line.verdict = worse(line.verdict, Verdict::environment);
-        notes.push_back("compute-sanitizer is not on PATH, so nothing was checked");
-        break;
-      }
-      p.argv[0] = found->string();
+    const auto sanitizer = p.argv.empty() ? std::nullopt : find_cuda_tool(p.argv[0]);
+    if (!sanitizer) {
+      line.verdict = worse(line.verdict, Verdict::environment);
+      notes.push_back("compute-sanitizer is not on PATH, so nothing was checked");
+      break;
     }
+    p.argv[0] = sanitizer->string();
     for (const auto& a : {std::string("--tool"), tool, std::string("--error-exitcode"),
                           std::string("86"), std::string("--print-limit"), std::string("20"),
                           std::string("--log-file"), log.string(), program.string()})

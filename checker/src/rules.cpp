@@ -516,7 +516,6 @@ RuleOutcome evaluate_rule(const Rule& rule, const json& result) {
       // A count, not a time: the same on every run, so no range.
       const double v = result["counters"][rule.variant][rule.counter]["value"].get<double>();
       reading = {v, v, v};
-      unit = find_counter_measure(rule.counter)->unit;
       break;
     }
     case RuleKind::correct:
