@@ -239,34 +239,58 @@ std::vector<float> download(const float* ptr, std::size_t n, cudaStream_t s) {
 }
 
 // Runs `launch` once on fresh canaries and checks the three outputs and the guard zones.
+// The outputs against the reference: the statistics, then the scores; the first that differs
+// decides, and `what` names it.
+struct Outcome {
+  lab::Comparison c;
+  const char* what = "";
+};
+
+Outcome compare(const Problem& p, const Expected& e, bool stats, bool scores, cudaStream_t s) {
+  const lab::Tolerance tol{1e-4, 1e-4};
+  const std::pair<const float*, const std::vector<float>*> outputs[] = {
+      {stats ? p.mean.data() : nullptr, &e.mean},
+      {stats ? p.inv_std.data() : nullptr, &e.inv_std},
+      {scores ? p.score.data() : nullptr, &e.score}};
+  const char* names[] = {"mean", "inv_std", "score"};
+  Outcome o;
+  for (int i = 0; i < 3 && o.c.ok; ++i) {
+    if (!outputs[i].first) continue;
+    const std::vector<float>& want = *outputs[i].second;
+    o.c = lab::allclose(download(outputs[i].first, want.size(), s).data(), want.data(), want.size(), tol);
+    o.what = names[i];
+  }
+  return o;
+}
+
+// The canaries after every output and after the workspace are still there.
+bool guards_intact(const Problem& p, cudaStream_t s) {
+  const float* guards[] = {p.mean.data() + p.cols, p.inv_std.data() + p.cols, p.score.data() + p.rows,
+                           reinterpret_cast<const float*>(p.workspace.data() + p.workspace_bytes)};
+  for (const float* g : guards) {
+    const auto v = download(g, kGuard, s);
+    if (!std::all_of(v.begin(), v.end(), [](float f) { return f == kCanary; })) return false;
+  }
+  return true;
+}
+
+void record(lab::Lesson& l, const std::string& variant, const std::string& case_name, const Outcome& o) {
+  if (o.c.ok) l.check(variant, case_name, o.c);
+  else l.check(variant, case_name, false, std::string(o.what) + ": " + o.c.summary());
+}
+
+// Runs `launch` once on fresh canaries and checks the three outputs and the guard zones.
 void validate(lab::Lesson& l, const std::string& variant, const std::string& case_name, Problem& p,
               const Expected& e, void (*launch)(Problem&, cudaStream_t)) {
   cudaStream_t s = l.stream();
   set_canaries(p, s);
   launch(p, s);
   LAB_CHECK(cudaStreamSynchronize(s));
-  const lab::Tolerance tol{1e-4, 1e-4};
-  const auto mean = download(p.mean.data(), p.cols + kGuard, s);
-  const auto inv_std = download(p.inv_std.data(), p.cols + kGuard, s);
-  const auto score = download(p.score.data(), p.rows + kGuard, s);
-  const auto guard = download(reinterpret_cast<const float*>(p.workspace.data() + p.workspace_bytes), kGuard, s);
-  lab::Comparison c = lab::allclose(mean.data(), e.mean.data(), e.mean.size(), tol);
-  const char* what = "mean";
-  if (c.ok) c = lab::allclose(inv_std.data(), e.inv_std.data(), e.inv_std.size(), tol), what = "inv_std";
-  if (c.ok) c = lab::allclose(score.data(), e.score.data(), e.score.size(), tol), what = "score";
-  if (!c.ok) {
-    l.check(variant, case_name, false, std::string(what) + ": " + c.summary());
-    return;
-  }
-  auto untouched = [](const std::vector<float>& v, std::size_t from) {
-    return std::all_of(v.begin() + static_cast<long>(from), v.end(), [](float f) { return f == kCanary; });
-  };
-  if (!untouched(mean, p.cols) || !untouched(inv_std, p.cols) || !untouched(score, p.rows) ||
-      !untouched(guard, 0)) {
+  const Outcome o = compare(p, e, true, true, s);
+  if (o.c.ok && !guards_intact(p, s))
     l.check(variant, case_name, false, "wrote past the end of an output or of the workspace");
-    return;
-  }
-  l.check(variant, case_name, c);
+  else
+    record(l, variant, case_name, o);
 }
 
 // The phases of the given app, run one by one as they are timed: phase 1 is checked on mean and
@@ -278,18 +302,13 @@ void validate_phases(lab::Lesson& l, const std::string& case_name, Problem& p, c
   set_canaries(p, s);
   given_stats(p, s);
   LAB_CHECK(cudaStreamSynchronize(s));
-  const lab::Tolerance tol{1e-4, 1e-4};
-  lab::Comparison c = lab::allclose(download(p.mean.data(), p.cols, s).data(), e.mean.data(), e.mean.size(), tol);
-  if (c.ok)
-    c = lab::allclose(download(p.inv_std.data(), p.cols, s).data(), e.inv_std.data(), e.inv_std.size(), tol);
-  if (l.selected("given_stats")) l.check("given_stats", case_name, c);
+  if (l.selected("given_stats")) record(l, "given_stats", case_name, compare(p, e, true, false, s));
   given_standardize(p, s);
   given_scores(p, s);
   LAB_CHECK(cudaStreamSynchronize(s));
-  const lab::Comparison sc =
-      lab::allclose(download(p.score.data(), p.rows, s).data(), e.score.data(), e.score.size(), tol);
+  const Outcome scores = compare(p, e, false, true, s);
   for (const char* phase : {"given_standardize", "given_scores"})
-    if (l.selected(phase)) l.check(phase, case_name, sc);
+    if (l.selected(phase)) record(l, phase, case_name, scores);
 }
 
 // The floor reads x twice and adds it up: its 64 partial sums must total twice the sum of x.
