@@ -29,17 +29,21 @@ struct Sums {  // the workspace: per column, in double so 262147 rows add up wit
 };
 
 // Pass 1: each block takes a slice of rows; thread t owns columns t, t + 256, ... and walks the
-// slice row by row, so a warp reads 32 consecutive floats of a row at a time. Per-thread float
+// slice row by row, so a warp reads 32 consecutive floats of a row at a time. Values are shifted
+// by the column's first value before they are added up: sum((x - shift)^2) - n * mean^2 then
+// subtracts numbers of the size of the variance, not of the mean squared (without the shift, a
+// column whose spread is small next to its mean loses its variance to rounding). Per-thread float
 // partials over a slice (a few hundred rows) are accurate; slices meet in double atomics.
 __global__ void __launch_bounds__(kThreads)
     column_partials(const float* __restrict__ x, int rows, int cols, int rows_per_block, Sums s) {
   const int first = blockIdx.x * rows_per_block;
   const int last = min(rows, first + rows_per_block);
   for (int c = threadIdx.x; c < cols; c += kThreads) {
+    const float shift = __ldg(&x[c]);
     float sum = 0.0f, squares = 0.0f;
 #pragma unroll 4
     for (int r = first; r < last; ++r) {
-      const float v = __ldg(&x[static_cast<long long>(r) * cols + c]);
+      const float v = __ldg(&x[static_cast<long long>(r) * cols + c]) - shift;
       sum += v;
       squares = fmaf(v, v, squares);
     }
@@ -48,12 +52,13 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// Variance as E[x^2] - mean^2 is safe here: the sums are double.
-__global__ void finish_stats(int rows, int cols, Sums s, float* mean, float* inv_std) {
+// Of the shifted values: variance = E[v^2] - E[v]^2, mean = shift + E[v].
+__global__ void finish_stats(const float* __restrict__ x, int rows, int cols, Sums s, float* mean,
+                             float* inv_std) {
   for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < cols; c += gridDim.x * blockDim.x) {
     const double m = s.sum[c] / rows;
     const double var = s.squares[c] / rows - m * m;
-    mean[c] = static_cast<float>(m);
+    mean[c] = static_cast<float>(x[c] + m);
     inv_std[c] = static_cast<float>(1.0 / sqrt(var));
   }
 }
@@ -94,7 +99,7 @@ void anomaly_scores(const float* x, int rows, int cols, float* mean, float* inv_
     column_partials<<<(rows + rows_per_block - 1) / rows_per_block, kThreads, 0, stream>>>(
         x, rows, cols, rows_per_block, s);
     LAB_CHECK_LAUNCH();
-    finish_stats<<<(cols + kThreads - 1) / kThreads, kThreads, 0, stream>>>(rows, cols, s, mean, inv_std);
+    finish_stats<<<(cols + kThreads - 1) / kThreads, kThreads, 0, stream>>>(x, rows, cols, s, mean, inv_std);
     LAB_CHECK_LAUNCH();
   }
   {
