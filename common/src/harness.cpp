@@ -102,7 +102,7 @@ void Lesson::check(const std::string& variant, const std::string& case_name, boo
 
 const Measurement* Lesson::measure(const std::string& variant, Work work,
                                    const std::function<void(cudaStream_t)>& launch,
-                                   BenchmarkOptions options) {
+                                   BenchmarkOptions options, const TimedCallChecks& checks) {
   VariantResult& v = state_->variant(variant);
   if (!selected(variant)) return nullptr;
   v.bytes = work.bytes;
@@ -121,8 +121,26 @@ const Measurement* Lesson::measure(const std::string& variant, Work work,
     options.stop.target_precision = std::max(options.stop.target_precision, 0.02);
   }
   if (options.working_set_bytes == 0) options.working_set_bytes = work.bytes;
+  // Other variants are timed on an idle GPU: whatever an earlier call left running (a kernel on
+  // a stream of its own) finishes first, so it cannot slow them.
+  LAB_CHECK(cudaDeviceSynchronize());
+  // Timed calls of the exercise: new inputs before each, and a check of some of them, picked by
+  // a generator the exercise cannot see, after the call has finished.
+  std::mt19937_64 pick(std::random_device{}());
+  int verified = 0;
+  if (checks.prepare)
+    options.before_sample = [&](cudaStream_t s, int) { checks.prepare(s, pick()); };
+  if (checks.verify)
+    options.after_sample = [&](cudaStream_t s, int sample) {
+      if (pick() % 8 != 0) return;
+      ++verified;
+      checks.verify(s, "timed call " + (sample < 0 ? std::string("(warm-up)")
+                                                     : std::to_string(sample)));
+    };
   nvtx3::scoped_range range{variant};
   Measurement m = benchmark(launch, stream(), options);
+  if (checks.verify && verified == 0) checks.verify(stream(), "the last timed call");
+  LAB_CHECK(cudaDeviceSynchronize());
   const double gbs = work.bytes / (m.gpu_ms.median * 1e6);
   const double copy = lab::ceilings().copy_gbs;
   if (work.bytes > 0 && copy > 0 && !work.host_link && gbs > 1.05 * copy)

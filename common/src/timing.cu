@@ -83,6 +83,7 @@ Measurement benchmark(const std::function<void(cudaStream_t)>& launch, cudaStrea
 
   // One sample: returns GPU ms for the whole sample and host us spent enqueueing.
   auto sample = [&](int slot, bool batched, double& gpu_ms, double& enqueue_us) {
+    if (options.before_sample) options.before_sample(stream, slot);
     if (options.mode == Mode::Cold) {
       const auto& flush = flush_buffer();
       LAB_CHECK(cudaMemsetAsync(flush.data(), slot & 0xff, flush.bytes(), stream));
@@ -101,6 +102,7 @@ Measurement benchmark(const std::function<void(cudaStream_t)>& launch, cudaStrea
     LAB_CHECK(cudaGetLastError());  // a bad launch configuration is reported here, by name
     stop.record(stream);
     gpu_ms = elapsed_ms(start, stop);
+    if (options.after_sample) options.after_sample(stream, slot);
   };
 
   // Warm-up: the full procedure, untimed, until both minimums are met. Covers lazy module

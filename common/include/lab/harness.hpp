@@ -38,6 +38,19 @@ struct Work {
   bool host_link = false;
 };
 
+/// @brief How the exercise's timed calls are held to account: a timed call must be as checkable
+/// as a validated one, so an exercise cannot tell them apart and skip the work when timed.
+struct TimedCallChecks {
+  /// Before every timed call (warm-up included), outside the timed window: re-poison the outputs
+  /// and give the call new inputs made from @p call_seed (a seed drawn by the harness, unknown to
+  /// the exercise), so that a call is only right if it does the work on this call's data.
+  std::function<void(cudaStream_t stream, std::uint64_t call_seed)> prepare;
+  /// After a call that the harness picks at random once the call has finished: check that call's
+  /// outputs against the inputs prepare() made (regenerated, not read back: the inputs are
+  /// read-only) and record it with Lesson::check under @p case_name.
+  std::function<void(cudaStream_t stream, const std::string& case_name)> verify;
+};
+
 /// Exit codes of a lesson program (also in docs/result-file.md).
 enum ExitCode : int {
   kExitOk = 0,          ///< every variant correct
@@ -118,10 +131,12 @@ class Lesson {
   /// @param launch enqueues the variant's work once on the given stream
   /// @param options measurement options (defaults: cold, the course's stopping rule; --quick
   ///        shortens them)
+  /// @param checks for the exercise: how its timed calls are prepared and spot-checked (every
+  ///        call prepared; about one in eight, and always at least one, verified)
   /// @return the measurement, or nullptr when profiling or when the variant is not selected
   const Measurement* measure(const std::string& variant, Work work,
                              const std::function<void(cudaStream_t)>& launch,
-                             BenchmarkOptions options = {});
+                             BenchmarkOptions options = {}, const TimedCallChecks& checks = {});
 
   /// @brief Records a lesson-specific number for the checker's rules.
   /// @param name e.g. "overlap_efficiency"

@@ -76,6 +76,14 @@ struct BenchmarkOptions {
   int max_batch = 1000;        ///< ... but at most this many
   double working_set_bytes = 0;  ///< bytes one launch touches, if known: Hot and Graph modes warn
                                  ///< when they fit in L2 (then DRAM bandwidth can be exceeded)
+  /// Called before every sample, warm-up included, before the L2 flush and so outside the timed
+  /// window, with the sample's index (-1 in warm-up): a harness re-poisons the outputs and changes
+  /// the inputs here, so that no timed call can reuse an earlier call's answer.
+  std::function<void(cudaStream_t, int sample)> before_sample;
+  /// Called after each sample has finished (the stream is synchronized), outside the timed window,
+  /// with the sample's index (-1 in warm-up): a harness checks that very call's outputs here, on a
+  /// sample it chooses only now, after the call could no longer know.
+  std::function<void(cudaStream_t, int sample)> after_sample;
 };
 
 /// @brief What lab::benchmark measured for one piece of work.
