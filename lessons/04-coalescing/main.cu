@@ -14,10 +14,12 @@
 // Students read this file; they do not edit it. The checker compiles your exercise.cu against it.
 #include <cublas_v2.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -115,10 +117,12 @@ class Cublas {
 // ---------------------------------------------------------------------------------------------
 // A gemv problem on the device.
 
-// y is allocated with this many extra floats after its end, filled with a canary value and
-// checked after every validated run: a write past y[rows - 1] is reported as a wrong result
-// (an out-of-bounds write inside the allocation would never crash, so it must be looked for).
-constexpr int kGuard = 256;
+// y is allocated with a guard zone of kGuard extra floats (one 2 MiB page) after its end, filled
+// with a canary value and checked to its last element after every validated or verified call: a
+// write past y[rows - 1] is reported as a wrong result (an out-of-bounds write inside the
+// allocation would never crash, so it must be looked for, and a stray index can land far past
+// the end, so the whole zone is checked, not its first few floats).
+constexpr std::size_t kGuard = (std::size_t{2} << 20) / sizeof(float);
 constexpr float kCanary = -12345.5f;
 
 struct Gemv {
@@ -181,6 +185,10 @@ struct Reference {
 // sum|terms| = |alpha| sum|a_rc x_c| + |beta y_r|, the largest over the rows, plus a few units
 // in the last place of the result itself (rtol 1e-6). A missing column, a missing shuffle step or
 // a stale row is off by far more than this.
+lab::Tolerance gemv_tolerance(int cols, double largest) {
+  return lab::Tolerance{1e-6, 4.0 * std::sqrt(static_cast<double>(cols) + 2.0) * 0x1p-24 * largest};
+}
+
 Reference reference(const Gemv& g, const std::vector<float>& y0, cudaStream_t s) {
   std::vector<float> A(g.A.size()), x(g.x.size());
   LAB_CHECK(cudaMemcpyAsync(A.data(), g.A.data(), g.A.bytes(), cudaMemcpyDeviceToHost, s));
@@ -201,9 +209,21 @@ Reference reference(const Gemv& g, const std::vector<float>& y0, cudaStream_t s)
     ref.y[r] = static_cast<float>(g.alpha * sum + old);
     largest = std::max(largest, std::fabs(g.alpha) * magnitude + std::fabs(old));
   }
-  ref.tolerance.atol = 4.0 * std::sqrt(static_cast<double>(g.cols) + 2.0) * 0x1p-24 * largest;
-  ref.tolerance.rtol = 1e-6;
+  ref.tolerance = gemv_tolerance(g.cols, largest);
   return ref;
+}
+
+// Adds the guard zone's verdict to @p c: @p guard holds the kGuard floats after y[rows - 1].
+void check_guard(lab::Comparison& c, const float* guard, int rows) {
+  std::size_t hits = 0, first = 0;
+  for (std::size_t i = 0; i < kGuard; ++i)
+    if (std::memcmp(&guard[i], &kCanary, sizeof(float)) != 0 && hits++ == 0) first = i;
+  if (hits == 0) return;
+  const std::string values = c.ok ? "" : "; also " + c.summary();
+  c.ok = false;
+  c.mismatches += hits;
+  c.note = "wrote past the end of y: y[" + std::to_string(rows + first) + "] and " +
+           std::to_string(hits - 1) + " more past y[rows - 1] were changed" + values;
 }
 
 // Runs one variant once on freshly uploaded y and records whether it got the reference.
@@ -217,21 +237,140 @@ void validate(lab::Lesson& l, const std::string& name, const Launch& launch, con
   LAB_CHECK(cudaMemcpyAsync(got.data(), g.y.data(), g.y.bytes(), cudaMemcpyDeviceToHost, s));
   LAB_CHECK(cudaStreamSynchronize(s));
   lab::Comparison c = lab::allclose(got.data(), ref.y.data(), ref.y.size(), ref.tolerance);
-  int guard_hits = 0, first_hit = -1;
-  for (int i = 0; i < kGuard; ++i)
-    if (std::memcmp(&got[g.rows + i], &kCanary, sizeof(float)) != 0) {
-      ++guard_hits;
-      if (first_hit < 0) first_hit = i;
-    }
-  if (guard_hits > 0) {
-    const std::string values = c.ok ? "" : "; also " + c.summary();
-    c.ok = false;
-    c.mismatches += guard_hits;
-    c.note = "wrote past the end of y: y[" + std::to_string(g.rows + first_hit) + "] and " +
-             std::to_string(guard_hits - 1) + " more past y[rows - 1] were changed" + values;
-  }
+  check_guard(c, got.data() + g.rows, g.rows);
   l.check(name, case_name, c);
 }
+
+// ---------------------------------------------------------------------------------------------
+// The exercise's timed calls. A gemv that recognised them (same pointers, same sizes, same A as
+// the call before) could skip the work there and still pass every validated call; so every timed
+// call gets new inputs and a poisoned output, and a random sample of them is checked like a
+// validated call (lab::TimedCallChecks).
+
+// The value lab::fill_random(p, n, seed) writes at p[i] (its default range, [-1, 1)). On the
+// device bit for bit (the fill kernel rounds each operation separately, and so does this); on the
+// host up to the host compiler's rounding choices, far inside every tolerance.
+__host__ __device__ inline float random_input(std::uint64_t seed, std::uint64_t i) {
+#ifdef __CUDA_ARCH__
+  return __fadd_rn(-1.0f, __fmul_rn(2.0f, lab::uniform01(seed, i)));
+#else
+  return -1.0f + 2.0f * lab::uniform01(seed, i);
+#endif
+}
+
+// stats[0] += the number of elements of p[0 .. n) that are not, bit for bit, what
+// lab::fill_random(p, n, seed) wrote there; stats[1] = the smallest such index.
+__global__ void count_changed(const float* __restrict__ p, std::size_t n, std::uint64_t seed,
+                              unsigned long long* stats) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
+    if (__float_as_uint(p[i]) != __float_as_uint(random_input(seed, i))) {
+      atomicAdd(&stats[0], 1ull);
+      atomicMin(&stats[1], static_cast<unsigned long long>(i));
+    }
+}
+
+// "" if the read-only input p[0 .. n) still holds what lab::fill_random(p, n, seed) wrote, else
+// what changed. The expected values are regenerated from the seed, so nothing the exercise could
+// have written is trusted.
+std::string changed_input(const char* name, const float* p, std::size_t n, std::uint64_t seed,
+                          cudaStream_t s) {
+  lab::DeviceBuffer<unsigned long long> stats(2);
+  const unsigned long long init[2] = {0ull, ~0ull};
+  LAB_CHECK(cudaMemcpyAsync(stats.data(), init, sizeof init, cudaMemcpyHostToDevice, s));
+  count_changed<<<1024, 256, 0, s>>>(p, n, seed, stats.data());
+  LAB_CHECK_LAUNCH();
+  unsigned long long found[2];
+  LAB_CHECK(cudaMemcpyAsync(found, stats.data(), sizeof found, cudaMemcpyDeviceToHost, s));
+  LAB_CHECK(cudaStreamSynchronize(s));
+  if (found[0] == 0) return "";
+  return std::string(name) + " was written: " + std::to_string(found[0]) + " of its " +
+         std::to_string(n) + " elements changed, the first at [" + std::to_string(found[1]) + "]";
+}
+
+// How the exercise's timed calls are prepared and checked.
+//  * prepare, before every timed call: a fresh x (every y[r] depends on all of x, so no earlier
+//    answer can be right) and a fresh starting y (NaN when beta == 0), both made from the call's
+//    seed, which the harness draws where the exercise cannot see it. A stays as it is: it is
+//    1 GiB, and a new x already changes every answer.
+//  * verify, after the calls the harness picks once they are done: 128 rows picked at random
+//    only now, against a double-precision reference made from A, x and y regenerated from their
+//    seeds (never read back: the exercise could have written into them), and the whole guard
+//    zone. About 5 ms of host time at 16384 columns: 2 M values of A, 2 M multiply-adds.
+//  * check_inputs, after timing: A and the last call's x are still what the harness wrote.
+class TimedCalls {
+ public:
+  TimedCalls(lab::Lesson& l, Gemv& g, std::uint64_t a_seed) : l_(l), g_(g), a_seed_(a_seed) {}
+
+  lab::TimedCallChecks checks() {
+    return {[this](cudaStream_t s, std::uint64_t seed) { prepare(s, seed); },
+            [this](cudaStream_t s, const std::string& name) { verify(s, name); }};
+  }
+
+  void check_inputs(cudaStream_t s) {
+    if (!prepared_) return;  // the exercise was not timed
+    std::string a = changed_input("A", g_.A.data(), g_.A.size(), a_seed_, s);
+    const std::string x = changed_input("x", g_.x.data(), g_.x.size(), seed_, s);
+    if (!x.empty()) a += (a.empty() ? "" : "; ") + x;
+    l_.check("exercise", "inputs unchanged after timing", a.empty(),
+             a + " (A and x are read-only: see exercise.cuh)");
+  }
+
+ private:
+  static constexpr int kRows = 128;
+
+  void prepare(cudaStream_t s, std::uint64_t seed) {
+    prepared_ = true;
+    seed_ = seed;
+    lab::fill_random(g_.x.data(), g_.x.size(), seed, s);
+    if (g_.beta != 0.0f)
+      lab::fill_random(g_.y.data(), g_.rows, seed + 1, s);
+    else
+      lab::poison(g_.y.data(), g_.rows * sizeof(float), s);
+  }
+
+  void verify(cudaStream_t s, const std::string& case_name) {
+    if (failed_) return;  // one wrong call fails the rule; more would only repeat it in the table
+    std::vector<float> got(g_.y.size());
+    LAB_CHECK(cudaMemcpyAsync(got.data(), g_.y.data(), g_.y.bytes(), cudaMemcpyDeviceToHost, s));
+    LAB_CHECK(cudaStreamSynchronize(s));
+    std::vector<float> x(g_.cols);
+    for (int c = 0; c < g_.cols; ++c) x[c] = random_input(seed_, c);
+    std::uniform_int_distribution<int> any_row(0, g_.rows - 1);
+    std::vector<std::size_t> rows(kRows);
+    std::vector<float> picked(kRows), expected(kRows);
+    double largest = 0;
+    for (int k = 0; k < kRows; ++k) {
+      const int r = any_row(pick_);
+      const std::uint64_t first = static_cast<std::uint64_t>(r) * g_.cols;
+      double sum = 0, magnitude = 0;
+      for (int c = 0; c < g_.cols; ++c) {
+        const double term = static_cast<double>(random_input(a_seed_, first + c)) * x[c];
+        sum += term;
+        magnitude += std::fabs(term);
+      }
+      const double old = g_.beta == 0.0f ? 0.0 : static_cast<double>(g_.beta) * random_input(seed_ + 1, r);
+      rows[k] = r;
+      picked[k] = got[r];
+      expected[k] = static_cast<float>(g_.alpha * sum + old);
+      largest = std::max(largest, std::fabs(g_.alpha) * magnitude + std::fabs(old));
+    }
+    lab::Comparison c = lab::allclose(picked.data(), expected.data(), kRows,
+                                      gemv_tolerance(g_.cols, largest));
+    for (lab::Mismatch& m : c.first) m.index = rows[m.index];  // report y's own index
+    check_guard(c, got.data() + g_.rows, g_.rows);
+    l_.check("exercise", case_name, c);
+    failed_ = !c.ok;
+  }
+
+  lab::Lesson& l_;
+  Gemv& g_;
+  const std::uint64_t a_seed_;  // A as fill_inputs made it
+  std::uint64_t seed_ = 0;      // the last timed call's: x from it, the starting y from seed_ + 1
+  bool prepared_ = false;
+  bool failed_ = false;
+  std::mt19937_64 pick_{std::random_device{}()};  // the harness's own: which rows to check
+};
 
 std::string dims(int rows, int cols) { return std::to_string(rows) + "x" + std::to_string(cols); }
 
@@ -315,25 +454,35 @@ int main(int argc, char** argv) {
       }
     }
 
-    // 2. Timing at the big size. bytes: A once, x once, y read and written (beta != 0).
-    //    Cold mode flushes L2 before every launch, so x really comes from DRAM once.
+    // 2. Timing at the big size. bytes: A once, x once, y read (beta != 0) and written.
+    //    Cold mode flushes L2 before every launch, so x really comes from DRAM once. The
+    //    exercise's timed calls are checked too (TimedCalls above): each gets a new x and y, some
+    //    are compared with a reference, and afterwards A and x must be as the harness wrote them.
     const int R = static_cast<int>(rows), C = static_cast<int>(cols);
     bool any_gemv = false;
     for (const auto& v : variants) any_gemv = any_gemv || l.selected(v.first);
     if (any_gemv) {
-      Gemv g = make_gemv(R, C, 1.5f, 0.5f, col_major);
+      // Hot and graph modes launch several calls per sample with no prepare() between them: with
+      // beta != 0 each would update y once more. There the timing problem has beta == 0 (y
+      // write-only), so that every call leaves the same y; cold mode (the default and the
+      // checker's, one call per sample) times beta == 0.5.
+      const float beta = l.result().mode == lab::Mode::Cold ? 0.5f : 0.0f;
+      Gemv g = make_gemv(R, C, 1.5f, beta, col_major);
       const double a_bytes = 4.0 * R * C;
       l.size("A " + dims(R, C) + " float32 row-major (" + fixed(a_bytes / (1 << 30), 2) +
              " GiB), x " + std::to_string(C) + ", y " + std::to_string(R));
       fill_inputs(g, l.seed() * 8 + 100, stream);
       const std::vector<float> y0 = initial_y(g, l.seed() * 8 + 100);
       LAB_CHECK(cudaMemcpyAsync(g.y.data(), y0.data(), g.y.bytes(), cudaMemcpyHostToDevice, stream));
-      const lab::Work work{a_bytes + 4.0 * C + 2 * 4.0 * R, 2.0 * R * C};
+      const lab::Work work{a_bytes + 4.0 * C + (beta != 0.0f ? 2 : 1) * 4.0 * R, 2.0 * R * C};
+      TimedCalls timed(l, g, l.seed() * 8 + 100);
       for (const auto& [variant, launch] : variants) {
         const Launch& run = launch;
         const Gemv& problem = g;
-        l.measure(variant, work, [&run, &problem](cudaStream_t s) { run(problem, s); });
+        l.measure(variant, work, [&run, &problem](cudaStream_t s) { run(problem, s); }, {},
+                  variant == "exercise" ? timed.checks() : lab::TimedCallChecks{});
       }
+      if (!l.profiling()) timed.check_inputs(stream);
 
       // 3. Validation again, after timing, on the same buffers with new contents: a variant
       //    that remembers its last answer, or only works the first time, fails here.
