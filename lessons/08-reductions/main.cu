@@ -26,7 +26,11 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <map>
+#include <memory>
+#include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "exercise.cuh"
@@ -169,12 +173,16 @@ void shuffle_sum(const float* x, long long n, float* result, float* partials, cu
 //  * uniform in [0, 1) (lab::fill_random): the data of the timing runs, and of an accuracy check
 //    against the bound below.
 
+// Element i of the integer-valued data of `seed`: the same on host and device.
+__host__ __device__ inline int integer_value(std::uint64_t seed, long long i) {
+  const int k = static_cast<int>(lab::uniform01(seed, static_cast<std::uint64_t>(i)) * 8.0f);
+  return k < 4 ? k - 4 : k - 3;  // 0..7 -> -4..-1, 1..4
+}
+
 __global__ void fill_integers_kernel(float* __restrict__ x, long long n, std::uint64_t seed) {
   for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += static_cast<long long>(gridDim.x) * blockDim.x) {
-    const int k = static_cast<int>(lab::uniform01(seed, static_cast<std::uint64_t>(i)) * 8.0f);
-    x[i] = static_cast<float>(k < 4 ? k - 4 : k - 3);  // 0..7 -> -4..-1, 1..4
-  }
+       i += static_cast<long long>(gridDim.x) * blockDim.x)
+    x[i] = static_cast<float>(integer_value(seed, i));
 }
 
 enum class Data { Integers, Uniform01 };
@@ -328,11 +336,10 @@ std::string num(double v, const char* format = "%.9g") {
   return buf;
 }
 
-// Runs one variant once with result[0] poisoned (NaN), the guard zones set, the exercise's
-// workspace filled with 0xFF, and records whether it got the reference. Returns what it got.
-float validate(lab::Lesson& l, const Variant& v, Problem& p, const Reference& ref,
-               const std::string& case_name) {
-  cudaStream_t s = l.stream();
+// Before a run: result[0] poisoned (NaN), the canaries after it, the exercise's workspace
+// filled with 0xFF and its guard bytes set. Enqueued on s, not waited for.
+void poison_outputs(Problem& p, cudaStream_t s) {
+  // From pageable memory: the copy has taken the values by the time it returns.
   std::vector<float> init(p.result.size(), kCanary);
   init[0] = std::nanf("");
   LAB_CHECK(cudaMemcpyAsync(p.result.data(), init.data(), p.result.bytes(), cudaMemcpyHostToDevice,
@@ -341,9 +348,13 @@ float validate(lab::Lesson& l, const Variant& v, Problem& p, const Reference& re
     lab::poison(p.workspace.data(), p.workspace_bytes, s);
     LAB_CHECK(cudaMemsetAsync(p.workspace.data() + p.workspace_bytes, kGuardByte, kGuardBytes, s));
   }
-  LAB_CHECK(cudaStreamSynchronize(s));
-  v.launch(p, s);
-  LAB_CHECK(cudaGetLastError());
+}
+
+// After a run (waits for s): the sum it left in result[0], and "" if that is the reference and
+// both guard zones (every float of result after result[0], every byte of the workspace after
+// what was asked for: both to the end of their allocations) are intact, else what is wrong.
+std::pair<float, std::string> judge_outputs(const Problem& p, const Reference& ref,
+                                            cudaStream_t s) {
   std::vector<float> got(p.result.size());
   std::vector<unsigned char> guard(kGuardBytes, kGuardByte);
   LAB_CHECK(cudaMemcpyAsync(got.data(), p.result.data(), p.result.bytes(), cudaMemcpyDeviceToHost,
@@ -376,8 +387,21 @@ float validate(lab::Lesson& l, const Variant& v, Problem& p, const Reference& re
     message += std::string(message.empty() ? "" : "; ") + "wrote past the end of the workspace (" +
                std::to_string(p.workspace_bytes) + " bytes asked for): " + std::to_string(hits) +
                " of the next " + std::to_string(kGuardBytes) + " bytes changed";
+  return {got[0], message};
+}
+
+// Runs one variant once with its outputs poisoned and records whether it got the reference.
+// Returns what it got.
+float validate(lab::Lesson& l, const Variant& v, Problem& p, const Reference& ref,
+               const std::string& case_name) {
+  cudaStream_t s = l.stream();
+  poison_outputs(p, s);
+  LAB_CHECK(cudaStreamSynchronize(s));
+  v.launch(p, s);
+  LAB_CHECK(cudaGetLastError());
+  const auto [got, message] = judge_outputs(p, ref, s);
   l.check(v.name, case_name, message.empty(), message);
-  return got[0];
+  return got;
 }
 
 std::string size_name(long long n) {
@@ -388,6 +412,177 @@ std::string size_name(long long n) {
   }
   return std::to_string(n);
 }
+
+// ---------------------------------------------------------------------------------------------
+// The exercise's timed calls (lab::TimedCallChecks). They must be as checkable as the validated
+// ones: the same buffers, n and data in every call would let an exercise recognise them and skip
+// the work (or replay its last answer) exactly when it is timed. So, outside the timed window:
+//  * before every timed call, prepare() poisons the outputs as validate() does and changes the
+//    input. x holds integer-valued data (every sum is exact; on [0,1) data the accuracy bound at
+//    2^28 is about 10^6, room enough to hide a stale answer), and each call puts new values at
+//    kChanged positions drawn from the call's seed, which the harness draws from a generator the
+//    exercise cannot see (the previous call's positions get their old values back first). The
+//    positions are spread over all of x, so a fingerprint of a few elements misses them, and the
+//    values are picked so that the sum differs from the previous call's: a replay is wrong.
+//  * after calls the harness picks at random once they have finished, verify() checks that
+//    call's result and both guard zones against the exact sum, known on the host: the base sum
+//    (added up once on the device from the generator, never read back from x) plus the changes.
+//  * after timing, x must hold exactly what prepare() left there: the exercise's input is
+//    read-only (a sum that keeps partials in x is right once, then wrong on the next call).
+// Cost: prepare() and verify() copy a few hundred bytes each way; the input check reads x once.
+
+// The exact sum of the integer-valued data of `seed`, from the generator: x is not read.
+__global__ void integer_sum_kernel(long long n, std::uint64_t seed, unsigned long long* total) {
+  long long v = 0;
+  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<long long>(gridDim.x) * blockDim.x)
+    v += integer_value(seed, i);
+  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(kFullMask, v, offset);
+  if (threadIdx.x % 32 == 0) atomicAdd(total, static_cast<unsigned long long>(v));  // mod 2^64
+}
+
+// x[at[k]] = value[k] for k < count (distinct positions).
+__global__ void scatter_kernel(float* x, const long long* at, const float* value, int count) {
+  const int k = blockIdx.x * blockDim.x + threadIdx.x;
+  if (k < count) x[at[k]] = value[k];
+}
+
+// Counts the elements of x that differ (bit for bit) from the integer data of `seed` with the
+// `count` changes at[] (ascending) -> value[] applied.
+__global__ void count_changed_kernel(const float* __restrict__ x, long long n, std::uint64_t seed,
+                                     const long long* at, const float* value, int count,
+                                     unsigned long long* changed) {
+  unsigned long long local = 0;
+  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    int lo = 0, hi = count;  // the first k with at[k] >= i
+    while (lo < hi) {
+      const int mid = (lo + hi) / 2;
+      if (at[mid] < i) lo = mid + 1; else hi = mid;
+    }
+    const float want = lo < count && at[lo] == i ? value[lo]
+                                                 : static_cast<float>(integer_value(seed, i));
+    local += __float_as_uint(x[i]) != __float_as_uint(want);
+  }
+  for (int offset = 16; offset > 0; offset /= 2) local += __shfl_down_sync(kFullMask, local, offset);
+  if (threadIdx.x % 32 == 0 && local > 0) atomicAdd(changed, local);
+}
+
+class TimedSums {
+ public:
+  static constexpr int kChanged = 64;  // positions of x changed before each timed call
+
+  // Fills p.x with the integer data of `seed` and adds it up (on the device, from the seed).
+  TimedSums(Problem& p, std::uint64_t seed, cudaStream_t s)
+      : p_(p), seed_(seed), at_(2 * kChanged), value_(2 * kChanged), counter_(1) {
+    fill(p, Data::Integers, seed, s);
+    LAB_CHECK(cudaMemsetAsync(counter_.data(), 0, sizeof(unsigned long long), s));
+    integer_sum_kernel<<<grid(), kThreads, 0, s>>>(p.n, seed, counter_.data());
+    LAB_CHECK_LAUNCH();
+    base_sum_ = static_cast<long long>(read_counter(s));
+  }
+
+  lab::TimedCallChecks checks(lab::Lesson& l) {
+    lab::TimedCallChecks c;
+    c.prepare = [this](cudaStream_t s, std::uint64_t call_seed) { prepare(s, call_seed); };
+    c.verify = [this, &l](cudaStream_t s, const std::string& case_name) {
+      Reference ref;
+      ref.exact = static_cast<double>(base_sum_ + delta_);
+      ref.integers = true;  // bound 0: exact
+      const std::string message = judge_outputs(p_, ref, s).second;
+      l.check("exercise", size_name(p_.n) + " integers, " + case_name, message.empty(), message);
+    };
+    return c;
+  }
+
+  // After timing: x holds the base data with the last call's changes, nothing else.
+  void check_input_unchanged(lab::Lesson& l, cudaStream_t s) {
+    upload(positions_, values_, s);
+    LAB_CHECK(cudaMemsetAsync(counter_.data(), 0, sizeof(unsigned long long), s));
+    count_changed_kernel<<<grid(), kThreads, 0, s>>>(p_.x.data(), p_.n, seed_, at_.data(),
+                                                     value_.data(),
+                                                     static_cast<int>(positions_.size()),
+                                                     counter_.data());
+    LAB_CHECK_LAUNCH();
+    const unsigned long long changed = read_counter(s);
+    l.check("exercise", size_name(p_.n) + " timed calls: inputs unchanged", changed == 0,
+            std::to_string(changed) + " of the " + std::to_string(p_.n) +
+                " elements of x were changed by the timed calls: x is the input, read-only "
+                "(const float*), not scratch space");
+  }
+
+ private:
+  void prepare(cudaStream_t s, std::uint64_t call_seed) {
+    poison_outputs(p_, s);
+    std::map<long long, float> writes;  // position -> value, ascending
+    for (const long long i : positions_) writes[i] = static_cast<float>(integer_value(seed_, i));
+    std::mt19937_64 rng(call_seed);
+    std::map<long long, int> fresh;
+    const std::size_t count = static_cast<std::size_t>(std::min<long long>(kChanged, p_.n));
+    while (fresh.size() < count) fresh[static_cast<long long>(rng() % p_.n)] = 0;
+    long long delta = 0;
+    for (auto& [i, v] : fresh) {
+      const int k = static_cast<int>(rng() % 8);
+      v = k < 4 ? k - 4 : k - 3;
+      delta += v - integer_value(seed_, i);
+    }
+    if (delta == delta_) {  // the same sum as the last call: change one value (never to 0)
+      int& v = fresh.rbegin()->second;
+      const int was = v;
+      v = v == 4 ? 3 : v == -1 ? 1 : v + 1;
+      delta += v - was;
+    }
+    positions_.clear();
+    values_.clear();
+    for (const auto& [i, v] : fresh) {
+      writes[i] = static_cast<float>(v);
+      positions_.push_back(i);
+      values_.push_back(static_cast<float>(v));
+    }
+    delta_ = delta;
+    std::vector<long long> at;
+    std::vector<float> value;
+    for (const auto& [i, v] : writes) {
+      at.push_back(i);
+      value.push_back(v);
+    }
+    upload(at, value, s);
+    scatter_kernel<<<(static_cast<int>(at.size()) + kThreads - 1) / kThreads, kThreads, 0, s>>>(
+        p_.x.data(), at_.data(), value_.data(), static_cast<int>(at.size()));
+    LAB_CHECK_LAUNCH();
+  }
+
+  // From pageable memory: the copies have taken the values by the time they return.
+  void upload(const std::vector<long long>& at, const std::vector<float>& value, cudaStream_t s) {
+    if (at.empty()) return;
+    LAB_CHECK(cudaMemcpyAsync(at_.data(), at.data(), at.size() * sizeof(long long),
+                              cudaMemcpyHostToDevice, s));
+    LAB_CHECK(cudaMemcpyAsync(value_.data(), value.data(), value.size() * sizeof(float),
+                              cudaMemcpyHostToDevice, s));
+  }
+
+  unsigned long long read_counter(cudaStream_t s) {
+    unsigned long long v = 0;
+    LAB_CHECK(cudaMemcpyAsync(&v, counter_.data(), sizeof v, cudaMemcpyDeviceToHost, s));
+    LAB_CHECK(cudaStreamSynchronize(s));
+    return v;
+  }
+
+  unsigned grid() const {
+    return static_cast<unsigned>(std::clamp<long long>((p_.n + kThreads - 1) / kThreads, 1,
+                                                       16LL * lab::device_info().sms));
+  }
+
+  Problem& p_;
+  std::uint64_t seed_;
+  lab::DeviceBuffer<long long> at_;
+  lab::DeviceBuffer<float> value_;
+  lab::DeviceBuffer<unsigned long long> counter_;
+  long long base_sum_ = 0;
+  long long delta_ = 0;                // the current sum minus base_sum_
+  std::vector<long long> positions_;  // changed by the last prepare(), ascending ...
+  std::vector<float> values_;         // ... to these values
+};
 
 }  // namespace
 
@@ -442,7 +637,9 @@ int main(int argc, char** argv) {
     }
 
     // 2. Timing: 2^28 floats, 1 GiB, far past the 50-60 MB L2 (and the harness flushes L2 before
-    //    every cold sample). Every variant is counted at 4n bytes: x read once.
+    //    every cold sample). Every variant is counted at 4n bytes: x read once. The exercise's
+    //    timed calls run on integer data that changes before every call, and some of them are
+    //    checked (TimedSums); after them, x must be as they found it.
     Problem p(n, needs);
     l.size("x: " + size_name(n) + " float32 (" + num(4.0 * n / (1 << 20), "%.0f") + " MiB)");
     fill(p, Data::Uniform01, l.seed() * 16 + 100, stream);
@@ -450,9 +647,15 @@ int main(int argc, char** argv) {
     for (const Variant& v : variants) {
       Problem& problem = p;
       const Launch& launch = v.launch;
+      // The exercise's timed calls get new data each and are spot-checked (TimedSums, above).
+      std::unique_ptr<TimedSums> timed;
+      if (v.name == "exercise" && l.selected(v.name) && !l.profiling())
+        timed = std::make_unique<TimedSums>(p, l.seed() * 16 + 150, stream);
       const lab::Measurement* m =
           l.measure(v.name, {4.0 * n, static_cast<double>(n)},
-                    [&launch, &problem](cudaStream_t s) { launch(problem, s); });
+                    [&launch, &problem](cudaStream_t s) { launch(problem, s); }, {},
+                    timed ? timed->checks(l) : lab::TimedCallChecks{});
+      if (timed) timed->check_input_unchanged(l, stream);
       measured.emplace_back(v.name, m);
     }
     if (l.profiling()) return;
