@@ -13,7 +13,7 @@ constexpr int kWarpsPerBlock = 8;
 constexpr unsigned kFullMask = 0xffffffffu;
 
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
-    gemv_kernel(int rows, int cols, float alpha, const float* __restrict__ A,
+    gemv_kernel(int rows, int cols, float alpha, const float* A /* written: not __restrict__ */,
                 const float* __restrict__ x, float beta, float* __restrict__ y) {
   const int lane = threadIdx.x % 32;
   const int row = blockIdx.x * kWarpsPerBlock + threadIdx.x / 32;
