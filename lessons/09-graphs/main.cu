@@ -27,6 +27,7 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -209,6 +210,67 @@ void validate_all(lab::Lesson& l, const std::vector<Variant>& variants, Problem&
     if (l.selected(v.name)) validate(l, v, p, full, floor, case_name);
 }
 
+// The exercise's timed calls (lab::TimedCallChecks). They must be as checkable as the validated
+// ones: with the same inputs every time and y still holding the last answer, run() could
+// recognise a timed call and skip the chain exactly when it is timed. So, outside the timed
+// window, before every timed call prepare() writes new x, a and b made from the call's seed
+// (drawn by the harness from a generator the exercise cannot see) and poisons y; after calls the
+// harness picks at random once they have finished, verify() replays the chain on the host from
+// that seed (regenerated: nothing is read back but y) for kSpotChecks elements picked only then,
+// bit for bit. Cost: three tiny fills per call; per verify, a copy of y and kSpotChecks x K host
+// fmaf (512 x 1000: about a millisecond).
+class TimedChains {
+ public:
+  static constexpr int kSpotChecks = 512;
+
+  explicit TimedChains(Problem& p) : p_(p), pick_(std::random_device{}()) {}
+
+  lab::TimedCallChecks checks(lab::Lesson& l) {
+    lab::TimedCallChecks c;
+    c.prepare = [this](cudaStream_t s, std::uint64_t call_seed) {
+      seed_ = call_seed;
+      fill_inputs(p_, seed_, s);
+      lab::poison(p_.y.data(), p_.y.bytes(), s);
+    };
+    c.verify = [this, &l](cudaStream_t s, const std::string& case_name) {
+      verify(l, s, case_name);
+    };
+    return c;
+  }
+
+ private:
+  void verify(lab::Lesson& l, cudaStream_t s, const std::string& case_name) {
+    std::vector<float> y(p_.n);
+    LAB_CHECK(cudaMemcpyAsync(y.data(), p_.y.data(), p_.y.bytes(), cudaMemcpyDeviceToHost, s));
+    LAB_CHECK(cudaStreamSynchronize(s));
+    // The inputs prepare() made, as fill_inputs makes them.
+    std::vector<float> x(p_.n), a(p_.steps), b(p_.steps);
+    lab::fill_random_host(x.data(), x.size(), seed_);
+    lab::fill_random_host(a.data(), a.size(), seed_ + 1, 0.99f, 1.01f);
+    lab::fill_random_host(b.data(), b.size(), seed_ + 2, -0.1f, 0.1f);
+    std::vector<float> got, want;
+    const bool all = p_.n <= kSpotChecks;
+    for (int k = 0; k < (all ? p_.n : kSpotChecks); ++k) {
+      const std::size_t j = all ? k : pick_() % p_.n;
+      float v = x[j];
+      for (int i = 0; i < p_.steps; ++i) v = std::fmaf(a[i], v, b[i]);
+      got.push_back(y[j]);
+      want.push_back(v);
+    }
+    lab::Tolerance exact;
+    exact.rtol = 0.0;
+    exact.atol = 0.0;
+    l.check("exercise",
+            "n=" + std::to_string(p_.n) + " K=" + std::to_string(p_.steps) + " " + case_name +
+                (all ? "" : " (" + std::to_string(kSpotChecks) + " random elements)"),
+            lab::allclose(got, want, exact));
+  }
+
+  Problem& p_;
+  std::mt19937_64 pick_;   // which elements verify() checks: chosen after the call
+  std::uint64_t seed_ = 0;  // the last prepare()'s
+};
+
 // What stream capture does with calls that a graph cannot hold. Each experiment runs on a
 // stream of its own (the lesson's stream is never put in capture mode), checks every return
 // code instead of throwing, ends the capture and clears the error, so nothing leaks out.
@@ -317,6 +379,7 @@ int main(int argc, char** argv) {
     }
 
     // 2. Timing: one call = the whole chain; no lead-in, so launch gaps are part of the time.
+    //    The exercise's timed calls get new inputs each, and some are checked (TimedChains).
     auto p = make(N, K);
     l.size("K = " + std::to_string(K) + " dependent kernels, each on n = " + std::to_string(N) +
            " floats (" + fixed(N * 4.0 / 1024, 1) + " KiB); time per call = the whole chain");
@@ -345,10 +408,12 @@ int main(int argc, char** argv) {
       }
       Problem& problem = *p;
       const auto& launch = v.launch;
+      TimedChains timed(problem);  // the exercise's timed calls: new inputs, spot checks
       const lab::Measurement* m =
           l.measure(v.name, {bytes_of(v.name, problem), 2.0 * N * K},
                     [&launch, &problem](cudaStream_t s) { launch(problem, s); },
-                    v.name == "kernel_floor" ? floor_options : chain_options);
+                    v.name == "kernel_floor" ? floor_options : chain_options,
+                    v.name == "exercise" ? timed.checks(l) : lab::TimedCallChecks{});
       if (m) measured.emplace_back(v.name, m);
     }
 
