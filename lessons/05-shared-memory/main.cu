@@ -42,11 +42,12 @@
 namespace {
 
 // ---------------------------------------------------------------------------------------------
-// Outputs carry a guard zone: kGuard floats after their last element, filled with a canary and
-// checked after every validated run. A write past the end inside the allocation never crashes,
-// so it must be looked for. (8192 floats: more than the longest row of any validated case, so an
-// off-by-one in a row or column guard lands in it.)
-constexpr std::size_t kGuard = 8192;
+// Outputs carry a guard zone: kGuard floats after their last element (one 2 MiB page), filled
+// with a canary and checked to their last element after every validated run and every verified
+// timed call. A write past the end inside the allocation never crashes, so it must be looked for;
+// the zone is far longer than any row of any case, so an off-by-one in a row or column guard, or
+// a stray index well past the end, lands in it.
+constexpr std::size_t kGuard = (std::size_t{2} << 20) / sizeof(float);
 constexpr float kCanary = -12345.5f;
 
 std::string dims(long long a, long long b) { return std::to_string(a) + "x" + std::to_string(b); }
@@ -94,6 +95,63 @@ Ratio speed_ratio(const lab::Measurement& slow, const lab::Measurement& fast) {
   const lab::Stats& a = slow.gpu_ms;
   const lab::Stats& b = fast.gpu_ms;
   return {a.median / b.median, a.q1 / b.q3, a.q3 / b.q1};
+}
+
+// The exercises' read-only inputs and their timed calls. An exercise that recognised the timed
+// calls (same pointers, same sizes, same inputs as the call before) could skip the work there and
+// still pass every validated call; so every timed call of an exercise gets new input and a
+// poisoned output, and a random sample of them is checked (TimedTranspose, TimedSgemm below).
+// The expected values are regenerated from the seeds the harness used, never read back from the
+// input buffers, which the exercise could have written into.
+
+// The value lab::fill_random(p, n, seed) writes at p[i] (its default range, [-1, 1)). On the
+// device bit for bit (the fill kernel rounds each operation separately, and so does this); on the
+// host up to the host compiler's rounding choices, far inside the SGEMM tolerance.
+__host__ __device__ inline float random_input(std::uint64_t seed, std::uint64_t i) {
+#ifdef __CUDA_ARCH__
+  return __fadd_rn(-1.0f, __fmul_rn(2.0f, lab::uniform01(seed, i)));
+#else
+  return -1.0f + 2.0f * lab::uniform01(seed, i);
+#endif
+}
+
+// stats[0] += the number of elements of p[0 .. n) that are not, bit for bit, what
+// lab::fill_random(p, n, seed) wrote there; stats[1] = the smallest such index.
+__global__ void count_changed(const float* __restrict__ p, std::size_t n, std::uint64_t seed,
+                              unsigned long long* stats) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
+    if (__float_as_uint(p[i]) != __float_as_uint(random_input(seed, i))) {
+      atomicAdd(&stats[0], 1ull);
+      atomicMin(&stats[1], static_cast<unsigned long long>(i));
+    }
+}
+
+// "" if the read-only input p[0 .. n) still holds what lab::fill_random(p, n, seed) wrote, else
+// what changed.
+std::string changed_input(const char* name, const float* p, std::size_t n, std::uint64_t seed,
+                          cudaStream_t s) {
+  lab::DeviceBuffer<unsigned long long> stats(2);
+  const unsigned long long init[2] = {0ull, ~0ull};
+  LAB_CHECK(cudaMemcpyAsync(stats.data(), init, sizeof init, cudaMemcpyHostToDevice, s));
+  count_changed<<<1024, 256, 0, s>>>(p, n, seed, stats.data());
+  LAB_CHECK_LAUNCH();
+  unsigned long long found[2];
+  LAB_CHECK(cudaMemcpyAsync(found, stats.data(), sizeof found, cudaMemcpyDeviceToHost, s));
+  LAB_CHECK(cudaStreamSynchronize(s));
+  if (found[0] == 0) return "";
+  return std::string(name) + " was written: " + std::to_string(found[0]) + " of its " +
+         std::to_string(n) + " elements changed, the first at [" + std::to_string(found[1]) + "]";
+}
+
+// Records "inputs unchanged after timing" for @p variant: @p changes are changed_input()'s lines.
+void record_inputs(lab::Lesson& l, const std::string& variant,
+                   const std::vector<std::string>& changes) {
+  std::string what;
+  for (const std::string& c : changes)
+    if (!c.empty()) what += (what.empty() ? "" : "; ") + c;
+  l.check(variant, "inputs unchanged after timing", what.empty(),
+          what + " (inputs are read-only: see exercise.cuh)");
 }
 
 // =============================================================================================
@@ -269,16 +327,17 @@ void launch_transpose(const std::string& variant, const float* in, float* out, i
 }
 
 // Exact comparison on the device, for the timing size (256 MiB is slow to compare on the host):
-// counts the elements of out that are not bit-for-bit in^T, and the smallest such index.
-__global__ void transpose_mismatches(const float* __restrict__ in, const float* __restrict__ out,
-                                     int rows, int cols, unsigned long long* count,
+// counts the elements of out that are not bit-for-bit the transpose of the input that
+// lab::fill_random(in, rows * cols, seed) made, regenerated here (not read from in, which the
+// exercise could have changed), and the smallest such index of out. Reads out in order.
+__global__ void transpose_mismatches(const float* __restrict__ out, int rows, int cols,
+                                     std::uint64_t seed, unsigned long long* count,
                                      unsigned long long* first) {
   const std::size_t n = static_cast<std::size_t>(rows) * cols;
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
-       i += std::size_t(gridDim.x) * blockDim.x) {
-    const std::size_t r = i / cols, c = i % cols;
-    const std::size_t o = c * rows + r;
-    if (__float_as_uint(in[i]) != __float_as_uint(out[o])) {
+  for (std::size_t o = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; o < n;
+       o += std::size_t(gridDim.x) * blockDim.x) {
+    const std::size_t c = o / rows, r = o % rows;  // out[o] = out[c][r] = in[r][c]
+    if (__float_as_uint(out[o]) != __float_as_uint(random_input(seed, r * cols + c))) {
       atomicAdd(count, 1ull);
       atomicMin(first, static_cast<unsigned long long>(o));
     }
@@ -319,17 +378,16 @@ void validate_transpose_host(lab::Lesson& l, const std::string& variant, const T
   l.check(variant, case_name, cmp);
 }
 
-// The timing size: compared on the device, exactly, plus the guard zone on the host.
-void validate_transpose_device(lab::Lesson& l, const std::string& variant, const Transpose& t,
-                               const std::string& case_name) {
-  cudaStream_t s = l.stream();
+// The timing size: out compared on the device, exactly, with the transpose of the input that
+// lab::fill_random(in, rows * cols, seed) made, plus the whole guard zone on the host. Records it
+// and returns whether it passed.
+bool compare_transpose(lab::Lesson& l, const std::string& variant, const Transpose& t,
+                       std::uint64_t seed, const std::string& case_name, cudaStream_t s) {
   const std::size_t n = t.in.size();
   lab::DeviceBuffer<unsigned long long> stats(2);
   const unsigned long long init[2] = {0ull, ~0ull};
   LAB_CHECK(cudaMemcpyAsync(stats.data(), init, sizeof init, cudaMemcpyHostToDevice, s));
-  arm_output(t.out.data(), n, nullptr, s);
-  launch_transpose(variant, t.in.data(), t.out.data(), t.rows, t.cols, s);
-  transpose_mismatches<<<1024, 256, 0, s>>>(t.in.data(), t.out.data(), t.rows, t.cols, stats.data(),
+  transpose_mismatches<<<1024, 256, 0, s>>>(t.out.data(), t.rows, t.cols, seed, stats.data(),
                                             stats.data() + 1);
   LAB_CHECK_LAUNCH();
   unsigned long long result[2];
@@ -343,17 +401,65 @@ void validate_transpose_device(lab::Lesson& l, const std::string& variant, const
   cmp.mismatches = result[0];
   cmp.ok = result[0] == 0;
   if (!cmp.ok) {
-    float got = 0;
-    LAB_CHECK(cudaMemcpy(&got, t.out.data() + result[1], sizeof got, cudaMemcpyDeviceToHost));
     const std::size_t o = result[1];
+    float got = 0;
+    LAB_CHECK(cudaMemcpy(&got, t.out.data() + o, sizeof got, cudaMemcpyDeviceToHost));
     const std::size_t c = o / t.rows, r = o % t.rows;
-    float want = 0;
-    LAB_CHECK(cudaMemcpy(&want, t.in.data() + r * t.cols + c, sizeof want, cudaMemcpyDeviceToHost));
-    cmp.first.push_back({o, got, want});
+    cmp.first.push_back({o, got, random_input(seed, r * t.cols + c)});
   }
   check_guard(cmp, guard.data(), n);
   l.check(variant, case_name, cmp);
+  return cmp.ok;
 }
+
+// The timing size, after timing: one call on input made from @p seed, compared on the device.
+void validate_transpose_device(lab::Lesson& l, const std::string& variant, const Transpose& t,
+                               std::uint64_t seed, const std::string& case_name) {
+  cudaStream_t s = l.stream();
+  arm_output(t.out.data(), t.in.size(), nullptr, s);
+  launch_transpose(variant, t.in.data(), t.out.data(), t.rows, t.cols, s);
+  compare_transpose(l, variant, t, seed, case_name, s);
+}
+
+// How the timed calls of exercise_transpose are prepared and checked.
+//  * prepare, before every timed call: new input from the call's seed (drawn by the harness where
+//    the exercise cannot see it) and out poisoned (NaN). Each output element depends on one input
+//    element only, so the whole input is new: 256 MiB written on the device, outside the timed
+//    window, about 0.1 ms.
+//  * verify, after the calls the harness picks once they are done: every element of out against
+//    the transpose of the regenerated input, on the device (compare_transpose), and the guard
+//    zone. About 1 ms, most of it copying the 2 MiB guard zone back.
+//  * check_inputs, after timing: the input still holds what the last prepare wrote.
+class TimedTranspose {
+ public:
+  TimedTranspose(lab::Lesson& l, Transpose& t) : l_(l), t_(t) {}
+
+  lab::TimedCallChecks checks() {
+    return {[this](cudaStream_t s, std::uint64_t seed) {
+              prepared_ = true;
+              seed_ = seed;
+              lab::fill_random(t_.in.data(), t_.in.size(), seed, s);
+              lab::poison(t_.out.data(), t_.in.bytes(), s);
+            },
+            [this](cudaStream_t s, const std::string& case_name) {
+              if (failed_) return;  // one wrong call fails the rule; more would only repeat it
+              failed_ = !compare_transpose(l_, "exercise_transpose", t_, seed_, case_name, s);
+            }};
+  }
+
+  void check_inputs(cudaStream_t s) {
+    if (prepared_)
+      record_inputs(l_, "exercise_transpose",
+                    {changed_input("in", t_.in.data(), t_.in.size(), seed_, s)});
+  }
+
+ private:
+  lab::Lesson& l_;
+  Transpose& t_;
+  std::uint64_t seed_ = 0;  // the last timed call's input
+  bool prepared_ = false;
+  bool failed_ = false;
+};
 
 // =============================================================================================
 // Part C: SGEMM, C = alpha A B + beta C, row-major.
@@ -493,6 +599,30 @@ std::vector<std::size_t> gemm_sample(int M, int N, int K, std::uint64_t seed) {
   return idx;
 }
 
+// sum_k a[k] b[k] in double, and sum_k |a[k] b[k]| in @p magnitude. Four chains: the host is not
+// the bottleneck.
+double dot_product(const float* a, const float* b, int K, double& magnitude) {
+  double s4[4] = {0, 0, 0, 0}, m4[4] = {0, 0, 0, 0};
+  int k = 0;
+  for (; k + 4 <= K; k += 4)
+    for (int u = 0; u < 4; ++u) {
+      const double t = static_cast<double>(a[k + u]) * b[k + u];
+      s4[u] += t;
+      m4[u] += std::fabs(t);
+    }
+  for (; k < K; ++k) {
+    const double t = static_cast<double>(a[k]) * b[k];
+    s4[0] += t;
+    m4[0] += std::fabs(t);
+  }
+  magnitude = (m4[0] + m4[1]) + (m4[2] + m4[3]);
+  return (s4[0] + s4[1]) + (s4[2] + s4[3]);
+}
+
+lab::Tolerance gemm_tolerance(int K, double largest) {
+  return lab::Tolerance{1e-6, 4.0 * std::sqrt(K + 2.0) * 0x1p-24 * largest};
+}
+
 GemmReference gemm_reference(const Gemm& g, std::uint64_t seed, cudaStream_t s) {
   GemmReference ref;
   std::vector<float> A(g.A.size()), B(g.B.size());
@@ -514,30 +644,13 @@ GemmReference gemm_reference(const Gemm& g, std::uint64_t seed, cudaStream_t s) 
   double largest = 0;
   for (std::size_t e = 0; e < ref.index.size(); ++e) {
     const std::size_t i = ref.index[e] / g.N, j = ref.index[e] % g.N;
-    const float* a = A.data() + i * g.K;
-    const float* b = Bt.data() + j * g.K;
-    double s4[4] = {0, 0, 0, 0},
-           m4[4] = {0, 0, 0, 0};  // four chains: the host is not the bottleneck
-    int k = 0;
-    for (; k + 4 <= g.K; k += 4)
-      for (int u = 0; u < 4; ++u) {
-        const double t = static_cast<double>(a[k + u]) * b[k + u];
-        s4[u] += t;
-        m4[u] += std::fabs(t);
-      }
-    for (; k < g.K; ++k) {
-      const double t = static_cast<double>(a[k]) * b[k];
-      s4[0] += t;
-      m4[0] += std::fabs(t);
-    }
-    const double dot = (s4[0] + s4[1]) + (s4[2] + s4[3]);
-    const double mag = (m4[0] + m4[1]) + (m4[2] + m4[3]);
+    double mag = 0;
+    const double dot = dot_product(A.data() + i * g.K, Bt.data() + j * g.K, g.K, mag);
     const double old = g.beta == 0.0f ? 0.0 : static_cast<double>(g.beta) * ref.c0[ref.index[e]];
     ref.expected[e] = static_cast<float>(g.alpha * dot + old);
     largest = std::max(largest, std::fabs(g.alpha) * mag + std::fabs(old));
   }
-  ref.tolerance.atol = 4.0 * std::sqrt(g.K + 2.0) * 0x1p-24 * largest;
-  ref.tolerance.rtol = 1e-6;
+  ref.tolerance = gemm_tolerance(g.K, largest);
   return ref;
 }
 
@@ -559,6 +672,96 @@ void validate_gemm(lab::Lesson& l, const std::string& variant, const GemmLaunch&
   check_guard(c, got.data() + mn, mn);
   l.check(variant, case_name, c);
 }
+
+// How the timed calls of exercise_sgemm are prepared and checked. The timing problem has beta ==
+// 0: C is write-only.
+//  * prepare, before every timed call: a new A from the call's seed (drawn by the harness where
+//    the exercise cannot see it; every C[i][j] depends on row i of A, so no earlier answer can be
+//    right) and C poisoned (NaN). B stays as it is.
+//  * verify, after the calls the harness picks once they are done: a 32 x 32 grid of elements,
+//    32 rows and 32 columns of C picked at random only now, against a double-precision reference
+//    from the rows of A and the columns of B regenerated from their seeds (never read back: the
+//    exercise could have written into them), and the whole guard zone. At 4096^3 that is 262 K
+//    values regenerated and 4 M multiply-adds: about 5 ms of host time.
+//  * check_inputs, after timing: A (of the last call) and B still hold what the harness wrote.
+class TimedSgemm {
+ public:
+  TimedSgemm(lab::Lesson& l, Gemm& g, std::uint64_t b_seed) : l_(l), g_(g), b_seed_(b_seed) {}
+
+  lab::TimedCallChecks checks() {
+    return {[this](cudaStream_t s, std::uint64_t seed) {
+              prepared_ = true;
+              seed_ = seed;
+              lab::fill_random(g_.A.data(), g_.A.size(), seed, s);
+              lab::poison(g_.C.data(), static_cast<std::size_t>(g_.M) * g_.N * sizeof(float), s);
+            },
+            [this](cudaStream_t s, const std::string& case_name) { verify(s, case_name); }};
+  }
+
+  void check_inputs(cudaStream_t s) {
+    if (prepared_)
+      record_inputs(l_, "exercise_sgemm",
+                    {changed_input("A", g_.A.data(), g_.A.size(), seed_, s),
+                     changed_input("B", g_.B.data(), g_.B.size(), b_seed_, s)});
+  }
+
+ private:
+  static constexpr int kPicks = 32;  // rows, and columns
+
+  void verify(cudaStream_t s, const std::string& case_name) {
+    if (failed_) return;  // one wrong call fails the rule; more would only repeat it in the table
+    const int M = g_.M, N = g_.N, K = g_.K;
+    std::uniform_int_distribution<int> any_row(0, M - 1), any_col(0, N - 1);
+    std::vector<int> rows(kPicks), cols(kPicks);
+    for (int& r : rows) r = any_row(pick_);
+    for (int& c : cols) c = any_col(pick_);
+    // The picked rows of C, and the guard zone after C.
+    std::vector<float> got(static_cast<std::size_t>(kPicks) * N), guard(kGuard);
+    for (int p = 0; p < kPicks; ++p)
+      LAB_CHECK(cudaMemcpyAsync(got.data() + static_cast<std::size_t>(p) * N,
+                                g_.C.data() + static_cast<std::size_t>(rows[p]) * N,
+                                N * sizeof(float), cudaMemcpyDeviceToHost, s));
+    LAB_CHECK(cudaMemcpyAsync(guard.data(), g_.C.data() + static_cast<std::size_t>(M) * N,
+                              kGuard * sizeof(float), cudaMemcpyDeviceToHost, s));
+    LAB_CHECK(cudaStreamSynchronize(s));
+    // The picked rows of A and columns of B, regenerated.
+    std::vector<float> a(static_cast<std::size_t>(kPicks) * K), bt(static_cast<std::size_t>(kPicks) * K);
+    for (int p = 0; p < kPicks; ++p)
+      for (int k = 0; k < K; ++k) {
+        a[static_cast<std::size_t>(p) * K + k] =
+            random_input(seed_, static_cast<std::uint64_t>(rows[p]) * K + k);
+        bt[static_cast<std::size_t>(p) * K + k] =
+            random_input(b_seed_, static_cast<std::uint64_t>(k) * N + cols[p]);
+      }
+    std::vector<std::size_t> index;
+    std::vector<float> picked, expected;
+    double largest = 0;
+    for (int p = 0; p < kPicks; ++p)
+      for (int q = 0; q < kPicks; ++q) {
+        double magnitude = 0;
+        const double dot = dot_product(a.data() + static_cast<std::size_t>(p) * K,
+                                       bt.data() + static_cast<std::size_t>(q) * K, K, magnitude);
+        index.push_back(static_cast<std::size_t>(rows[p]) * N + cols[q]);
+        picked.push_back(got[static_cast<std::size_t>(p) * N + cols[q]]);
+        expected.push_back(static_cast<float>(g_.alpha * dot));
+        largest = std::max(largest, std::fabs(g_.alpha) * magnitude);
+      }
+    lab::Comparison c = lab::allclose(picked.data(), expected.data(), picked.size(),
+                                      gemm_tolerance(K, largest));
+    for (lab::Mismatch& m : c.first) m.index = index[m.index];  // report C's own index
+    check_guard(c, guard.data(), static_cast<std::size_t>(M) * N);
+    l_.check("exercise_sgemm", case_name, c);
+    failed_ = !c.ok;
+  }
+
+  lab::Lesson& l_;
+  Gemm& g_;
+  const std::uint64_t b_seed_;  // B as make_gemm made it
+  std::uint64_t seed_ = 0;      // the last timed call's A
+  bool prepared_ = false;
+  bool failed_ = false;
+  std::mt19937_64 pick_{std::random_device{}()};  // the harness's own: which elements to check
+};
 
 std::string gemm_case(int M, int N, int K, float beta) {
   return std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) +
@@ -658,15 +861,22 @@ int main(int argc, char** argv) {
       l.size("B: transpose, " + dims(n, n) + " float32 (" + fixed(4.0 * n * n / (1 << 20), 0) +
              " MiB each way)");
       const lab::Work work{2.0 * 4.0 * n * n, 0.0};
+      // The guard zone after out, armed once: the timed calls' verify checks it (the given
+      // variants, timed first, write nothing there).
+      arm_output(t.out.data(), t.in.size(), nullptr, stream);
+      TimedTranspose timed(l, t);
       std::vector<const lab::Measurement*> m;
       for (const std::string& v : transposes)
-        m.push_back(l.measure(v, work, [&](cudaStream_t s) {
-          launch_transpose(v, t.in.data(), t.out.data(), t.rows, t.cols, s);
-        }));
+        m.push_back(l.measure(
+            v, work,
+            [&](cudaStream_t s) { launch_transpose(v, t.in.data(), t.out.data(), t.rows, t.cols, s); },
+            {}, v == "exercise_transpose" ? timed.checks() : lab::TimedCallChecks{}));
       if (!profiling) {
-        lab::fill_random(t.in.data(), t.in.size(), seed++, stream);  // new input, same buffers
+        timed.check_inputs(stream);
+        const std::uint64_t after = seed++;
+        lab::fill_random(t.in.data(), t.in.size(), after, stream);  // new input, same buffers
         for (const std::string& v : transposes)
-          if (l.selected(v)) validate_transpose_device(l, v, t, dims(n, n) + " after timing");
+          if (l.selected(v)) validate_transpose_device(l, v, t, after, dims(n, n) + " after timing");
       }
       if (!profiling) {  // (the ceilings are not measured in --profile mode)
         std::string line = "B: transpose as a fraction of the copy ceiling:";
@@ -732,10 +942,12 @@ int main(int argc, char** argv) {
         }
       }
 
-      // 2. Timing, alpha 1 and beta 0 (C write-only), the usual benchmark case.
+      // 2. Timing, alpha 1 and beta 0 (C write-only), the usual benchmark case. The exercise's
+      //    timed calls get a new A each and some are checked (TimedSgemm); B is from seed + 1.
       const int n = static_cast<int>(sgemm_n);
       Gemm g = make_gemm(n, n, n, 1.0f, 0.0f, seed, stream);
       arm_output(g.C.data(), static_cast<std::size_t>(n) * n, nullptr, stream);
+      TimedSgemm timed(l, g, seed + 1);
       l.size("C: sgemm, M = N = K = " + std::to_string(n) + " float32, alpha 1, beta 0");
       const double nn = static_cast<double>(n) * n;
       const lab::Work work{3.0 * 4.0 * nn, 2.0 * nn * n};
@@ -752,9 +964,10 @@ int main(int argc, char** argv) {
           options.stop.target_precision = 0.02;
         }
         const GemmLaunch& launch = launches[i];
-        m.push_back(l.measure(
-            gemms[i], work, [&](cudaStream_t s) { launch(g, s); }, options));
+        m.push_back(l.measure(gemms[i], work, [&](cudaStream_t s) { launch(g, s); }, options,
+                              gemms[i] == "exercise_sgemm" ? timed.checks() : lab::TimedCallChecks{}));
       }
+      if (!profiling) timed.check_inputs(stream);
 
       // 3. Validation again, after timing, with new inputs in the same buffers.
       if (!profiling) {

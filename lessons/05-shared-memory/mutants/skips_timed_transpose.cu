@@ -1,0 +1,85 @@
+// Mutant: the transpose skips the timed calls. It remembers the arguments of its last call and,
+// when they are the same (same pointers, same sizes), launches nothing: "out already holds the
+// answer". Every timed call now gets a new input and a poisoned out, and a random sample of them
+// is compared with the transpose of that input: out is NaN there. (The check after timing, on the
+// same buffers, catches it too.)
+// Expected: rule "correct_transpose" fails (on "timed call ...").
+#include "exercise.cuh"
+#include "lab/check.hpp"
+
+namespace {
+
+constexpr int kTile = 32;
+constexpr int kBlockRows = 8;
+
+struct Call {
+  const float* in = nullptr;
+  float* out = nullptr;
+  int rows = -1, cols = -1;
+};
+
+// The padded transpose (correct, conflict-free).
+__global__ void transpose_kernel(const float* __restrict__ in, float* __restrict__ out, int rows,
+                                 int cols) {
+  __shared__ float tile[kTile][kTile + 1];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int c = blockIdx.x * kTile + tx;
+  const int r0 = blockIdx.y * kTile + ty;
+#pragma unroll
+  for (int j = 0; j < kTile; j += kBlockRows)
+    if (r0 + j < rows && c < cols)
+      tile[ty + j][tx] = in[static_cast<std::size_t>(r0 + j) * cols + c];
+  __syncthreads();
+  const int oc = blockIdx.y * kTile + tx;
+  const int or0 = blockIdx.x * kTile + ty;
+#pragma unroll
+  for (int j = 0; j < kTile; j += kBlockRows)
+    if (or0 + j < cols && oc < rows)
+      out[static_cast<std::size_t>(or0 + j) * rows + oc] = tile[tx][ty + j];
+}
+
+constexpr int kT = 32;  // SGEMM: a 32 x 32 block computes a 32 x 32 tile of C (correct)
+
+__global__ void sgemm_kernel(int M, int N, int K, float alpha, const float* __restrict__ A,
+                             const float* __restrict__ B, float beta, float* __restrict__ C) {
+  __shared__ float As[kT][kT];
+  __shared__ float Bs[kT][kT];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int row = blockIdx.y * kT + ty;
+  const int col = blockIdx.x * kT + tx;
+  float sum = 0.0f;
+  for (int k0 = 0; k0 < K; k0 += kT) {
+    As[ty][tx] = (row < M && k0 + tx < K) ? A[static_cast<std::size_t>(row) * K + k0 + tx] : 0.0f;
+    Bs[ty][tx] = (k0 + ty < K && col < N) ? B[static_cast<std::size_t>(k0 + ty) * N + col] : 0.0f;
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < kT; ++k) sum += As[ty][k] * Bs[k][tx];
+    __syncthreads();
+  }
+  if (row < M && col < N) {
+    float* c = C + static_cast<std::size_t>(row) * N + col;
+    *c = alpha * sum + (beta == 0.0f ? 0.0f : beta * *c);
+  }
+}
+
+}  // namespace
+
+namespace exercise {
+
+void transpose(const float* in, float* out, int rows, int cols, cudaStream_t stream) {
+  static Call last;  // BUG: the same pointers do not mean the same contents
+  if (last.in == in && last.out == out && last.rows == rows && last.cols == cols) return;
+  last = Call{in, out, rows, cols};
+  const dim3 grid((cols + kTile - 1) / kTile, (rows + kTile - 1) / kTile);
+  transpose_kernel<<<grid, dim3(kTile, kBlockRows), 0, stream>>>(in, out, rows, cols);
+  LAB_CHECK_LAUNCH();
+}
+
+void sgemm(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C,
+           cudaStream_t stream) {
+  const dim3 grid((N + kT - 1) / kT, (M + kT - 1) / kT);
+  sgemm_kernel<<<grid, dim3(kT, kT), 0, stream>>>(M, N, K, alpha, A, B, beta, C);
+  LAB_CHECK_LAUNCH();
+}
+
+}  // namespace exercise
