@@ -7,15 +7,19 @@
 //   exercise           yours (exercise.cu)
 // Each is validated (fresh random input, NaN-filled output, a kernel with fresh coefficients,
 // guard bytes past the device arrays) at an odd size twice, then at the timing size before and
-// after it is timed. Then, as notes under the table: bandwidth against transfer size, the price
+// after it is timed; the exercise's timed calls get new coefficients and a changed input each,
+// and some of them are checked too (TimedTrips). Then, as notes under the table: bandwidth against transfer size, the price
 // of pinning, and the first-touch penalty.
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -48,9 +52,12 @@ std::string size_text(double bytes) {
 // The device side: two arrays with guard bytes after them, and the trivial kernel.
 
 // out[i] = a * in[i] + b: one read and one write per element, so on the H100 it takes about 2%
-// of the time the two transfers take (the table's notes show both).
+// of the time the two transfers take (the table's notes show both). a = ab[0], b = ab[1], read
+// from device memory, so each run's coefficients apply however the launch was enqueued (even
+// replayed from a CUDA graph captured earlier).
 __global__ void scale_shift_kernel(const float* __restrict__ in, float* __restrict__ out,
-                                   std::size_t n, float a, float b) {
+                                   std::size_t n, const float* __restrict__ ab) {
+  const float a = ab[0], b = ab[1];
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
        i += std::size_t(gridDim.x) * blockDim.x)
     out[i] = fmaf(a, in[i], b);
@@ -58,19 +65,26 @@ __global__ void scale_shift_kernel(const float* __restrict__ in, float* __restri
 
 class DeviceSide {
  public:
-  explicit DeviceSide(std::size_t n) : n_(n), in_(n + kGuard), out_(n + kGuard) {}
+  explicit DeviceSide(std::size_t n) : n_(n), in_(n + kGuard), out_(n + kGuard), ab_(2) {}
 
   l03::DeviceArrays arrays() const { return {in_.data(), out_.data(), n_}; }
   std::size_t n() const { return n_; }
 
-  // The kernel with the given coefficients, for one round trip.
-  l03::Kernel kernel(float a, float b) const {
+  // The coefficients of the kernels that run after this (stream order on `stream`).
+  void set_coefficients(float a, float b, cudaStream_t stream) const {
+    const float ab[2] = {a, b};  // pageable: the copy has taken the values when it returns
+    LAB_CHECK(cudaMemcpyAsync(ab_.data(), ab, sizeof ab, cudaMemcpyHostToDevice, stream));
+  }
+
+  // The kernel, with the coefficients set last.
+  l03::Kernel kernel() const {
     const float* in = in_.data();
     float* out = out_.data();
+    const float* ab = ab_.data();
     const std::size_t n = n_;
     const int blocks = lab::device_info().sms * 16;
     return [=](cudaStream_t stream) {
-      scale_shift_kernel<<<blocks, 256, 0, stream>>>(in, out, n, a, b);
+      scale_shift_kernel<<<blocks, 256, 0, stream>>>(in, out, n, ab);
       LAB_CHECK_LAUNCH();
     };
   }
@@ -104,6 +118,7 @@ class DeviceSide {
  private:
   std::size_t n_;
   lab::DeviceBuffer<float> in_, out_;
+  lab::DeviceBuffer<float> ab_;  // the kernel's a and b
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -174,12 +189,135 @@ void coefficients(std::uint64_t seed, std::uint64_t run, float& a, float& b) {
   b = -1.0f + 2.0f * lab::uniform01(seed ^ 0xA5A5A5A5ull, 2 * run + 1);
 }
 
+// The value lab::fill_random_host(in, n, seed) writes at in[i].
+float random_input(std::uint64_t seed, std::size_t i) {
+  return -1.0f + 2.0f * lab::uniform01(seed, i);
+}
+
+// In double, a * x is exact and one rounding follows: at most 1 ulp from the GPU's fmaf.
+float expected_output(float a, float b, float x) {
+  return static_cast<float>(double(a) * x + double(b));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The exercise's timed calls (lab::TimedCallChecks). They must be as checkable as the validated
+// ones: with the same input and kernel every time, a round trip could recognise a timed call (a
+// fingerprint of a few input elements) and skip it, leaving the last answer in output(). So,
+// outside the timed window, before every timed call prepare():
+//  * gives the kernel new coefficients, drawn from the call's seed (which the harness draws from
+//    a generator the exercise cannot see): every output element changes, so an element that this
+//    call did not bring back holds an earlier call's value, which is wrong;
+//  * writes new values at kChanged random positions of the input (the previous call's get their
+//    old values back first): a call that does not upload the whole input is wrong there, and a
+//    fingerprint of a few elements almost never sees them;
+//  * writes NaN at kPoisoned random positions of the output.
+// A few thousand host writes per call, where refilling both buffers would cost 2 x 256 MiB of
+// memset. After calls the harness picks at random once they have finished, verify() checks that
+// call's output at all those positions and at kRandom more picked only then, against the input
+// regenerated on the host (the input buffer is the exercise's: its contents are not trusted),
+// and the guard bytes after both device arrays. After timing, the input buffer must hold what
+// prepare() left there: round_trip() reads its input, it does not write it.
+// Cost per verify: about 5000 elements and 8 KiB of guards (well under a millisecond); the input
+// check after timing regenerates the whole input once (a fraction of a second at 256 MiB).
+class TimedTrips {
+ public:
+  static constexpr std::size_t kChanged = 64, kPoisoned = 1024, kRandom = 4096;
+
+  // `input_seed`: the seed of the input the last validated run wrote (lab::fill_random_host).
+  TimedTrips(lab::Lesson& l, l03::RoundTrip& rt, const DeviceSide& dev, std::uint64_t input_seed)
+      : l_(l), in_(rt.input()), out_(rt.output()), dev_(dev), n_(dev.n()), seed_(input_seed),
+        pick_(std::random_device{}()) {}
+
+  lab::TimedCallChecks checks() {
+    lab::TimedCallChecks c;
+    c.prepare = [this](cudaStream_t s, std::uint64_t call_seed) { prepare(s, call_seed); };
+    c.verify = [this](cudaStream_t s, const std::string& case_name) { verify(s, case_name); };
+    return c;
+  }
+
+  void check_input_unchanged() {
+    std::size_t wrong = 0, first = n_, k = 0;
+    for (std::size_t i = 0; i < n_; ++i) {
+      const float want = k < changed_.size() && changed_[k] == i ? values_[k++]
+                                                                 : random_input(seed_, i);
+      if (std::memcmp(&in_[i], &want, sizeof want) != 0 && wrong++ == 0) first = i;
+    }
+    l_.check("exercise", std::to_string(n_) + " floats, timed calls: input unchanged", wrong == 0,
+             std::to_string(wrong) + " of the " + std::to_string(n_) +
+                 " input elements changed (the first at [" + std::to_string(first) +
+                 "]): round_trip() must read input(), not write it");
+  }
+
+ private:
+  void prepare(cudaStream_t s, std::uint64_t call_seed) {
+    std::mt19937_64 rng(call_seed);
+    std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+    for (const std::size_t i : changed_) in_[i] = random_input(seed_, i);
+    previous_ = changed_;
+    changed_.clear();
+    values_.clear();
+    for (std::size_t k = 0; k < kChanged; ++k) changed_.push_back(rng() % n_);
+    std::sort(changed_.begin(), changed_.end());
+    changed_.erase(std::unique(changed_.begin(), changed_.end()), changed_.end());
+    for (const std::size_t i : changed_) {
+      values_.push_back(-1.0f + 2.0f * unit(rng));
+      in_[i] = values_.back();
+    }
+    poisoned_.clear();
+    for (std::size_t k = 0; k < kPoisoned; ++k) {
+      poisoned_.push_back(rng() % n_);
+      out_[poisoned_.back()] = std::numeric_limits<float>::quiet_NaN();
+    }
+    const float last_b = b_;
+    a_ = 0.5f + unit(rng);
+    b_ = -1.0f + 2.0f * unit(rng);
+    if (std::fabs(b_ - last_b) < 0.01f) b_ = b_ > 0 ? b_ - 0.5f : b_ + 0.5f;  // never the last b
+    dev_.set_coefficients(a_, b_, s);
+  }
+
+  // The input prepare() left at i.
+  float input_at(std::size_t i) const {
+    const auto it = std::lower_bound(changed_.begin(), changed_.end(), i);
+    return it != changed_.end() && *it == i ? values_[it - changed_.begin()]
+                                            : random_input(seed_, i);
+  }
+
+  void verify(cudaStream_t, const std::string& case_name) {
+    std::vector<std::size_t> at = changed_;
+    at.insert(at.end(), previous_.begin(), previous_.end());
+    at.insert(at.end(), poisoned_.begin(), poisoned_.end());
+    for (std::size_t k = 0; k < kRandom; ++k) at.push_back(pick_() % n_);
+    std::vector<float> got, want;
+    for (const std::size_t i : at) {
+      got.push_back(out_[i]);
+      want.push_back(expected_output(a_, b_, input_at(i)));
+    }
+    const std::string name = std::to_string(n_) + " floats, " + case_name;
+    l_.check("exercise", name + " (" + std::to_string(at.size()) + " elements)",
+             lab::allclose(got, want));
+    LAB_CHECK(cudaDeviceSynchronize());  // whatever else it started, then the guards
+    const std::string damage = dev_.guard_damage();
+    l_.check("exercise", name + ", bounds", damage.empty(), damage);
+  }
+
+  lab::Lesson& l_;
+  float* in_;
+  float* out_;
+  const DeviceSide& dev_;
+  std::size_t n_;
+  std::uint64_t seed_;
+  std::mt19937_64 pick_;  // verify()'s random positions: chosen after the call
+  float a_ = 2.0f, b_ = 1.0f;
+  std::vector<std::size_t> changed_, previous_, poisoned_;  // changed_ ascending, ...
+  std::vector<float> values_;                               // ... to these values
+};
+
 class Runner {
  public:
   explicit Runner(lab::Lesson& l) : l_(l) {}
 
-  // One validated run; records its checks under `variant`.
-  void validated_run(const std::string& variant, l03::RoundTrip& rt, const DeviceSide& dev,
+  // One validated run; records its checks under `variant`. Returns the seed of its input.
+  std::uint64_t validated_run(const std::string& variant, l03::RoundTrip& rt, const DeviceSide& dev,
                      const std::string& when) {
     const std::uint64_t run = runs_++;
     const std::uint64_t seed = l_.seed() + 1000 * run + 1;
@@ -191,19 +329,18 @@ class Runner {
       float* out = rt.output();
       if (!in || !out) {
         l_.check(variant, name, false, "input() or output() returned a null pointer after setup()");
-        return;
+        return seed;
       }
       float a, b;
       coefficients(l_.seed(), run, a, b);
       std::memset(out, 0xff, n * sizeof(float));  // NaN: an element never written fails
       lab::fill_random_host(in, n, seed);
       expected_.resize(n);
-      // In double, a * in[i] is exact and one rounding follows: at most 1 ulp from the GPU's fmaf.
-      for (std::size_t i = 0; i < n; ++i)
-        expected_[i] = static_cast<float>(double(a) * in[i] + double(b));
+      for (std::size_t i = 0; i < n; ++i) expected_[i] = expected_output(a, b, in[i]);
+      dev.set_coefficients(a, b, s);
       dev.prepare(s);
 
-      rt.round_trip(dev.arrays(), dev.kernel(a, b), s);
+      rt.round_trip(dev.arrays(), dev.kernel(), s);
       LAB_CHECK(cudaGetLastError());
       LAB_CHECK(cudaStreamSynchronize(s));  // the contract: stream s finished = output ready
       l_.check(variant, name, lab::allclose(out, expected_.data(), n));
@@ -215,6 +352,7 @@ class Runner {
       l_.check(variant, name, false, e.what());
       throw;  // a CUDA error may have broken the context: the harness stops and reports
     }
+    return seed;
   }
 
   // Validates at the odd size (twice: a result kept from an earlier call fails the second),
@@ -234,18 +372,25 @@ class Runner {
     rt->setup(n);
     if (setup_ms) *setup_ms = setup_timer.elapsed_ms();
     DeviceSide dev(n);
-    validated_run(variant, *rt, dev, "before timing");
+    const std::uint64_t input_seed = validated_run(variant, *rt, dev, "before timing");
 
-    // The timed kernel is always y = 2x + 1. Median to 1%: the rules' thresholds are tens of
-    // percent away, and pageable copies are too noisy for the default 0.5% in a few seconds.
+    // The harness's round trips are timed with the last validated run's kernel; the exercise's
+    // timed calls get new coefficients and inputs each, and some are checked (TimedTrips).
+    // Median to 1%: the rules' thresholds are tens of percent away, and pageable copies are
+    // too noisy for the default 0.5% in a few seconds.
     lab::BenchmarkOptions options;
     options.stop.target_precision = 0.01;
-    const l03::Kernel kernel = dev.kernel(2.0f, 1.0f);
+    const l03::Kernel kernel = dev.kernel();
     const l03::DeviceArrays arrays = dev.arrays();
+    const bool exercise =
+        variant == "exercise" && !l_.profiling() && rt->input() && rt->output();
+    TimedTrips timed(l_, *rt, dev, input_seed);
     const lab::Measurement* m =
         l_.measure(variant, {2.0 * n * sizeof(float), 2.0 * n, /*host_link=*/true},
-                   [&](cudaStream_t s) { rt->round_trip(arrays, kernel, s); }, options);
+                   [&](cudaStream_t s) { rt->round_trip(arrays, kernel, s); }, options,
+                   exercise ? timed.checks() : lab::TimedCallChecks{});
     LAB_CHECK(cudaDeviceSynchronize());
+    if (exercise) timed.check_input_unchanged();
 
     validated_run(variant, *rt, dev, "after timing");
     return m;
@@ -362,12 +507,13 @@ void demonstrations(lab::Lesson& l, std::size_t n, const lab::Measurement* exerc
                 "not timed.",
                 exercise_setup_ms, exercise_setup_ms / trip_ms));
     DeviceSide kernel_only(n);
+    kernel_only.set_coefficients(2.0f, 1.0f, s);
     kernel_only.prepare(s);
     lab::BenchmarkOptions o;
     o.stop.min_samples = 10;
     o.timeout_s = 1.0;
     const double kernel_ms =
-        lab::benchmark(kernel_only.kernel(2.0f, 1.0f), s, o).gpu_ms.median;
+        lab::benchmark(kernel_only.kernel(), s, o).gpu_ms.median;
     l.note(text("The kernel alone: %.3f ms, %.1f%% of your round trip's %.3f ms.", kernel_ms,
                 100 * kernel_ms / trip_ms, trip_ms));
   }
