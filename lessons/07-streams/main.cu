@@ -17,11 +17,15 @@
 // the timing size before and after timing. Every run starts from poisoned (NaN) buffers; the
 // input reaches the host buffer through work on the harness's stream right before the call; the
 // exercise must match the serial output bit for bit and leave no stream busy once `main` is done.
+// The exercise's timed calls get a changed input and a partly poisoned output each, and some of
+// them are checked too (TimedPipelines).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <limits>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -248,6 +252,104 @@ std::vector<float> validate_case(lab::Lesson& l, Job& job, std::size_t n, std::u
   return ref.output;
 }
 
+// ---------------------------------------------------------------------------------------------
+// The exercise's timed calls (lab::TimedCallChecks). They must be as checkable as the validated
+// ones: with the same input every time and the output left holding the last answer, pipelined()
+// could recognise a timed call and skip some or all of its stages. So, outside the timed window,
+// before every timed call prepare():
+//  * writes new values at kChanged random positions of the host input, drawn from the call's
+//    seed (which the harness draws from a generator the exercise cannot see), after giving the
+//    previous call's positions their old values back: a chunk that skips copy_in, compute or
+//    copy_out is wrong there, and nothing but the whole input says where they are;
+//  * writes NaN at those positions and at kPoisoned more random positions of the host output.
+// A few hundred host writes per call, where refilling the buffers would cost 2 x 256 MiB of
+// memset. After calls the harness picks at random once they have finished, verify() checks that
+// every stream is idle (the join) and that call's output, bit for bit, at all those positions
+// and at kRandom more picked only then, against the kernel replayed on the host from the input
+// regenerated from the seeds (never read back). The kernel's many steps make each element cost
+// microseconds on the host: about 450 elements, a few ms at the calibrated ~2500 steps.
+class TimedPipelines {
+ public:
+  static constexpr std::size_t kChanged = 64, kPoisoned = 256, kRandom = 64;
+
+  // `input_seed`: the seed of the input the last validated run copied to the host input.
+  TimedPipelines(lab::Lesson& l, Job& job, std::size_t n, const std::vector<cudaStream_t>& streams,
+                 std::uint64_t input_seed)
+      : l_(l), job_(job), n_(n), streams_(streams), seed_(input_seed),
+        pick_(std::random_device{}()) {}
+
+  lab::TimedCallChecks checks() {
+    lab::TimedCallChecks c;
+    c.prepare = [this](cudaStream_t, std::uint64_t call_seed) { prepare(call_seed); };
+    c.verify = [this](cudaStream_t, const std::string& case_name) { verify(case_name); };
+    return c;
+  }
+
+ private:
+  // What lab::fill_random wrote at i for the validated input.
+  float base(std::size_t i) const { return -1.0f + 2.0f * lab::uniform01(seed_, i); }
+
+  void prepare(std::uint64_t call_seed) {
+    LAB_CHECK(cudaDeviceSynchronize());  // nothing of the last call may still touch the buffers
+    std::mt19937_64 rng(call_seed);
+    std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+    float* in = job_.h_in();
+    float* out = job_.h_out();
+    for (const std::size_t i : changed_) in[i] = base(i);
+    previous_ = changed_;
+    changed_.clear();
+    values_.clear();
+    for (std::size_t k = 0; k < kChanged; ++k) changed_.push_back(rng() % n_);
+    std::sort(changed_.begin(), changed_.end());
+    changed_.erase(std::unique(changed_.begin(), changed_.end()), changed_.end());
+    for (const std::size_t i : changed_) {
+      values_.push_back(value(rng));
+      in[i] = values_.back();
+    }
+    poisoned_ = changed_;
+    for (std::size_t k = 0; k < kPoisoned; ++k) poisoned_.push_back(rng() % n_);
+    for (const std::size_t i : poisoned_) out[i] = std::numeric_limits<float>::quiet_NaN();
+  }
+
+  // The input prepare() left at i.
+  float input_at(std::size_t i) const {
+    const auto it = std::lower_bound(changed_.begin(), changed_.end(), i);
+    return it != changed_.end() && *it == i ? values_[it - changed_.begin()] : base(i);
+  }
+
+  void verify(const std::string& case_name) {
+    const std::string name = std::to_string(n_) + " floats, " + case_name;
+    std::string busy;
+    for (std::size_t i = 0; i < streams_.size() && busy.empty(); ++i) {
+      const cudaError_t q = cudaStreamQuery(streams_[i]);
+      if (q == cudaErrorNotReady)
+        busy = "stream " + std::to_string(i) + " still had work when main had finished";
+      else
+        LAB_CHECK(q);
+    }
+    l_.check("exercise", name + ", main waits for every stream", busy.empty(), busy);
+    std::vector<std::size_t> at = poisoned_;  // the changed positions are among them
+    at.insert(at.end(), previous_.begin(), previous_.end());
+    for (std::size_t k = 0; k < kRandom; ++k) at.push_back(pick_() % n_);
+    std::vector<float> got, want;
+    for (const std::size_t i : at) {
+      got.push_back(job_.h_out()[i]);
+      want.push_back(churn_on_host(input_at(i), job_.steps()));
+    }
+    l_.check("exercise", name + " (" + std::to_string(at.size()) + " elements)",
+             lab::allclose(got, want, lab::Tolerance{0.0, 0.0}));
+  }
+
+  lab::Lesson& l_;
+  Job& job_;
+  std::size_t n_;
+  const std::vector<cudaStream_t>& streams_;
+  std::uint64_t seed_;
+  std::mt19937_64 pick_;  // verify()'s random positions: chosen after the call
+  std::vector<std::size_t> changed_, previous_, poisoned_;  // changed_ ascending, ...
+  std::vector<float> values_;                               // ... to these values
+};
+
 // Kernel steps so that the kernel over `n` elements takes about `target_ms`: two timings, a line.
 int calibrate_steps(std::size_t n, double target_ms, const Job& job, cudaStream_t s) {
   lab::BenchmarkOptions o;
@@ -333,11 +435,13 @@ int main(int argc, char** argv) {
     auto seed = [&] { return l.seed() + 1000 * (run++) + 1; };
     validate_case(l, job, kOddN, seed(), k, streams, "first call");
     validate_case(l, job, kOddN, seed(), k, streams, "second call");
+    const std::uint64_t input_seed = seed();
     const std::vector<float> expected =
-        validate_case(l, job, n, seed(), k, streams, "before timing");
+        validate_case(l, job, n, input_seed, k, streams, "before timing");
 
     // The stages alone, then the serial and the pipelined schedule. h_in still holds the input
-    // of the last case, so the stage chain can be checked against `expected` afterwards.
+    // of the last case, so the stage chain can be checked against `expected` before the
+    // exercise's timed calls change it.
     const l07::Stages st = job.stages(n);
     lab::BenchmarkOptions o;
     o.stop.target_precision = 0.01;  // thresholds are far from 1% away
@@ -351,10 +455,6 @@ int main(int argc, char** argv) {
     const lab::Measurement* serial_m =
         l.measure("serial", {2 * bytes, 2.0 * n * job.steps(), /*host_link=*/true},
                   [&](cudaStream_t x) { Job::serial(st, x); }, o);
-    const lab::Measurement* ex_m =
-        l.measure("exercise", {2 * bytes, 2.0 * n * job.steps(), /*host_link=*/true},
-                  [&](cudaStream_t x) { l07::pipelined(st, k, streams, x); }, o);
-    LAB_CHECK(cudaDeviceSynchronize());
 
     // The stage variants: one chain copy_in -> compute -> copy_out on the same input must give
     // the validated output.
@@ -367,6 +467,13 @@ int main(int argc, char** argv) {
       for (const char* v : {"copy_in", "compute", "copy_out"})
         if (l.selected(v)) l.check(v, "chain of the three stages, after timing", c);
     }
+    TimedPipelines timed(l, job, n, streams, input_seed);
+    const lab::Measurement* ex_m =
+        l.measure("exercise", {2 * bytes, 2.0 * n * job.steps(), /*host_link=*/true},
+                  [&](cudaStream_t x) { l07::pipelined(st, k, streams, x); }, o,
+                  l.profiling() ? lab::TimedCallChecks{} : timed.checks());
+    LAB_CHECK(cudaDeviceSynchronize());
+
     validate_case(l, job, n, seed(), k, streams, "after timing");
 
     if (l.profiling() || !in_m || !k_m || !out_m) return;
