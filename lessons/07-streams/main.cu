@@ -267,7 +267,9 @@ std::vector<float> validate_case(lab::Lesson& l, Job& job, std::size_t n, std::u
 // every stream is idle (the join) and that call's output, bit for bit, at all those positions
 // and at kRandom more picked only then, against the kernel replayed on the host from the input
 // regenerated from the seeds (never read back). The kernel's many steps make each element cost
-// microseconds on the host: about 450 elements, a few ms at the calibrated ~2500 steps.
+// microseconds on the host: the changed positions (this call's and the last's) always, the rest
+// within about 1e6 host multiply-adds: about 450 elements, a few ms, at the calibrated ~2500
+// steps.
 class TimedPipelines {
  public:
   static constexpr std::size_t kChanged = 64, kPoisoned = 256, kRandom = 64;
@@ -328,9 +330,12 @@ class TimedPipelines {
         LAB_CHECK(q);
     }
     l_.check("exercise", name + ", main waits for every stream", busy.empty(), busy);
-    std::vector<std::size_t> at = poisoned_;  // the changed positions are among them
+    std::vector<std::size_t> at = changed_;
     at.insert(at.end(), previous_.begin(), previous_.end());
-    for (std::size_t k = 0; k < kRandom; ++k) at.push_back(pick_() % n_);
+    const std::size_t more = std::max<std::size_t>(32, 1'000'000 / std::max(job_.steps(), 1));
+    for (std::size_t k = changed_.size(); k < poisoned_.size() && k < changed_.size() + more; ++k)
+      at.push_back(poisoned_[k]);  // poisoned_ starts with changed_
+    for (std::size_t k = 0; k < std::min(kRandom, more / 4 + 1); ++k) at.push_back(pick_() % n_);
     std::vector<float> got, want;
     for (const std::size_t i : at) {
       got.push_back(job_.h_out()[i]);
