@@ -30,6 +30,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -136,8 +137,9 @@ struct SquaredDiff {
 // every slice the same distribution all RMSEs would be about equal (0.816 for uniform [-1, 1)
 // inputs), and a result from the wrong slice or an earlier call could pass; now they differ by
 // up to 8x between slices and between runs.
+// (fmaf: one rounding, the same on the host and the device, so the harness can regenerate B.)
 __host__ __device__ float slice_scale(std::uint64_t seed, int b) {
-  return 0.5f + 3.5f * lab::uniform01(seed ^ 0x5CA1Eull, static_cast<std::uint64_t>(b));
+  return fmaf(3.5f, lab::uniform01(seed ^ 0x5CA1Eull, static_cast<std::uint64_t>(b)), 0.5f);
 }
 
 __global__ void scale_slices_kernel(float* __restrict__ x, long long n, int batches,
@@ -152,9 +154,10 @@ __global__ void scale_slices_kernel(float* __restrict__ x, long long n, int batc
 // A problem on the device: the inputs, the output with a guard zone after it, and what each
 // variant needs besides (allocated here, outside every timed call).
 
-// out is allocated with this many extra floats, filled with a canary and checked after every
-// validated run: a write past out[batches - 1] is reported as a wrong result.
-constexpr int kGuard = 256;
+// out is allocated with a guard zone of kGuard extra floats (one 2 MiB page), filled with a canary
+// and checked to its last element after every validated run and every verified timed call: a
+// write past out[batches - 1], however far, is reported as a wrong result.
+constexpr std::size_t kGuard = (std::size_t{2} << 20) / sizeof(float);
 constexpr float kCanary = -12345.5f;
 
 void cub_check(cudaError_t e, const char* call) { lab::check(e, call, __FILE__, __LINE__); }
@@ -405,14 +408,45 @@ std::string calls_of(const std::string& name, int batches) {
 // ---------------------------------------------------------------------------------------------
 // Inputs, reference, validation.
 
+// What the harness writes into an input, element by element, so that it can be regenerated on
+// either side instead of read back: lab::fill_random's value (range [-1, 1)) from fill_seed,
+// times slice_scale(scale_seed, slice) when scaled. Bit for bit the same on the host and the
+// device (each operation rounded once, as the fill and scale kernels round them).
+struct Generated {
+  std::uint64_t fill_seed = 0, scale_seed = 0;
+  long long n = 1;  // floats per slice
+  bool scaled = false;
+  __host__ __device__ float operator()(std::uint64_t i) const {
+    const float u = lab::uniform01(fill_seed, i);
+#ifdef __CUDA_ARCH__
+    const float v = __fadd_rn(-1.0f, __fmul_rn(2.0f, u));
+    return scaled ? __fmul_rn(v, slice_scale(scale_seed, static_cast<int>(i / n))) : v;
+#else
+    const float v = -1.0f + 2.0f * u;  // 2u is exact: one rounding, fused or not
+    return scaled ? v * slice_scale(scale_seed, static_cast<int>(i / n)) : v;
+#endif
+  }
+};
+
+// A: uniform in [-1, 1) from the seed.
+Generated a_input(const Problem& p, std::uint64_t seed) { return {seed, 0, p.n, false}; }
+// B: uniform in [-1, 1) from fill_seed, each slice scaled by its own factor from scale_seed.
+Generated b_input(const Problem& p, std::uint64_t fill_seed, std::uint64_t scale_seed) {
+  return {fill_seed, scale_seed, p.n, true};
+}
+
+void fill_b(Problem& p, const Generated& b, cudaStream_t s) {
+  lab::fill_random(p.B.data(), p.B.size(), b.fill_seed, s);
+  scale_slices_kernel<<<elementwise_blocks(p.total), kThreads, 0, s>>>(p.B.data(), p.n, p.batches,
+                                                                      b.scale_seed);
+  LAB_CHECK_LAUNCH();
+}
+
 // Fresh inputs: A and B uniform in [-1, 1) from the seed, each slice of B scaled by its own
 // factor, so every slice (and every seed) has its own RMSE.
 void fill_inputs(Problem& p, std::uint64_t seed, cudaStream_t s) {
   lab::fill_random(p.A.data(), p.A.size(), seed, s);
-  lab::fill_random(p.B.data(), p.B.size(), seed + 1, s);
-  scale_slices_kernel<<<elementwise_blocks(p.total), kThreads, 0, s>>>(p.B.data(), p.n, p.batches,
-                                                                      seed);
-  LAB_CHECK_LAUNCH();
+  fill_b(p, b_input(p, seed + 1, seed), s);
 }
 
 struct Reference {
@@ -431,6 +465,11 @@ struct Reference {
 // square root halves a relative error: rtol = (4 sqrt(n) + 3) u / 2 + 2u, about 1.2e-4 at
 // n = 2^20, 2e-6 at n = 15. A dropped element, a wrong slice or a stale result is off by far more:
 // the slices' RMSEs differ by up to 8x.
+lab::Tolerance rmse_tolerance(long long n) {
+  const double u = 0x1p-24;
+  return lab::Tolerance{(4.0 * std::sqrt(static_cast<double>(n)) + 3.0) * u / 2.0 + 2.0 * u, 0.0};
+}
+
 Reference reference(const Problem& p, cudaStream_t s) {
   std::vector<float> a(p.A.size()), b(p.B.size());
   LAB_CHECK(cudaMemcpyAsync(a.data(), p.A.data(), p.A.bytes(), cudaMemcpyDeviceToHost, s));
@@ -447,10 +486,21 @@ Reference reference(const Problem& p, cudaStream_t s) {
     }
     ref.rmse[k] = static_cast<float>(std::sqrt(sum / static_cast<double>(p.n)));
   }
-  const double u = 0x1p-24;
-  ref.tolerance.rtol = (4.0 * std::sqrt(static_cast<double>(p.n)) + 3.0) * u / 2.0 + 2.0 * u;
-  ref.tolerance.atol = 0.0;
+  ref.tolerance = rmse_tolerance(p.n);
   return ref;
+}
+
+// Adds the guard zone's verdict to @p c: @p guard holds the kGuard floats after out[batches - 1].
+void check_guard(lab::Comparison& c, const float* guard, int batches) {
+  std::size_t hits = 0, first = 0;
+  for (std::size_t i = 0; i < kGuard; ++i)
+    if (std::memcmp(&guard[i], &kCanary, sizeof(float)) != 0 && hits++ == 0) first = i;
+  if (hits == 0) return;
+  const std::string values = c.ok ? "" : "; also " + c.summary();
+  c.ok = false;
+  c.mismatches += hits;
+  c.note = "wrote past the end of out: out[" + std::to_string(batches + first) + "] and " +
+           std::to_string(hits - 1) + " more past out[batches - 1] were changed" + values;
 }
 
 // Runs one variant once with out poisoned (NaN), the guard zone after it set to the canary and the
@@ -469,21 +519,125 @@ void validate(lab::Lesson& l, const Variant& v, Problem& p, const Reference& ref
   LAB_CHECK(cudaMemcpyAsync(got.data(), p.out.data(), p.out.bytes(), cudaMemcpyDeviceToHost, s));
   LAB_CHECK(cudaStreamSynchronize(s));
   lab::Comparison c = lab::allclose(got.data(), ref.rmse.data(), ref.rmse.size(), ref.tolerance);
-  int guard_hits = 0, first_hit = -1;
-  for (int i = 0; i < kGuard; ++i)
-    if (std::memcmp(&got[p.batches + i], &kCanary, sizeof(float)) != 0) {
-      ++guard_hits;
-      if (first_hit < 0) first_hit = i;
-    }
-  if (guard_hits > 0) {
-    const std::string values = c.ok ? "" : "; also " + c.summary();
-    c.ok = false;
-    c.mismatches += guard_hits;
-    c.note = "wrote past the end of out: out[" + std::to_string(p.batches + first_hit) + "] and " +
-             std::to_string(guard_hits - 1) + " more past out[batches - 1] were changed" + values;
-  }
+  check_guard(c, got.data() + p.batches, p.batches);
   l.check(v.name, case_name, c);
 }
+
+// ---------------------------------------------------------------------------------------------
+// The exercise's timed calls. An exercise that recognised them (same pointers, same sizes, same
+// inputs as the call before) could skip the work there and still pass every validated call; so
+// every timed call gets new inputs and a poisoned output and workspace, and a random sample of
+// them is checked like a validated call (lab::TimedCallChecks).
+
+// stats[0] += the number of elements of p[0 .. n) that are not, bit for bit, value(i);
+// stats[1] = the smallest such index.
+__global__ void count_changed(const float* __restrict__ p, std::size_t n, Generated value,
+                              unsigned long long* stats) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
+    if (__float_as_uint(p[i]) != __float_as_uint(value(i))) {
+      atomicAdd(&stats[0], 1ull);
+      atomicMin(&stats[1], static_cast<unsigned long long>(i));
+    }
+}
+
+// "" if the read-only input p[0 .. n) still holds what the harness wrote there, else what changed.
+std::string changed_input(const char* name, const float* p, std::size_t n, const Generated& value,
+                          cudaStream_t s) {
+  lab::DeviceBuffer<unsigned long long> stats(2);
+  const unsigned long long init[2] = {0ull, ~0ull};
+  LAB_CHECK(cudaMemcpyAsync(stats.data(), init, sizeof init, cudaMemcpyHostToDevice, s));
+  count_changed<<<1024, kThreads, 0, s>>>(p, n, value, stats.data());
+  LAB_CHECK_LAUNCH();
+  unsigned long long found[2];
+  LAB_CHECK(cudaMemcpyAsync(found, stats.data(), sizeof found, cudaMemcpyDeviceToHost, s));
+  LAB_CHECK(cudaStreamSynchronize(s));
+  if (found[0] == 0) return "";
+  return std::string(name) + " was written: " + std::to_string(found[0]) + " of its " +
+         std::to_string(n) + " elements changed, the first at [" + std::to_string(found[1]) + "]";
+}
+
+// How the exercise's timed calls are prepared and checked.
+//  * prepare, before every timed call: a new B (every slice, each with a new scale) from the
+//    call's seed, which the harness draws where the exercise cannot see it, so no earlier RMSE can
+//    be right; out poisoned (NaN) and the workspace filled with 0xFF bytes, as before a validated
+//    call. A stays as it is (a new B already changes every answer). About 0.2 ms on the device
+//    at the default size, outside the timed window.
+//  * verify, after the calls the harness picks once they are done: one slice picked at random
+//    only now, its RMSE computed in double on the host from A and B regenerated from their seeds
+//    (never read back: the exercise could have written into them), with the validations'
+//    tolerance, and the whole guard zone. About 4 ms of host time at the default size (1 M
+//    elements of each input regenerated); the tens of verified calls of a run cover most slices.
+//  * check_inputs, after timing: A and the last call's B still hold what the harness wrote.
+class TimedCalls {
+ public:
+  TimedCalls(lab::Lesson& l, Problem& p, std::uint64_t a_seed)
+      : l_(l), p_(p), a_(a_input(p, a_seed)) {}
+
+  lab::TimedCallChecks checks() {
+    return {[this](cudaStream_t s, std::uint64_t seed) { prepare(s, seed); },
+            [this](cudaStream_t s, const std::string& name) { verify(s, name); }};
+  }
+
+  void check_inputs(cudaStream_t s) {
+    if (!prepared_) return;  // the exercise was not timed
+    std::string what = changed_input("A", p_.A.data(), p_.A.size(), a_, s);
+    const std::string b = changed_input("B", p_.B.data(), p_.B.size(), b_, s);
+    if (!b.empty()) what += (what.empty() ? "" : "; ") + b;
+    l_.check("exercise", "inputs unchanged after timing", what.empty(),
+             what + " (A and B are read-only: see exercise.cuh)");
+  }
+
+ private:
+  static constexpr int kSlices = 1;
+
+  void prepare(cudaStream_t s, std::uint64_t seed) {
+    prepared_ = true;
+    b_ = b_input(p_, seed, seed);
+    fill_b(p_, b_, s);
+    lab::poison(p_.out.data(), p_.batches * sizeof(float), s);
+    if (p_.workspace.size() > 0) lab::poison(p_.workspace.data(), p_.workspace.bytes(), s);
+  }
+
+  void verify(cudaStream_t s, const std::string& case_name) {
+    if (failed_) return;  // one wrong call fails the rule; more would only repeat it in the table
+    std::vector<float> got(p_.out.size());
+    LAB_CHECK(cudaMemcpyAsync(got.data(), p_.out.data(), p_.out.bytes(), cudaMemcpyDeviceToHost, s));
+    LAB_CHECK(cudaStreamSynchronize(s));
+    std::uniform_int_distribution<int> any_slice(0, p_.batches - 1);
+    std::vector<std::size_t> slices(kSlices);
+    std::vector<float> picked(kSlices), expected(kSlices);
+    for (int k = 0; k < kSlices; ++k) {
+      const int b = any_slice(pick_);
+      const std::uint64_t first = static_cast<std::uint64_t>(b) * p_.n;
+      // B's slice: its unscaled values times the slice's scale, taken once (as b_(i) would).
+      const Generated unscaled{b_.fill_seed, 0, p_.n, false};
+      const float scale = slice_scale(b_.scale_seed, b);
+      double sum = 0;
+      for (long long i = 0; i < p_.n; ++i) {
+        const double d =
+            static_cast<double>(a_(first + i)) - static_cast<double>(unscaled(first + i) * scale);
+        sum += d * d;
+      }
+      slices[k] = b;
+      picked[k] = got[b];
+      expected[k] = static_cast<float>(std::sqrt(sum / static_cast<double>(p_.n)));
+    }
+    lab::Comparison c = lab::allclose(picked.data(), expected.data(), kSlices, rmse_tolerance(p_.n));
+    for (lab::Mismatch& m : c.first) m.index = slices[m.index];  // report out's own index
+    check_guard(c, got.data() + p_.batches, p_.batches);
+    l_.check("exercise", case_name, c);
+    failed_ = !c.ok;
+  }
+
+  lab::Lesson& l_;
+  Problem& p_;
+  const Generated a_;  // A as fill_inputs made it
+  Generated b_;        // B of the last timed call
+  bool prepared_ = false;
+  bool failed_ = false;
+  std::mt19937_64 pick_{std::random_device{}()};  // the harness's own: which slices to check
+};
 
 std::string dims(int rows, int cols, int batches) {
   return std::to_string(rows) + "x" + std::to_string(cols) + "x" + std::to_string(batches);
@@ -535,8 +689,16 @@ int main(int argc, char** argv) {
     needs.cub = l.selected("cub_segmented");
     needs.workspace = l.selected("exercise");
     // graph_loop is preallocated's enqueue, captured once per problem (outside every timed call).
-    auto prepare = [&](Problem& p) {
+    auto capture_graph = [&](Problem& p) {
       if (l.selected("graph_loop")) p.graph.capture([&p](cudaStream_t s) { preallocated(p, s); }, stream);
+    };
+    // Every selected variant once on p, the exercise last: whatever it does to the buffers cannot
+    // touch the given variants' checks.
+    auto validate_all = [&](Problem& p, const Reference& ref, const std::string& case_name) {
+      for (const bool exercise : {false, true})
+        for (const Variant& v : variants)
+          if (l.selected(v.name) && (v.name == "exercise") == exercise)
+            validate(l, v, p, ref, case_name);
     };
 
     // 1. Validation on shapes that are not powers of two (slices that are not a multiple of 4
@@ -548,10 +710,9 @@ int main(int argc, char** argv) {
       for (const Case& k : cases) {
         Problem p(k.rows, k.cols, k.batches, needs);
         fill_inputs(p, seed, stream);
-        prepare(p);
+        capture_graph(p);
         const Reference ref = reference(p, stream);
-        for (const Variant& v : variants)
-          if (l.selected(v.name)) validate(l, v, p, ref, dims(k.rows, k.cols, k.batches));
+        validate_all(p, ref, dims(k.rows, k.cols, k.batches));
         seed += 4;
       }
     }
@@ -568,7 +729,14 @@ int main(int argc, char** argv) {
            std::to_string(C) + " float32 (" + fixed(input_bytes / (1 << 20), 0) + " MiB each, " +
            fixed(2 * input_bytes / (1 << 20), 0) + " MiB read by one pass)");
     fill_inputs(p, l.seed() * 8 + 100, stream);
-    prepare(p);
+    capture_graph(p);
+    // The guard zone after out, armed once: the exercise's verified timed calls check it (the
+    // given variants, timed first, write nothing there).
+    const std::vector<float> canaries(kGuard, kCanary);
+    LAB_CHECK(cudaMemcpy(p.out.data() + NB, canaries.data(), kGuard * sizeof(float),
+                         cudaMemcpyHostToDevice));
+    // The exercise's timed calls: a new B before each, some checked (TimedCalls above).
+    TimedCalls timed(l, p, l.seed() * 8 + 100);
 
     // The slow loops allocate and wait inside the call. A lead-in (a spin kernel that holds the
     // GPU while the launch call enqueues) only hides launch latency for work that is pure
@@ -596,17 +764,18 @@ int main(int argc, char** argv) {
       const lab::Measurement* m =
           l.measure(v.name, {bytes_of(v.name, p), 3.0 * p.total},
                     [&launch, &problem](cudaStream_t s) { launch(problem, s); },
-                    v.synchronizes ? synced : lab::BenchmarkOptions{});
+                    v.synchronizes ? synced : lab::BenchmarkOptions{},
+                    v.name == "exercise" ? timed.checks() : lab::TimedCallChecks{});
       measured.emplace_back(v.name, m);
     }
+    if (!l.profiling()) timed.check_inputs(stream);
 
     // 3. Validation again, after timing, in the same buffers with new contents: a variant that
     //    remembers its last answer, or only works the first time, fails here.
     if (!l.profiling()) {
       fill_inputs(p, l.seed() * 8 + 200, stream);
       const Reference ref = reference(p, stream);
-      for (const Variant& v : variants)
-        if (l.selected(v.name)) validate(l, v, p, ref, dims(R, C, NB) + " after timing");
+      validate_all(p, ref, dims(R, C, NB) + " after timing");
     }
 
     // 4. Notes: bytes and launches per call, and what the graph and the fusion bought.
