@@ -24,6 +24,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -118,18 +119,23 @@ __global__ void __launch_bounds__(kThreads) read_once(const float* __restrict__ 
 __host__ __device__ inline float column_offset(int c) { return static_cast<float>(c % 5) - 2.0f; }
 __host__ __device__ inline float column_scale(int c) { return 1.0f + 0.5f * static_cast<float>(c % 7); }
 
+// x[i] (column c) of the table made from `seed`. One fmaf: a single rounding, the same on the host
+// and the device, so the harness can regenerate any element instead of reading it back.
+__host__ __device__ inline float table_value(std::uint64_t seed, long long i, int c) {
+  return fmaf(column_scale(c), lab::uniform01(seed, static_cast<std::uint64_t>(i)), column_offset(c));
+}
+
 __global__ void fill_table(float* x, int rows, int cols, std::uint64_t seed) {
   const long long n = static_cast<long long>(rows) * cols;
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<long long>(gridDim.x) * blockDim.x) {
-    const int c = static_cast<int>(i % cols);
-    x[i] = column_offset(c) + column_scale(c) * lab::uniform01(seed, static_cast<std::uint64_t>(i));
-  }
+       i += static_cast<long long>(gridDim.x) * blockDim.x)
+    x[i] = table_value(seed, i, static_cast<int>(i % cols));
 }
 
-// Outputs get kGuard floats after their end, set to a canary before every validated run; the
-// workspace gets kGuard floats too. A write into any of them is reported as a wrong result.
-constexpr int kGuard = 64;
+// Outputs get kGuard floats (one 2 MiB page) after their end, set to a canary before every
+// validated run and checked to their last element; the workspace gets kGuard floats too. A write
+// into any of them, however far past the end, is reported as a wrong result.
+constexpr int kGuard = static_cast<int>((2 << 20) / sizeof(float));
 constexpr float kCanary = -12345.5f;
 
 struct Problem {
@@ -219,16 +225,26 @@ Expected reference(const Problem& p, cudaStream_t s) {
   return e;
 }
 
-void set_canaries(Problem& p, cudaStream_t s) {
-  const std::vector<float> canary(kGuard, kCanary);
-  for (auto [buf, n] : {std::pair{&p.mean, p.cols}, std::pair{&p.inv_std, p.cols}, std::pair{&p.score, p.rows}}) {
-    lab::poison(buf->data(), static_cast<std::size_t>(n) * sizeof(float), s);
-    LAB_CHECK(cudaMemcpyAsync(buf->data() + n, canary.data(), kGuard * sizeof(float), cudaMemcpyHostToDevice, s));
-  }
+// The outputs poisoned (NaN) and the workspace filled with 0xFF bytes, as on entry to any call.
+void poison_outputs(Problem& p, cudaStream_t s) {
+  lab::poison(p.mean.data(), p.cols * sizeof(float), s);
+  lab::poison(p.inv_std.data(), p.cols * sizeof(float), s);
+  lab::poison(p.score.data(), p.rows * sizeof(float), s);
   lab::poison(p.workspace.data(), p.workspace_bytes, s);
-  LAB_CHECK(cudaMemcpyAsync(p.workspace.data() + p.workspace_bytes, canary.data(), kGuard * sizeof(float),
-                            cudaMemcpyHostToDevice, s));
+}
+
+// The canary in the guard zones after the three outputs and after the workspace.
+void arm_guards(Problem& p, cudaStream_t s) {
+  const std::vector<float> canary(kGuard, kCanary);
+  for (float* guard : {p.mean.data() + p.cols, p.inv_std.data() + p.cols, p.score.data() + p.rows,
+                       reinterpret_cast<float*>(p.workspace.data() + p.workspace_bytes)})
+    LAB_CHECK(cudaMemcpyAsync(guard, canary.data(), kGuard * sizeof(float), cudaMemcpyHostToDevice, s));
   LAB_CHECK(cudaStreamSynchronize(s));  // canary is a local: the copies must finish here
+}
+
+void set_canaries(Problem& p, cudaStream_t s) {
+  poison_outputs(p, s);
+  arm_guards(p, s);
 }
 
 std::vector<float> download(const float* ptr, std::size_t n, cudaStream_t s) {
@@ -324,6 +340,161 @@ void validate_floor(lab::Lesson& l, const std::string& case_name, Problem& p, do
           "its partial sums total " + std::to_string(total) + ", expected " + std::to_string(expected));
 }
 
+// ---------------------------------------------------------------------------------------------
+// The exercise's timed calls. An app that recognised them (same pointers, same sizes as the call
+// before) could skip the work there and still pass every validated call; so every timed call
+// gets a new table and poisoned outputs, and a random sample of them is checked like a validated
+// call (lab::TimedCallChecks).
+
+// sum[c] and squares[c] += the sum of x[r][c] and of x[r][c]^2 over the rows, in double, for the
+// table fill_table(seed) makes: regenerated here, never read from x (the exercise could have
+// written into it). Thread t adds up column t % cols over rows t / cols, t / cols + row_step, ...
+__global__ void reference_column_sums(int rows, int cols, int row_step, std::uint64_t seed,
+                                      double* sum, double* squares) {
+  const long long t = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (t >= static_cast<long long>(row_step) * cols) return;
+  const int c = static_cast<int>(t % cols);
+  double s = 0, q = 0;
+  for (long long r = t / cols; r < rows; r += row_step) {
+    const double v = table_value(seed, r * cols + c, c);
+    s += v;
+    q += v * v;
+  }
+  atomicAdd(&sum[c], s);
+  atomicAdd(&squares[c], q);
+}
+
+// stats[0] += the number of elements of x that are not, bit for bit, the table fill_table(seed)
+// made; stats[1] = the smallest such index.
+__global__ void count_changed(const float* __restrict__ x, int rows, int cols, std::uint64_t seed,
+                              unsigned long long* stats) {
+  const long long n = static_cast<long long>(rows) * cols;
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<long long>(gridDim.x) * blockDim.x)
+    if (__float_as_uint(x[i]) != __float_as_uint(table_value(seed, i, static_cast<int>(i % cols)))) {
+      atomicAdd(&stats[0], 1ull);
+      atomicMin(&stats[1], static_cast<unsigned long long>(i));
+    }
+}
+
+// How the exercise's timed calls are prepared and checked.
+//  * prepare, before every timed call: a new table x from the call's seed, which the harness
+//    draws where the exercise cannot see it (every output depends on x; the scores on all of it),
+//    outputs poisoned and the workspace filled with 0xFF bytes, as before a validated call. About
+//    0.1 ms on the device, outside the timed window.
+//  * verify, after the calls the harness picks once they are done: mean and inv_std of every
+//    column, from column sums in double of the regenerated table (a kernel of the harness: the
+//    host would take too long over 67 M elements), and the scores of 256 rows picked at random
+//    only now, computed in double on the host from their regenerated values; then the guard zones.
+//    About 5 ms, most of it copying outputs and guard zones back.
+//  * check_inputs, after timing: x still holds the last call's table.
+class TimedCalls {
+ public:
+  TimedCalls(lab::Lesson& l, Problem& p) : l_(l), p_(p) {}
+
+  lab::TimedCallChecks checks() {
+    return {[this](cudaStream_t s, std::uint64_t seed) {
+              prepared_ = true;
+              seed_ = seed;
+              fill_table<<<8 * lab::device_info().sms, kThreads, 0, s>>>(p_.x.data(), p_.rows,
+                                                                         p_.cols, seed);
+              LAB_CHECK_LAUNCH();
+              poison_outputs(p_, s);
+            },
+            [this](cudaStream_t s, const std::string& name) { verify(s, name); }};
+  }
+
+  void check_inputs(cudaStream_t s) {
+    if (!prepared_) return;  // the exercise was not timed
+    lab::DeviceBuffer<unsigned long long> stats(2);
+    const unsigned long long init[2] = {0ull, ~0ull};
+    LAB_CHECK(cudaMemcpyAsync(stats.data(), init, sizeof init, cudaMemcpyHostToDevice, s));
+    count_changed<<<8 * lab::device_info().sms, kThreads, 0, s>>>(p_.x.data(), p_.rows, p_.cols,
+                                                                  seed_, stats.data());
+    LAB_CHECK_LAUNCH();
+    unsigned long long found[2];
+    LAB_CHECK(cudaMemcpyAsync(found, stats.data(), sizeof found, cudaMemcpyDeviceToHost, s));
+    LAB_CHECK(cudaStreamSynchronize(s));
+    l_.check("exercise", "inputs unchanged after timing", found[0] == 0,
+             "x was written: " + std::to_string(found[0]) + " of its " +
+                 std::to_string(p_.elements()) + " elements changed, the first at [" +
+                 std::to_string(found[1]) + "] (x is read-only: see exercise.cuh)");
+  }
+
+ private:
+  static constexpr int kRows = 256;
+
+  void verify(cudaStream_t s, const std::string& case_name) {
+    if (failed_) return;  // one wrong call fails the rule; more would only repeat it in the table
+    const int rows = p_.rows, cols = p_.cols;
+    // Column statistics of the regenerated table.
+    lab::DeviceBuffer<double> sums(2 * static_cast<std::size_t>(cols));
+    LAB_CHECK(cudaMemsetAsync(sums.data(), 0, sums.bytes(), s));
+    const int row_step = std::max(1, std::min(rows, (1 << 17) / cols));
+    const long long threads = static_cast<long long>(row_step) * cols;
+    reference_column_sums<<<static_cast<unsigned>((threads + kThreads - 1) / kThreads), kThreads, 0,
+                            s>>>(rows, cols, row_step, seed_, sums.data(), sums.data() + cols);
+    LAB_CHECK_LAUNCH();
+    const std::vector<double> moments = [&] {
+      std::vector<double> h(sums.size());
+      LAB_CHECK(cudaMemcpyAsync(h.data(), sums.data(), sums.bytes(), cudaMemcpyDeviceToHost, s));
+      LAB_CHECK(cudaStreamSynchronize(s));
+      return h;
+    }();
+    Expected e;
+    std::vector<double> m(cols), is(cols);
+    for (int c = 0; c < cols; ++c) {
+      m[c] = moments[c] / rows;
+      is[c] = 1.0 / std::sqrt(moments[cols + c] / rows - m[c] * m[c]);
+      e.mean.push_back(static_cast<float>(m[c]));
+      e.inv_std.push_back(static_cast<float>(is[c]));
+    }
+    // Scores of rows picked now.
+    std::uniform_int_distribution<int> any_row(0, rows - 1);
+    std::vector<std::size_t> picked_rows(kRows);
+    for (std::size_t& r : picked_rows) {
+      r = any_row(pick_);
+      double s2 = 0;
+      for (int c = 0; c < cols; ++c) {
+        const double z = (table_value(seed_, static_cast<long long>(r) * cols + c, c) - m[c]) * is[c];
+        s2 += z * z;
+      }
+      e.score.push_back(static_cast<float>(s2));
+    }
+    // The exercise's outputs against them: the statistics, then the scores; the first that
+    // differs decides (as in compare()).
+    const lab::Tolerance tol{1e-4, 1e-4};
+    const std::vector<float> score = download(p_.score.data(), rows, s);
+    std::vector<float> picked_scores;
+    for (std::size_t r : picked_rows) picked_scores.push_back(score[r]);
+    Outcome o;
+    o.c = lab::allclose(download(p_.mean.data(), cols, s), e.mean, tol);
+    o.what = "mean";
+    if (o.c.ok) {
+      o.c = lab::allclose(download(p_.inv_std.data(), cols, s), e.inv_std, tol);
+      o.what = "inv_std";
+    }
+    if (o.c.ok) {
+      o.c = lab::allclose(picked_scores, e.score, tol);
+      for (lab::Mismatch& mm : o.c.first) mm.index = picked_rows[mm.index];  // score's own index
+      o.what = "score";
+    }
+    const bool guards_ok = !o.c.ok || guards_intact(p_, s);  // (as in validate())
+    if (!guards_ok)
+      l_.check("exercise", case_name, false, "wrote past the end of an output or of the workspace");
+    else
+      record(l_, "exercise", case_name, o);
+    failed_ = !o.c.ok || !guards_ok;
+  }
+
+  lab::Lesson& l_;
+  Problem& p_;
+  std::uint64_t seed_ = 0;  // the last timed call's table
+  bool prepared_ = false;
+  bool failed_ = false;
+  std::mt19937_64 pick_{std::random_device{}()};  // the harness's own: which rows to check
+};
+
 std::string ms(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3f ms", v);
@@ -350,6 +521,15 @@ int main(int argc, char** argv) {
     if (rows < 2 || cols < 1 || rows * cols > (1LL << 31))
       throw std::runtime_error("--rows must be >= 2, --cols >= 1, rows x cols <= 2^31");
 
+    // Every variant once on p, the exercise last: whatever it does to x cannot touch the given
+    // variants' checks.
+    auto validate_all = [&](const std::string& name, Problem& p, const Expected& e) {
+      if (l.selected("given_app")) validate(l, "given_app", name, p, e, given_app);
+      validate_phases(l, name, p, e);
+      validate_floor(l, name, p, e.sum_of_x);
+      if (l.selected("exercise")) validate(l, "exercise", name, p, e, run_exercise);
+    };
+
     // Validation: odd shapes (no multiple of 32 in both), tall and wide, then the timed one.
     const std::pair<int, int> shapes[] = {{2, 1}, {1000, 77}, {4099, 256}, {37, 1000}, {65537, 33}};
     for (const auto& [r, c] : shapes) {
@@ -357,11 +537,7 @@ int main(int argc, char** argv) {
       fill_table<<<256, kThreads, 0, s>>>(p.x.data(), r, c, l.seed() + r);
       LAB_CHECK_LAUNCH();
       const Expected e = reference(p, s);
-      const std::string name = std::to_string(r) + "x" + std::to_string(c);
-      if (l.selected("given_app")) validate(l, "given_app", name, p, e, given_app);
-      if (l.selected("exercise")) validate(l, "exercise", name, p, e, run_exercise);
-      validate_phases(l, name, p, e);
-      validate_floor(l, name, p, e.sum_of_x);
+      validate_all(std::to_string(r) + "x" + std::to_string(c), p, e);
     }
 
     Problem p(static_cast<int>(rows), static_cast<int>(cols));
@@ -371,27 +547,34 @@ int main(int argc, char** argv) {
     l.size("x: " + std::to_string(p.rows) + " x " + std::to_string(p.cols) + " floats (" +
            std::to_string(static_cast<long long>(S / (1 << 20))) + " MiB), row-major");
     const Expected e = reference(p, s);
-    const std::string timed = std::to_string(p.rows) + "x" + std::to_string(p.cols);
-    if (l.selected("given_app")) validate(l, "given_app", timed, p, e, given_app);
-    if (l.selected("exercise")) validate(l, "exercise", timed, p, e, run_exercise);
-    validate_phases(l, timed, p, e);
-    validate_floor(l, timed, p, e.sum_of_x);
+    validate_all(std::to_string(p.rows) + "x" + std::to_string(p.cols), p, e);
+    fill_table<<<8 * lab::device_info().sms, kThreads, 0, s>>>(p.x.data(), p.rows, p.cols, l.seed());
+    LAB_CHECK_LAUNCH();  // (x again as the harness wrote it, whatever the exercise did to it)
     given_app(p, s);  // the phases alone need the previous phases' outputs
 
     // FLOPs per element: stats 3 (add; multiply-add), scores 4 (subtract, multiply; multiply-add).
     const double flops = 7.0 * p.elements();
     const double outputs = 4.0 * (p.rows + 2.0 * p.cols);
-    auto timed_run = [&](const char* name, lab::Work w, void (*launch)(Problem&, cudaStream_t)) {
-      return l.measure(name, w, [&, launch](cudaStream_t st) { launch(p, st); });
+    auto timed_run = [&](const char* name, lab::Work w, void (*launch)(Problem&, cudaStream_t),
+                         const lab::TimedCallChecks& checks = {}) {
+      return l.measure(name, w, [&, launch](cudaStream_t st) { launch(p, st); }, {}, checks);
     };
     const auto* app = timed_run("given_app", {5 * S + outputs, flops}, given_app);
     const auto* stats = timed_run("given_stats", {2 * S + 8.0 * p.cols, 3.0 * p.elements()}, given_stats);
     const auto* stdz = timed_run("given_standardize", {2 * S, 2.0 * p.elements()}, given_standardize);
     const auto* scores = timed_run("given_scores", {S + 4.0 * p.rows, 2.0 * p.elements()}, given_scores);
     const auto* floor = timed_run("read_twice", {2 * S, 2.0 * p.elements()}, read_twice);
-    const auto* mine = timed_run("exercise", {2 * S + outputs, flops}, run_exercise);
+    // The exercise's timed calls: a new table before each, some checked (TimedCalls above). The
+    // guard zones are armed once here and must stay intact through them.
+    arm_guards(p, s);
+    TimedCalls checked(l, p);
+    const auto* mine = timed_run("exercise", {2 * S + outputs, flops}, run_exercise, checked.checks());
+    checked.check_inputs(s);
 
-    // Outputs after timing must still be right (the timed calls reused the buffers).
+    // Outputs after timing must still be right (the timed calls reused the buffers), on the table
+    // the reference e was made from.
+    fill_table<<<8 * lab::device_info().sms, kThreads, 0, s>>>(p.x.data(), p.rows, p.cols, l.seed());
+    LAB_CHECK_LAUNCH();
     if (l.selected("exercise")) validate(l, "exercise", "after timing", p, e, run_exercise);
 
     if (app && stats && stdz && scores) {
