@@ -1,8 +1,8 @@
 // Mutant: the transpose writes into its input. Once a block has its tile in shared memory, each
-// thread zeroes the element of `in` it read ("consumed"). out is right on every call, and the
-// validations compare it with the input as it was before the call, so the old harness passed it;
-// but `in` is read-only (exercise.cuh). The harness now checks after timing that the input still
-// holds what it wrote.
+// thread zeroes the element of `in` it read ("consumed"). out is right on every call (the harness
+// compares it with the input it generated, not with what is left in the buffer); but `in` is
+// read-only (exercise.cuh), and the harness checks after timing that the input still holds what
+// it wrote.
 // Expected: rule "correct_transpose" fails (on "inputs unchanged after timing").
 #include "exercise.cuh"
 #include "lab/check.hpp"

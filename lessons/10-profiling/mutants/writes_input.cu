@@ -1,8 +1,8 @@
 // Lesson 10 mutant: writes into its input. Each warp of row_scores, once it has its row's score,
 // keeps it in the row's first element of x ("read already, free scratch"). Every output of that
-// call is right, and every validated call starts from a table the harness wrote, so the old
-// harness passed it; but x is read-only (exercise.cuh): the next call on the same x computes
-// other statistics. The harness now checks after timing that x still holds what it wrote.
+// call is right, and every validated or timed call starts from a table the harness wrote; but x
+// is read-only (exercise.cuh): the next call on the same x would compute other statistics. The
+// harness checks after timing that x still holds what it wrote.
 // Expected: rule "correct" fails (on "inputs unchanged after timing").
 #include <nvtx3/nvtx3.hpp>
 
