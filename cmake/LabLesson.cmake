@@ -11,6 +11,11 @@
 # Only the exercise file differs between them, so a student's file is compiled against the
 # pristine harness, and rebuilding a submission recompiles one translation unit.
 # It also registers the GPU tests: starter and solution run at small sizes and must validate.
+# A grading build (LAB_GRADING_BUILD=ON, configured by `lab-check grade`) has neither solution
+# nor mutant programs, so nothing in it refers to solutions/ and the checker can hide that folder
+# from every build of a student's code.
+option(LAB_GRADING_BUILD "A build for lab-check grade: starters and submissions only" OFF)
+
 function(lab_add_lesson lesson)
   cmake_parse_arguments(ARG "" "" "LIBRARIES" ${ARGN})
   set(src "${PROJECT_SOURCE_DIR}/lessons/${lesson}")
@@ -21,25 +26,37 @@ function(lab_add_lesson lesson)
   target_link_libraries(${lesson}-harness PUBLIC lab ${ARG_LIBRARIES})
 
   # lab_lesson_program(<kind> <exercise.cu>): one program = harness + one exercise file.
+  # The exercise is compiled on its own, so the checker can inspect its object file before
+  # running it (checker/src/inspect.cpp); <program>.objects names the files it reads.
+  # Link order: the pristine objects (harness, lab library) come before the exercise, so where
+  # both emit the same inline function or template instance the linker keeps the pristine copy.
   function(lab_lesson_program kind exercise)
     set(target ${lesson}-${kind})
-    add_executable(${target} "${exercise}")
-    target_link_libraries(${target} PRIVATE ${lesson}-harness)
-    set_target_properties(${target} PROPERTIES OUTPUT_NAME ${kind}
+    add_library(${target}-exercise OBJECT "${exercise}")
+    target_link_libraries(${target}-exercise PRIVATE ${lesson}-harness)
+    set(pristine $<TARGET_OBJECTS:${lesson}-harness> $<TARGET_OBJECTS:lab>
+                 $<TARGET_OBJECTS:lab_host>)
+    add_executable(${target} ${pristine} $<TARGET_OBJECTS:${target}-exercise>)
+    target_link_libraries(${target} PRIVATE lab ${ARG_LIBRARIES})
+    set_target_properties(${target} PROPERTIES OUTPUT_NAME ${kind} LINKER_LANGUAGE CUDA
                           RUNTIME_OUTPUT_DIRECTORY "${out}")
+    file(GENERATE OUTPUT "${out}/${kind}.objects" CONTENT
+         "exercise=$<TARGET_OBJECTS:${target}-exercise>\ninterface=$<TARGET_OBJECTS:${lesson}-starter-exercise>\nharness=$<TARGET_OBJECTS:${lesson}-harness>\nlibrary=$<TARGET_OBJECTS:lab>;$<TARGET_OBJECTS:lab_host>\nsource=${exercise}\n")
     set_property(GLOBAL APPEND PROPERTY LAB_LESSON_PROGRAMS ${target})
   endfunction()
 
   lab_lesson_program(starter "${src}/exercise.cu")
-  lab_lesson_program(solution "${PROJECT_SOURCE_DIR}/solutions/${lesson}/exercise.cu")
+  if(NOT LAB_GRADING_BUILD)
+    lab_lesson_program(solution "${PROJECT_SOURCE_DIR}/solutions/${lesson}/exercise.cu")
 
-  file(GLOB mutants CONFIGURE_DEPENDS "${src}/mutants/*.cu")
-  foreach(mutant IN LISTS mutants)
-    get_filename_component(name "${mutant}" NAME_WE)
-    if(NOT name MATCHES "^compile_error")
-      lab_lesson_program(mutant-${name} "${mutant}")
-    endif()
-  endforeach()
+    file(GLOB mutants CONFIGURE_DEPENDS "${src}/mutants/*.cu")
+    foreach(mutant IN LISTS mutants)
+      get_filename_component(name "${mutant}" NAME_WE)
+      if(NOT name MATCHES "^compile_error")
+        lab_lesson_program(mutant-${name} "${mutant}")
+      endif()
+    endforeach()
+  endif()
 
   if(LAB_SUBMISSION_DIR)
     set(submitted "${LAB_SUBMISSION_DIR}/${lesson}/exercise.cu")
@@ -48,7 +65,7 @@ function(lab_add_lesson lesson)
     endif()
   endif()
 
-  if(LAB_BUILD_TESTS)
+  if(LAB_BUILD_TESTS AND NOT LAB_GRADING_BUILD)
     foreach(kind starter solution)
       add_test(NAME ${lesson}.${kind}.validates
                COMMAND ${lesson}-${kind} --quick --json "${out}/${kind}.test.json")

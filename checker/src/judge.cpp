@@ -8,6 +8,7 @@
 
 #include "counters.hpp"
 #include "files.hpp"
+#include "inspect.hpp"
 #include "process.hpp"
 #include "result.hpp"
 
@@ -360,6 +361,18 @@ LessonOutcome judge_program(const Lesson& lesson, const fs::path& program, const
   if (!fs::exists(program))
     return lesson_outcome(lesson, opt.build, Verdict::error, reason::missing,
                           "no program at " + program.string() + ": build it first");
+  if (opt.inspect) {
+    // Before anything of the exercise runs: what it defines and calls, from its object file.
+    std::vector<SealFinding> findings;
+    try {
+      findings = inspect_program(program, lesson.allowed_calls);
+    } catch (const ConfigError& e) {
+      return lesson_outcome(lesson, opt.build, Verdict::error, reason::missing, e.what());
+    }
+    if (!findings.empty())
+      return lesson_outcome(lesson, opt.build, Verdict::error, reason::forbidden,
+                            describe_findings(findings));
+  }
   const double timeout = opt.timeout_s > 0 ? opt.timeout_s : lesson.timeout_s;
   TempDir work("lab-check-" + lesson.name);
   const auto t0 = std::chrono::steady_clock::now();

@@ -34,6 +34,8 @@ inline constexpr const char* exit = "exit";                  ///< non-zero exit,
 inline constexpr const char* result = "result";              ///< result file missing/garbage/forged
 inline constexpr const char* no_gpu = "no-gpu";              ///< the program exited 77
 inline constexpr const char* sanitizer = "sanitizer";        ///< compute-sanitizer found errors
+inline constexpr const char* forbidden = "forbidden";        ///< the exercise defines or calls
+                                                             ///< what it may not (inspect.hpp)
 }  // namespace reason
 
 struct LessonOutcome {
@@ -63,6 +65,8 @@ struct JudgeOptions {
   int max_runs = 3;                ///< the re-run rule: at most this many runs in total
   std::vector<std::string> sanitizer_cmd = {"compute-sanitizer"};  ///< the tool (tests swap it)
   bool counters = true;            ///< read hardware counters through ncu for counter rules
+  bool inspect = true;             ///< check the exercise's object file before running it
+                                   ///< (inspect.hpp); off only for stand-in programs in tests
   std::vector<std::string> ncu_cmd = {"ncu"};  ///< the tool (tests swap it)
 };
 

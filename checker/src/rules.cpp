@@ -13,6 +13,7 @@
 #endif
 
 #include "counters.hpp"
+#include "files.hpp"
 #include "result.hpp"
 
 namespace lab {
@@ -92,10 +93,34 @@ std::string get_string(const fs::path& file, const toml::node& node, const std::
 }
 
 double get_number(const fs::path& file, const toml::node& node, const std::string& key) {
-  if (node.is_integer()) return static_cast<double>(node.as_integer()->get());
-  if (node.is_floating_point()) return node.as_floating_point()->get();
-  config_error(file, node, "\"" + key + "\" must be a number");
+  double v = 0;
+  if (node.is_integer()) v = static_cast<double>(node.as_integer()->get());
+  else if (node.is_floating_point()) v = node.as_floating_point()->get();
+  else config_error(file, node, "\"" + key + "\" must be a number");
+  // TOML has nan and inf; no threshold, points or time limit means anything with them.
+  if (!std::isfinite(v))
+    config_error(file, node, "\"" + key + "\" must be a finite number, not " +
+                                 (std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf"));
+  return v;
 }
+
+// A number within [low, high], else "file:line: "key" must be between low and high unit".
+double get_number_in(const fs::path& file, const toml::node& node, const std::string& key,
+                     double low, double high, const char* unit) {
+  const double v = get_number(file, node, key);
+  if (v < low || v > high) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "\"%s\" must be between %g and %g%s (not %g)", key.c_str(), low,
+                  high, unit, v);
+    config_error(file, node, buf);
+  }
+  return v;
+}
+
+// Limits of what check.toml and overrides files may say: a lesson run of a second to a day,
+// points a person could add up.
+constexpr double kMinTimeout = 1, kMaxTimeout = 86400, kMaxPoints = 10000;
+constexpr std::uintmax_t kMaxTomlBytes = 1u << 20;
 
 std::optional<RuleKind> kind_from_string(const std::string& s) {
   for (RuleKind k : {RuleKind::correct, RuleKind::fraction_of_copy, RuleKind::fraction_of_peak,
@@ -104,9 +129,51 @@ std::optional<RuleKind> kind_from_string(const std::string& s) {
   return std::nullopt;
 }
 
+// toml++ makes a table per part of a dotted key (a.b.c = 1, [a.b.c]) and frees them
+// recursively: a key of 40,000 parts overflows the stack. Each part costs a dot outside strings
+// and comments, so a bound on those bounds the depth, far above what a real file has (a few
+// dozen). Returns the line of the dot past the bound, or 0.
+constexpr std::size_t kMaxTomlDots = 2000;
+std::size_t line_past_dot_bound(const std::string& t) {
+  std::size_t line = 1, dots = 0;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    const char c = t[i];
+    if (c == '\n') {
+      ++line;
+    } else if (c == '#') {
+      while (i + 1 < t.size() && t[i + 1] != '\n') ++i;
+    } else if (c == '"' || c == '\'') {
+      const bool basic = c == '"';
+      const bool multi = t.compare(i, 3, std::string(3, c)) == 0;
+      i += multi ? 3 : 1;
+      for (; i < t.size(); ++i) {
+        if (basic && t[i] == '\\') {
+          ++i;  // the escaped character, whatever it is
+        } else if (multi ? t.compare(i, 3, std::string(3, c)) == 0 : t[i] == c) {
+          if (multi) i += 2;
+          break;
+        } else if (t[i] == '\n') {
+          ++line;
+          if (!multi) break;  // an unterminated string: the parser will say so
+        }
+      }
+    } else if (c == '.' && ++dots > kMaxTomlDots) {
+      return line;
+    }
+  }
+  return 0;
+}
+
 toml::table parse_toml(const fs::path& file) {
+  std::string why;
+  const auto text = read_file_limited(file, kMaxTomlBytes, why);
+  if (!text) throw ConfigError(file.string() + ": " + why);
+  if (const std::size_t line = line_past_dot_bound(*text))
+    throw ConfigError(file.string() + ":" + std::to_string(line) + ": more than " +
+                      std::to_string(kMaxTomlDots) + " dotted key parts and decimal points: "
+                      "not a file the course writes (keys nested that deep would crash the reader)");
   try {
-    return toml::parse_file(file.string());
+    return toml::parse(*text, file.string());
   } catch (const toml::parse_error& e) {
     throw ConfigError(file.string() + ":" + std::to_string(e.source().begin.line) +
                       ": not valid TOML: " + std::string(e.description()));
@@ -118,10 +185,7 @@ bool set_rule_field(const fs::path& file, Rule& rule, const std::string& key,
                     const toml::node& node) {
   if (key == "min") rule.min = get_number(file, node, key);
   else if (key == "max") rule.max = get_number(file, node, key);
-  else if (key == "points") {
-    rule.points = get_number(file, node, key);
-    if (rule.points < 0) config_error(file, node, "\"points\" cannot be negative");
-  } else if (key == "hint") rule.hint = get_string(file, node, key);
+  else if (key == "points") rule.points = get_number_in(file, node, key, 0, kMaxPoints, ""); else if (key == "hint") rule.hint = get_string(file, node, key);
   else return false;
   return true;
 }
@@ -164,12 +228,16 @@ Lesson load_lesson(const fs::path& check_toml) {
     const std::string key(k.str());
     if (key == "lesson") lesson.name = get_string(check_toml, node, key);
     else if (key == "title") lesson.title = get_string(check_toml, node, key);
-    else if (key == "timeout_s") {
-      lesson.timeout_s = get_number(check_toml, node, key);
-      if (!(lesson.timeout_s > 0)) config_error(check_toml, node, "\"timeout_s\" must be positive");
-    } else if (key == "args") {
+    else if (key == "timeout_s")
+      lesson.timeout_s = get_number_in(check_toml, node, key, kMinTimeout, kMaxTimeout, " seconds");
+    else if (key == "args") {
       if (!node.is_array()) config_error(check_toml, node, "\"args\" must be an array of strings");
       for (auto&& a : *node.as_array()) lesson.args.push_back(get_string(check_toml, a, "args"));
+    } else if (key == "allowed_calls") {
+      if (!node.is_array())
+        config_error(check_toml, node, "\"allowed_calls\" must be an array of strings");
+      for (auto&& a : *node.as_array())
+        lesson.allowed_calls.push_back(get_string(check_toml, a, "allowed_calls"));
     } else if (key == "rule") {
       if (!node.is_array_of_tables())
         config_error(check_toml, node, "\"rule\" must be written as [[rule]] tables");
@@ -265,18 +333,30 @@ void apply_overrides(std::vector<Lesson>& lessons, const fs::path& file) {
     for (auto&& [rk, rnode] : *lnode.as_table()) {
       const std::string rname(rk.str());
       if (rname == "timeout_s") {
-        lesson->timeout_s = get_number(file, rnode, rname);
-        if (!(lesson->timeout_s > 0)) config_error(file, rnode, "\"timeout_s\" must be positive");
+        lesson->timeout_s = get_number_in(file, rnode, rname, kMinTimeout, kMaxTimeout, " seconds");
         continue;
       }
       auto rule = std::find_if(lesson->rules.begin(), lesson->rules.end(),
                                [&](const Rule& r) { return r.id == rname; });
-      if (rule == lesson->rules.end())
-        config_error(file, rnode, "lesson \"" + lname + "\" has no rule \"" + rname + "\"");
+      if (rule == lesson->rules.end()) {
+        std::string ids;
+        for (const auto& r : lesson->rules) ids += (ids.empty() ? "" : ", ") + r.id;
+        // A rule key (min = 0.65) written under the lesson's own table: say where it goes.
+        if (!rnode.is_table() && (rname == "min" || rname == "max" || rname == "points" || rname == "hint"))
+          config_error(file, rnode, "\"" + rname + "\" is a rule key: put it under the rule's table, "
+                       "[\"" + lname + "\".<rule>] (rules: " + ids + "); only timeout_s goes under [\"" +
+                       lname + "\"]");
+        if (!rnode.is_table())
+          config_error(file, rnode, "\"" + rname + "\" cannot be set for a lesson (only timeout_s; "
+                       "rule keys go under [\"" + lname + "\".<rule>], rules: " + ids + ")");
+        config_error(file, rnode, "lesson \"" + lname + "\" has no rule \"" + rname + "\" (rules: " + ids + ")");
+      }
       if (!rnode.is_table())
         config_error(file, rnode, "[\"" + lname + "\"." + rname + "] must be a table");
       for (auto&& [fk, fnode] : *rnode.as_table()) {
         const std::string fname(fk.str());
+        if (fname == "timeout_s")
+          config_error(file, fnode, "\"timeout_s\" is a lesson key: put it under [\"" + lname + "\"]");
         if (!set_rule_field(file, *rule, fname, fnode))
           config_error(file, fnode, "\"" + fname + "\" cannot be overridden (min, max, points, hint)");
       }

@@ -55,6 +55,8 @@ struct Lesson {
   std::string title;
   double timeout_s = 120;
   std::vector<std::string> args;  ///< extra arguments for the lesson program
+  std::vector<std::string> allowed_calls;  ///< what the exercise may call beyond the course-wide
+                                           ///< list (inspect.cpp); "name" or "prefix*"
   std::vector<Rule> rules;
   fs::path dir;        ///< lessons/NN-topic
 

@@ -1,0 +1,388 @@
+#include "inspect.hpp"
+
+#include <cxxabi.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <regex>
+#include <sstream>
+
+#include "files.hpp"
+#include "rules.hpp"
+
+namespace lab {
+
+namespace {
+
+bool starts_with(const std::string& s, const std::string& prefix) {
+  return s.compare(0, prefix.size(), prefix) == 0;
+}
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+// ---------------------------------------------------------------------------------------------
+// What an exercise may call. An exercise computes: it launches kernels, uses the CUDA runtime on
+// the streams it is given, allocates, and prints. It opens no file, starts no process or thread,
+// sends no signal, reads no environment, and changes no device-wide setting the harness relies on.
+
+// CUDA runtime calls that reach past the exercise's own work: device-wide state the harness's
+// later measurements depend on, code run on other threads, profiler ranges, other processes'
+// memory, raw driver entry points.
+const std::set<std::string> kForbiddenCuda = {
+    "cudaDeviceReset", "cudaDeviceSetLimit", "cudaDeviceSetCacheConfig",
+    "cudaDeviceSetSharedMemConfig", "cudaDeviceSetMemPool", "cudaSetDevice", "cudaSetDeviceFlags",
+    "cudaSetValidDevices", "cudaInitDevice", "cudaThreadExit", "cudaThreadSetLimit",
+    "cudaThreadSetCacheConfig", "cudaProfilerStart", "cudaProfilerStop",
+    "cudaGetDriverEntryPoint", "cudaGetDriverEntryPointByVersion", "cudaLaunchHostFunc",
+    "cudaStreamAddCallback", "cudaGraphAddHostNode", "cudaGraphHostNodeSetParams",
+    "cudaGraphExecHostNodeSetParams", "cudaCtxResetPersistingL2Cache", "cudaStreamSetAttribute",
+    "cudaDeviceRegisterAsyncNotification", "cudaDeviceFlushGPUDirectRDMAWrites"};
+const std::vector<std::string> kForbiddenCudaPrefixes = {"cudaIpc", "cudaImportExternal",
+                                                         "cudaExternal", "cudaSignalExternal",
+                                                         "cudaWaitExternal"};
+
+// The C library an exercise may use: memory and strings, formatted printing to the standard
+// streams (it can open no other), allocation, clocks, sorting, and the maths functions.
+const std::set<std::string> kAllowedC = {
+    "memcpy", "memmove", "memset", "memcmp", "memchr", "strlen", "strcmp", "strncmp", "strchr",
+    "strrchr", "strstr", "strcpy", "strncpy", "strcat", "strtol", "strtoll", "strtoul", "strtod",
+    "strtof", "atoi", "atof", "printf", "vprintf", "puts", "putchar", "fputs", "fputc", "putc",
+    "fwrite", "fprintf", "vfprintf", "fflush", "snprintf", "sprintf", "vsnprintf", "vsprintf",
+    "__printf_chk", "__fprintf_chk", "__sprintf_chk", "__snprintf_chk", "__vsnprintf_chk",
+    "__vfprintf_chk", "__vprintf_chk", "__memcpy_chk", "__memmove_chk", "__memset_chk",
+    "__strcpy_chk", "__strcat_chk", "__stack_chk_fail", "__stack_chk_guard", "stdout", "stderr",
+    "malloc", "calloc", "realloc", "free", "aligned_alloc", "posix_memalign", "abs", "labs",
+    "llabs", "qsort", "bsearch", "clock_gettime", "gettimeofday", "time", "clock", "abort",
+    "__assert_fail", "__errno_location", "__libc_single_threaded",
+    // the lab library's error helper (LAB_CHECK) and the device's description
+    "_ZN3lab16throw_cuda_errorE9cudaErrorPKcS2_i", "_ZN3lab11device_infoEv",
+    // the C++ runtime's own plumbing (exceptions, static locals, nvcc's module registration)
+    "atexit", "__dso_handle", "__gxx_personality_v0", "_Unwind_Resume", "_GLOBAL_OFFSET_TABLE_"};
+const std::regex kMaths(
+    R"(^(__)?(a?(sin|cos|tan)h?|atan2|exp|exp2|expm1|log|log2|log10|log1p|pow|sqrt|cbrt|hypot|fabs|)"
+    R"(floor|ceil|round|l?lround|trunc|fmod|remainder|fma|fmax|fmin|frexp|ldexp|modf|nextafter|)"
+    R"(copysign|erfc?|tgamma|lgamma|l?l?rint|nearbyint|ilogb|logb|scalbn|isnan|isinf|finite|)"
+    R"(sincos)[fl]?(_finite)?$)");
+// Threads' plumbing that libstdc++'s headers reference weakly; a weak reference is all they get.
+const std::set<std::string> kAllowedWeakC = {"__pthread_key_create", "pthread_once",
+                                             "pthread_mutex_lock", "pthread_mutex_unlock",
+                                             "__cxa_thread_atexit_impl"};
+
+// Parts of the C++ library that touch the operating system: files, threads, the environment,
+// leaving the process.
+const std::vector<std::string> kForbiddenStd = {
+    "basic_ofstream", "basic_ifstream", "basic_fstream", "basic_filebuf", "__basic_file",
+    "std::filesystem", "std::thread", "std::jthread", "std::system", "std::getenv",
+    "std::quick_exit", "std::at_quick_exit", "std::exit", "std::_Exit", "stdio_filebuf",
+    "stdio_sync_filebuf", "std::__cxx11::basic_stringbuf<char, std::char_traits<char>, "
+    "std::allocator<char> >::basic_stringbuf(int"};
+
+// Namespaces whose inline functions and template instances any translation unit may emit.
+const std::vector<std::string> kTemplateNamespaces = {
+    "std::", "__gnu_cxx::", "cub::", "thrust::", "cuda::", "cooperative_groups::", "nvcuda::",
+    "__cxxabiv1::"};
+
+// "typeinfo for std::x" -> "std::x": what a compiler-made symbol is about.
+std::string subject(const std::string& demangled) {
+  for (const char* p : {"typeinfo name for ", "typeinfo for ", "vtable for ", "VTT for ",
+                        "guard variable for ", "construction vtable for "})
+    if (starts_with(demangled, p)) return demangled.substr(std::string(p).size());
+  return demangled;
+}
+
+bool in_template_namespace(const std::string& demangled) {
+  const std::string s = subject(demangled);
+  for (const auto& ns : kTemplateNamespaces)
+    if (starts_with(s, ns)) return true;
+  // A template instance of such a namespace's function template returns a type first:
+  // "void std::vector<...>::_M_realloc_insert<...>(...)".
+  static const std::regex returns_first(R"(^[\w:<>,\s\*&]+?\s(std|__gnu_cxx|cub|thrust|cuda)::)");
+  return std::regex_search(s, returns_first);
+}
+
+std::string forbidden_call(const std::string& symbol, bool weak_reference,
+                           const std::vector<std::string>& extra) {
+  const std::string d = demangle(symbol);
+  for (const auto& p : extra)
+    if (!p.empty() && (p.back() == '*' ? starts_with(symbol, p.substr(0, p.size() - 1)) : symbol == p))
+      return "";
+  if (starts_with(symbol, "__cuda")) return "";  // nvcc's launch and registration plumbing
+  if (starts_with(symbol, "cuda")) {
+    if (kForbiddenCuda.count(symbol))
+      return "calls " + symbol + ", which changes what the harness's own measurements rely on "
+             "(device-wide settings, other threads, profiler ranges or other processes)";
+    for (const auto& p : kForbiddenCudaPrefixes)
+      if (starts_with(symbol, p)) return "calls " + symbol + ", which reaches outside this process";
+    return "";
+  }
+  if (starts_with(symbol, "cu") && symbol.size() > 2 && std::isupper(static_cast<unsigned char>(symbol[2])))
+    return "calls the driver API (" + symbol + "): an exercise uses the runtime API only";
+  if (starts_with(symbol, "__cxa_") || starts_with(symbol, "_Znw") || starts_with(symbol, "_Zna") ||
+      starts_with(symbol, "_Zdl") || starts_with(symbol, "_Zda"))
+    return "";  // exceptions, static locals, new and delete
+  if (kAllowedC.count(symbol) || std::regex_match(symbol, kMaths)) return "";
+  if (weak_reference && kAllowedWeakC.count(symbol)) return "";
+  if (in_template_namespace(d)) {
+    for (const auto& f : kForbiddenStd)
+      if (contains(d, f))
+        return "uses " + d + ": an exercise opens no file, starts no thread and does not end the "
+               "process";
+    return "";
+  }
+  return "calls " + d + ", which an exercise may not use (it opens no file, starts no process "
+         "or thread, and reads no environment; docs/grading-security.md lists what it may call)";
+}
+
+// nvcc names an anonymous namespace _GLOBAL__N__<hash>_<length>_<file>_cu_<hash>.
+bool anonymous_of(const std::string& symbol, const std::string& stem) {
+  static const std::regex tag(R"(_GLOBAL__N__[0-9a-f]+_(\d+)_(\w+?)_cu_[0-9a-f]+)");
+  std::smatch m;
+  if (!std::regex_search(symbol, m, tag)) return false;
+  std::string file = stem;
+  for (char& c : file)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return m[2].str() == file;
+}
+
+// _ZN3l0211RegionTimerC2E... -> ..C1E..: the variants of one constructor or destructor.
+std::string structor_family(const std::string& symbol) {
+  static const std::regex structor(R"(([0-9][A-Za-z_][A-Za-z0-9_]*)(C[1-3]|D[0-2])E)");
+  return std::regex_replace(symbol, structor, "$1XE");
+}
+
+bool is_anonymous(const std::string& symbol) {
+  return contains(symbol, "_GLOBAL__N_") || contains(demangle(symbol), "(anonymous namespace)");
+}
+
+}  // namespace
+
+std::string demangle(const std::string& symbol) {
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> out(
+      abi::__cxa_demangle(symbol.c_str(), nullptr, nullptr, &status), std::free);
+  return status == 0 && out ? std::string(out.get()) : symbol;
+}
+
+std::vector<SealFinding> check_seal(const ObjectSymbols& e, const SealContext& c) {
+  std::vector<SealFinding> out;
+  auto pristine_defines = [&](const std::string& s) {
+    return c.harness.strong.count(s) || c.harness.weak.count(s) || c.library.strong.count(s) ||
+           c.library.weak.count(s);
+  };
+  auto pristine_needs = [&](const std::string& s) {
+    return (c.harness.undefined.count(s) || c.library.undefined.count(s) ||
+            c.harness.weak_undefined.count(s) || c.library.weak_undefined.count(s)) &&
+           !pristine_defines(s);
+  };
+  // The interface: what the pristine starter defines and the harness uses. A constructor or
+  // destructor counts with all its variants (the harness calls C1, the file also emits C2).
+  std::set<std::string> harness_uses;
+  for (const auto* set : {&c.harness.undefined, &c.harness.weak, &c.harness.weak_undefined})
+    for (const auto& s : *set) harness_uses.insert(structor_family(s));
+  auto interface_symbol = [&](const std::string& s) {
+    return (c.interface.strong.count(s) || c.interface.weak.count(s)) &&
+           harness_uses.count(structor_family(s));
+  };
+
+  // 1. What it defines: the interface, its own anonymous namespace, and template instances.
+  auto check_definition = [&](const std::string& s, bool weak) {
+    if (interface_symbol(s) || s == "DW.ref.__gxx_personality_v0") return;
+    const std::string d = demangle(s);
+    if (is_anonymous(s)) {
+      if (anonymous_of(s, c.exercise_stem)) return;
+      out.push_back({d, "is named as if it were in another file's anonymous namespace"});
+      return;
+    }
+    if (weak && (in_template_namespace(d) || starts_with(subject(d), "lab::"))) {
+      // Harmless unless it would stand in for a function the pristine code expects from a
+      // library (the pristine objects come first at link time, so their own copies win).
+      if (pristine_needs(s)) out.push_back({d, "redefines a library function that the harness calls"});
+      return;
+    }
+    std::string why = "is defined with external linkage, but exercise.cuh does not declare it";
+    if (starts_with(d, "lab::")) why = "replaces a function of the lab library";
+    else if (starts_with(s, "cuda") || starts_with(s, "__cuda")) why = "replaces a CUDA runtime function";
+    else if (d == "main") why = "defines main: the harness owns the program";
+    why += "; put your helpers, kernels and globals in an anonymous namespace (namespace { ... }) "
+           "or make them static";
+    out.push_back({d, why});
+  };
+  for (const auto& s : e.strong) check_definition(s, false);
+  for (const auto& s : e.weak) check_definition(s, true);
+
+  // 2. What it calls. A call made only from an inline function the pristine objects also emit
+  // (NVTX's loader, say) never runs: the linker keeps the pristine copy and drops this one.
+  auto reachable = [&](const std::string& s) {
+    auto it = e.referenced_from.find(s);
+    if (it == e.referenced_from.end()) return true;
+    for (const auto& section : it->second) {
+      const std::string function = starts_with(section, ".text.") ? section.substr(6) : "";
+      if (function.empty() || !e.weak.count(function) || !pristine_defines(function)) return true;
+    }
+    return false;
+  };
+  for (const auto& s : e.undefined)
+    if (auto why = forbidden_call(s, false, c.extra_calls); !why.empty() && reachable(s))
+      out.push_back({demangle(s), why});
+  for (const auto& s : e.weak_undefined)
+    if (auto why = forbidden_call(s, true, c.extra_calls); !why.empty() && reachable(s))
+      out.push_back({demangle(s), why});
+
+  // 3. Code before main or after it, and system calls of its own.
+  if (e.initializers > 1 || e.other_startup)
+    out.push_back({"", "exercise.cu runs code before main or at exit (a global object with a "
+                       "constructor or destructor, a non-constant global initializer, or "
+                       "__attribute__((constructor/destructor))); with g++ older than 13, "
+                       "#include <iostream> counts too: use <cstdio>"});
+  if (e.system_call)
+    out.push_back({"", "exercise.cu makes system calls of its own (a syscall instruction in "
+                       "inline assembly)"});
+  return out;
+}
+
+namespace {
+
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char ch : s) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return q + "'";
+}
+
+// Output of a binutils command; they read checker-built files, never student processes.
+std::string capture(const std::string& tool, const std::vector<std::string>& args) {
+  const auto found = find_on_path(tool);
+  if (!found)
+    throw ConfigError(tool + " is not on PATH: the checker needs the GNU binutils (nm, readelf, "
+                      "objdump) to inspect exercises (Debian/Ubuntu: apt-get install binutils)");
+  std::string cmd = shell_quote(found->string());
+  for (const auto& a : args) cmd += " " + shell_quote(a);
+  cmd += " 2>/dev/null";
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen(cmd.c_str(), "r"), ::pclose);
+  if (!pipe) throw ConfigError("could not run " + tool);
+  std::string text;
+  char buf[65536];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe.get())) > 0;) text.append(buf, n);
+  const int status = ::pclose(pipe.release());
+  if (status != 0 && text.empty())
+    throw ConfigError(tool + " could not read " + args.back());
+  return text;
+}
+
+}  // namespace
+
+ObjectSymbols read_object(const fs::path& file) {
+  if (!fs::exists(file)) throw ConfigError("no object file " + file.string() + ": build it first");
+  ObjectSymbols o;
+  std::istringstream nm(capture("nm", {"-P", file.string()}));
+  for (std::string line; std::getline(nm, line);) {
+    std::istringstream fields(line);
+    std::string name, type;
+    if (!(fields >> name >> type) || type.size() != 1 || name.back() == ':') continue;
+    switch (type[0]) {
+      case 'T': case 'D': case 'B': case 'R': case 'C': case 'u': case 'i': case 'G': case 'S':
+        o.strong.insert(name);
+        break;
+      case 'W': case 'V': o.weak.insert(name); break;
+      case 'U': o.undefined.insert(name); break;
+      case 'w': case 'v': o.weak_undefined.insert(name); break;
+      default: break;  // local symbols reach nothing outside the file
+    }
+  }
+
+  std::istringstream sections(capture("readelf", {"-SW", file.string()}));
+  for (std::string line; std::getline(sections, line);)
+    for (const char* s : {" .fini_array", " .preinit_array", " .ctors", " .dtors"})
+      if (contains(line, s) && !contains(line, ".rela")) o.other_startup = true;
+  std::istringstream relocations(capture("readelf", {"-rW", file.string()}));
+  static const std::regex header(R"(^Relocation section '\.rela?(\S+)' at offset)");
+  static const std::regex entry(R"(^\s*[0-9a-f]+\s+[0-9a-f]+\s+\S+\s+[0-9a-f]+\s+([^\s+]+))");
+  std::string section;
+  for (std::string line; std::getline(relocations, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, header)) {
+      section = m[1].str();
+    } else if (!section.empty() && std::regex_search(line, m, entry)) {
+      if (section == ".init_array") ++o.initializers;
+      o.referenced_from[m[1].str()].insert(section);
+    }
+  }
+
+  static const std::regex system_call(R"(\t(syscall|sysenter|int\s+\$0x80)\b)");
+  o.system_call = std::regex_search(capture("objdump", {"-d", file.string()}), system_call);
+  return o;
+}
+
+std::optional<ProgramObjects> program_objects(const fs::path& program, std::string& why) {
+  const fs::path manifest = program.string() + ".objects";
+  std::ifstream in(manifest);
+  if (!in) {
+    why = "no " + manifest.filename().string() + " beside " + program.string() +
+          " (it is written by cmake/LabLesson.cmake: rebuild with this checker's sources)";
+    return std::nullopt;
+  }
+  ProgramObjects p;
+  for (std::string line; std::getline(in, line);) {
+    const auto eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string key = line.substr(0, eq), value = line.substr(eq + 1);
+    if (key == "exercise") p.exercise = value;
+    else if (key == "interface") p.interface = value;
+    else if (key == "harness") p.harness = value;
+    else if (key == "library") {
+      std::istringstream parts(value);
+      for (std::string part; std::getline(parts, part, ';');)
+        if (!part.empty()) p.library.push_back(part);
+    }
+    else if (key == "source") p.source = value;
+  }
+  if (p.exercise.empty() || p.interface.empty() || p.harness.empty() || p.library.empty()) {
+    why = manifest.string() + " does not name the exercise, interface, harness and library objects";
+    return std::nullopt;
+  }
+  return p;
+}
+
+std::vector<SealFinding> inspect_program(const fs::path& program,
+                                         const std::vector<std::string>& extra_calls) {
+  std::string why;
+  const auto objects = program_objects(program, why);
+  if (!objects) throw ConfigError("cannot inspect " + program.string() + ": " + why);
+  // The pristine side is the same for every submission of a lesson: read it once per process.
+  static std::map<std::string, ObjectSymbols> cache;
+  auto cached = [&](const fs::path& p) -> const ObjectSymbols& {
+    auto it = cache.find(p.string());
+    if (it == cache.end()) it = cache.emplace(p.string(), read_object(p)).first;
+    return it->second;
+  };
+  SealContext c;
+  c.harness = cached(objects->harness);
+  for (const auto& file : objects->library) {
+    const ObjectSymbols& o = cached(file);
+    c.library.strong.insert(o.strong.begin(), o.strong.end());
+    c.library.weak.insert(o.weak.begin(), o.weak.end());
+    c.library.undefined.insert(o.undefined.begin(), o.undefined.end());
+    c.library.weak_undefined.insert(o.weak_undefined.begin(), o.weak_undefined.end());
+  }
+  c.interface = cached(objects->interface);
+  c.extra_calls = extra_calls;
+  std::string stem = objects->source.filename().string();
+  if (stem.size() > 3 && stem.compare(stem.size() - 3, 3, ".cu") == 0) stem.resize(stem.size() - 3);
+  c.exercise_stem = stem;
+  return check_seal(read_object(objects->exercise), c);
+}
+
+std::string describe_findings(const std::vector<SealFinding>& findings, std::size_t max) {
+  std::string out = "exercise.cu breaks the grading rules, so it was not run: ";
+  for (std::size_t i = 0; i < findings.size() && i < max; ++i) {
+    const auto& f = findings[i];
+    out += (i ? "; " : "") + (f.symbol.empty() ? f.why : "`" + f.symbol + "` " + f.why);
+  }
+  if (findings.size() > max) out += "; and " + std::to_string(findings.size() - max) + " more";
+  return out;
+}
+
+}  // namespace lab

@@ -1,0 +1,73 @@
+// The seal on an exercise: what its compiled object file may define and call, checked before any
+// of it runs (docs/grading-security.md). An exercise is linked into the process that validates
+// and times it, so the object file is where the checker decides what that code could reach.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace lab {
+
+namespace fs = std::filesystem;
+
+/// What the binutils see in one object file (or, merged, in an archive's members).
+struct ObjectSymbols {
+  std::set<std::string> strong;     ///< defined with external linkage (T, D, B, R, C, u, i)
+  std::set<std::string> weak;       ///< defined weak (W, V): inline functions, template instances
+  std::set<std::string> undefined;  ///< referenced, not defined here (U)
+  std::set<std::string> weak_undefined;  ///< referenced weakly (w, v)
+  /// for each symbol referenced by a relocation: the sections whose code or data refer to it
+  std::map<std::string, std::set<std::string>> referenced_from;
+  int initializers = 0;      ///< entries of .init_array (code that runs before main)
+  bool other_startup = false;  ///< .fini_array, .preinit_array, .ctors or .dtors present
+  bool system_call = false;    ///< a syscall / sysenter / int 0x80 instruction in host code
+};
+
+/// One thing the seal refuses, in words a student can act on.
+struct SealFinding {
+  std::string symbol;  ///< demangled, or "" for a finding about the file as a whole
+  std::string why;
+};
+
+/// The pristine side of a lesson program, against which its exercise is held.
+struct SealContext {
+  ObjectSymbols harness;    ///< the lesson's main.cu object
+  ObjectSymbols library;    ///< the lab library's objects
+  ObjectSymbols interface;  ///< the lesson's starter exercise: it defines exactly the interface
+  std::string exercise_stem;  ///< the exercise file's name without ".cu" (nvcc's anonymous-
+                              ///< namespace tags carry it)
+  std::vector<std::string> extra_calls;  ///< imports this lesson also allows (check.toml)
+};
+
+/// The rules, applied to already-read symbols (pure: unit-tested without any binary).
+std::vector<SealFinding> check_seal(const ObjectSymbols& exercise, const SealContext& context);
+
+/// Reads an object file or a static archive with nm, readelf and objdump.
+/// @throws ConfigError when the binutils are missing or cannot read the file
+ObjectSymbols read_object(const fs::path& file);
+
+/// The files lab_add_lesson lists beside each lesson program, in `<program>.objects`.
+struct ProgramObjects {
+  fs::path exercise, interface, harness, source;
+  std::vector<fs::path> library;  ///< the lab library's object files
+};
+
+/// @return the manifest of @p program, or nullopt (with @p why) when it has none
+std::optional<ProgramObjects> program_objects(const fs::path& program, std::string& why);
+
+/// Reads the program's objects and checks its exercise. Empty: sealed.
+/// @throws ConfigError when the files cannot be read
+std::vector<SealFinding> inspect_program(const fs::path& program,
+                                         const std::vector<std::string>& extra_calls = {});
+
+/// @return one paragraph: the findings, at most @p max of them, and what to do
+std::string describe_findings(const std::vector<SealFinding>& findings, std::size_t max = 8);
+
+/// @return the demangled name of a symbol (the symbol itself when it is not mangled C++)
+std::string demangle(const std::string& symbol);
+
+}  // namespace lab

@@ -1,0 +1,155 @@
+// The seal on an exercise (inspect.hpp): what its object file may define and call.
+#include <doctest/doctest.h>
+
+#include "inspect.hpp"
+
+using namespace lab;
+
+namespace {
+
+// A lesson whose interface is exercise::gemv, as nvcc and g++ would emit it.
+const std::string kGemv = "_ZN8exercise4gemvEiifPKfS1_fPfP11CUstream_st";
+const std::string kOwnKernel = "_ZN40_GLOBAL__N__1cd232a7_11_exercise_cu_21e893491kEPf";
+const std::string kHarnessKernel = "_ZN39_GLOBAL__N__0ddcdb3c_7_main_cu_21e893491kEPf";
+
+SealContext lesson() {
+  SealContext c;
+  c.exercise_stem = "exercise";
+  c.interface.strong = {kGemv};
+  c.harness.undefined = {kGemv, "cudaEventElapsedTime", "_ZN3lab8allcloseEPKfS1_mRKNS_9ToleranceE",
+                         "_ZNSt6chrono3_V212steady_clock3nowEv"};
+  c.harness.weak = {"_ZNSt6vectorIdSaIdEE17_M_realloc_insertIJdEEEvN9__gnu_cxx17__normal_iteratorIPdS1_EEDpOT_",
+                    kHarnessKernel};
+  c.library.strong = {"_ZN3lab8allcloseEPKfS1_mRKNS_9ToleranceE", "_ZN3lab8ceilingsEv"};
+  return c;
+}
+
+// A clean exercise: the interface, its own kernel, nvcc's plumbing.
+ObjectSymbols clean() {
+  ObjectSymbols e;
+  e.strong = {kGemv, kOwnKernel};
+  e.weak = {"DW.ref.__gxx_personality_v0"};
+  e.undefined = {"__cudaRegisterFatBinary", "__cudaPushCallConfiguration", "cudaLaunchKernel",
+                 "atexit", "__gxx_personality_v0", "_Unwind_Resume", "_Znwm", "memcpy", "printf",
+                 "sqrtf", "_ZN3lab16throw_cuda_errorE9cudaErrorPKcS2_i"};
+  e.initializers = 1;  // nvcc's module registration
+  return e;
+}
+
+bool names(const std::vector<SealFinding>& findings, const std::string& part) {
+  for (const auto& f : findings)
+    if (f.symbol.find(part) != std::string::npos || f.why.find(part) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_SUITE("inspect") {
+  TEST_CASE("a clean exercise is sealed") {
+    CHECK(check_seal(clean(), lesson()).empty());
+  }
+
+  TEST_CASE("replacing a function the harness or the library calls is refused, by name") {
+    for (const std::string symbol : {"cudaEventElapsedTime", "_ZN3lab8allcloseEPKfS1_mRKNS_9ToleranceE",
+                                     "main", "_ZN3lab8ceilingsEv"}) {
+      ObjectSymbols e = clean();
+      e.strong.insert(symbol);
+      const auto findings = check_seal(e, lesson());
+      REQUIRE(findings.size() == 1);
+      CHECK(findings[0].symbol == demangle(symbol));
+    }
+    ObjectSymbols weak_timer = clean();  // weak does not help: the harness would call it
+    weak_timer.weak.insert("_ZNSt6chrono3_V212steady_clock3nowEv");
+    CHECK(names(check_seal(weak_timer, lesson()), "steady_clock::now"));
+  }
+
+  TEST_CASE("helpers with external linkage are refused; template instances are not") {
+    ObjectSymbols e = clean();
+    e.strong.insert("_Z6helperv");
+    CHECK(names(check_seal(e, lesson()), "anonymous namespace"));
+    ObjectSymbols instances = clean();  // the same instance the harness has: the harness's wins
+    instances.weak.insert(*lesson().harness.weak.begin());
+    instances.weak.insert("_ZNSt6vectorIiSaIiEED2Ev");
+    CHECK(check_seal(instances, lesson()).empty());
+  }
+
+  TEST_CASE("a symbol named after another file's anonymous namespace is refused") {
+    ObjectSymbols e = clean();
+    e.strong.insert(kHarnessKernel);
+    CHECK(names(check_seal(e, lesson()), "another file's anonymous namespace"));
+  }
+
+  TEST_CASE("constructor and destructor variants count as the interface") {
+    SealContext c = lesson();
+    c.interface.strong = {"_ZN3l0211RegionTimerC1EP11CUstream_stPf", "_ZN3l0211RegionTimerC2EP11CUstream_stPf"};
+    c.harness.undefined.insert("_ZN3l0211RegionTimerC1EP11CUstream_stPf");
+    ObjectSymbols e = clean();
+    e.strong.erase(kGemv);
+    e.strong.insert("_ZN3l0211RegionTimerC2EP11CUstream_stPf");
+    e.strong.insert("_ZN3l0211RegionTimerC1EP11CUstream_stPf");
+    CHECK(check_seal(e, c).empty());
+  }
+
+  TEST_CASE("calls that reach outside the exercise are refused, each by name") {
+    for (const std::string call : {"fopen", "open", "write", "fork", "execve", "system", "kill",
+                                   "getenv", "dlsym", "pthread_create", "exit", "_exit", "syscall",
+                                   "cudaDeviceReset", "cudaProfilerStart", "cudaLaunchHostFunc",
+                                   "cudaIpcGetMemHandle", "cuCtxDestroy_v2", "_ZN3lab8ceilingsEv",
+                                   "_ZNSt14basic_ofstreamIcSt11char_traitsIcEEC1EPKcSt13_Ios_Openmode",
+                                   "_ZNSt6thread15_M_start_threadESt10unique_ptrINS_6_StateESt14default_deleteIS1_EEPFvvE"}) {
+      ObjectSymbols e = clean();
+      e.undefined.insert(call);
+      const auto findings = check_seal(e, lesson());
+      INFO(call);
+      REQUIRE(findings.size() == 1);
+      CHECK(findings[0].symbol == demangle(call));
+    }
+    ObjectSymbols weakly = clean();  // a weak reference is still a call
+    weakly.weak_undefined.insert("pthread_create");
+    CHECK(names(check_seal(weakly, lesson()), "pthread_create"));
+  }
+
+  TEST_CASE("a lesson may allow more calls, by name or prefix") {
+    SealContext c = lesson();
+    c.extra_calls = {"nvrtc*", "getenv"};
+    ObjectSymbols e = clean();
+    e.undefined.insert("nvrtcCompileProgram");
+    e.undefined.insert("getenv");
+    CHECK(check_seal(e, c).empty());
+  }
+
+  TEST_CASE("a call only made from an inline function the pristine code also emits never runs") {
+    SealContext c = lesson();
+    c.library.weak.insert("nvtxInitOnce_v3");
+    ObjectSymbols e = clean();
+    e.weak.insert("nvtxInitOnce_v3");
+    e.undefined.insert("dlopen");
+    e.referenced_from["dlopen"] = {".text.nvtxInitOnce_v3"};
+    CHECK(check_seal(e, c).empty());
+    e.referenced_from["dlopen"].insert(".text");  // ... unless the exercise's own code calls it too
+    CHECK(names(check_seal(e, c), "dlopen"));
+    ObjectSymbols own = clean();  // an inline function of its own that no pristine code has
+    own.weak.insert("_ZN3lab6sneakyEv");
+    own.undefined.insert("dlopen");
+    own.referenced_from["dlopen"] = {".text._ZN3lab6sneakyEv"};
+    CHECK(names(check_seal(own, c), "dlopen"));
+  }
+
+  TEST_CASE("code that runs before main or at exit, and system calls, are refused") {
+    ObjectSymbols e = clean();
+    e.initializers = 2;
+    CHECK(names(check_seal(e, lesson()), "before main"));
+    ObjectSymbols at_exit = clean();
+    at_exit.other_startup = true;
+    CHECK(names(check_seal(at_exit, lesson()), "at exit"));
+    ObjectSymbols raw = clean();
+    raw.system_call = true;
+    CHECK(names(check_seal(raw, lesson()), "system calls"));
+  }
+
+  TEST_CASE("the findings read as one paragraph that names each symbol") {
+    const std::string text = describe_findings({{"main", "defines main"}, {"", "runs code before main"}});
+    CHECK(text.find("`main` defines main") != std::string::npos);
+    CHECK(text.find("runs code before main") != std::string::npos);
+  }
+}
