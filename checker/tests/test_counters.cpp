@@ -190,6 +190,7 @@ TEST_CASE("judging with a stand-in ncu: readings, the permission fallback, and -
   std::vector<Rule> rules = standard_rules();
   rules.push_back(counter_rule("global_load_efficiency", 0.8, std::nullopt));
   JudgeOptions opt;
+  opt.inspect = false;  // a stand-in program: no object files to inspect
   opt.quick = true;
 
   opt.ncu_cmd = {fake_ncu(dir.path(), kLog).string()};  // 2/9 of each sector used
