@@ -85,11 +85,19 @@ std::string validate_result(const json& doc) {
     if (v.contains("time_ms")) {
       const std::string tw = where + ".time_ms";
       if (auto e = expect(v["time_ms"], tw, "median", kNum, true); !e.empty()) return e;
-      for (const char* key : {"min", "q1", "q3", "max", "mean", "stddev", "n"})
+      for (const char* key : {"min", "q1", "q3", "max", "mean", "stddev", "n", "median_low",
+                              "median_high", "median_coverage"})
         if (auto e = expect(v["time_ms"], tw, key, kNum, false); !e.empty()) return e;
       if (!(v["time_ms"]["median"].get<double>() > 0))
         return "\"" + tw + ".median\" is not a positive time";
     }
+    // The kept samples behind time_ms (optional: files from before they were written lack them).
+    if (auto e = expect(v, where, "samples_ms", kArr, false); !e.empty()) return e;
+    if (v.contains("samples_ms"))
+      for (std::size_t k = 0; k < v["samples_ms"].size(); ++k)
+        if (!v["samples_ms"][k].is_number() || !(v["samples_ms"][k].get<double>() > 0))
+          return "\"" + where + ".samples_ms[" + std::to_string(k) + "]\" is not a positive time";
+    if (auto e = expect(v, where, "stop_reason", kStr, false); !e.empty()) return e;
     if (auto e = expect(v, where, "checks", kArr, false); !e.empty()) return e;
   }
   if (doc.contains("metrics"))

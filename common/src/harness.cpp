@@ -20,6 +20,7 @@ struct Lesson::State {
   std::vector<std::string> only;  // --variant
   bool list = false;
   bool profile = false;
+  double budget_s = 0;  // --budget-s: the whole run's time limit (0: none)
   std::string mode = "cold";
   std::unique_ptr<Stream> stream;
   std::vector<std::string> notes;
@@ -50,6 +51,10 @@ Lesson::Lesson(std::string id, std::string title) : state_(std::make_unique<Stat
                                      "(back-to-back, L2 warm) or graph (replayed CUDA graph)")
       ->check(CLI::IsMember({"cold", "hot", "graph"}));
   s.app.add_flag("--list", s.list, "List the variants and exit");
+  s.app.add_option("--budget-s", s.budget_s,
+                   "Seconds the whole run may take (the checker passes it): measurements share "
+                   "80% of it and stop, marked not converged, when their share is spent")
+      ->check(CLI::PositiveNumber);
 #ifdef LAB_DEVICE_DEBUG_BUILD
   s.result.debug_build = true;
 #endif
@@ -121,6 +126,16 @@ const Measurement* Lesson::measure(const std::string& variant, Work work,
     options.stop.target_precision = std::max(options.stop.target_precision, 0.02);
   }
   if (options.working_set_bytes == 0) options.working_set_bytes = work.bytes;
+  // --budget-s: an equal share of what is left for this variant and each one not measured yet.
+  double share_s = 0;
+  if (state_->budget_s > 0) {
+    std::size_t waiting = 1;
+    for (const VariantResult& o : state_->result.variants)
+      if (&o != &v && !o.measurement && selected(o.name)) ++waiting;
+    share_s = time_budget_left_s() / static_cast<double>(waiting);
+    if (share_s >= options.timeout_s) share_s = 0;  // the budget does not bind
+    else options.timeout_s = share_s;
+  }
   // Other variants are timed on an idle GPU: whatever an earlier call left running (a kernel on
   // a stream of its own) finishes first, so it cannot slow them.
   LAB_CHECK(cudaDeviceSynchronize());
@@ -141,6 +156,13 @@ const Measurement* Lesson::measure(const std::string& variant, Work work,
   Measurement m = benchmark(launch, stream(), options);
   if (checks.verify && verified == 0) checks.verify(stream(), "the last timed call");
   LAB_CHECK(cudaDeviceSynchronize());
+  if (share_s > 0 && m.stop_reason == "timeout") {
+    m.stop_reason = "budget";
+    m.diagnostics.push_back("its share of the run's time budget (--budget-s " +
+                            std::to_string(int(state_->budget_s)) + ") was " +
+                            std::to_string(int(share_s * 1e3)) +
+                            " ms: this machine is too slow to measure it in the time allowed");
+  }
   const double gbs = work.bytes / (m.gpu_ms.median * 1e6);
   const double copy = lab::ceilings().copy_gbs;
   if (work.bytes > 0 && copy > 0 && !work.host_link && gbs > 1.05 * copy)
@@ -261,6 +283,9 @@ int Lesson::run(int argc, char** argv, const std::function<void(Lesson&)>& body)
     return code == 0 ? kExitOk : kExitUsage;
   }
   r.mode = s.mode == "hot" ? Mode::Hot : s.mode == "graph" ? Mode::Graph : Mode::Cold;
+  // Measurements may use 80% of the budget; the rest is for the context, the ceilings, the
+  // validations and the result file.
+  if (s.budget_s > 0) set_time_budget(0.8 * s.budget_s);
   for (const std::string& name : s.only)
     if (!r.find(name)) {
       std::cerr << "error: no variant named '" << name << "' (see --list)\n";

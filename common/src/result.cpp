@@ -1,5 +1,6 @@
 #include "lab/result.hpp"
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -47,6 +48,24 @@ Mode mode_from(const std::string& s) {
   throw std::runtime_error("unknown measurement mode '" + s + "'");
 }
 
+// 7 significant digits: finer than a float's event reading needs, coarser than noise in the text.
+double round7(double x) {
+  if (x == 0 || !std::isfinite(x)) return x;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.7g", x);
+  return std::strtod(buf, nullptr);
+}
+
+// The kept samples for the checker's intervals: at most kMaxResultSamples, evenly spaced over the
+// run when there are more (a thinned set gives a wider, still honest, interval).
+json samples_to_json(const std::vector<double>& samples) {
+  json out = json::array();
+  const std::size_t n = samples.size();
+  const std::size_t m = std::min(n, kMaxResultSamples);
+  for (std::size_t i = 0; i < m; ++i) out.push_back(round7(samples[i * n / m]));
+  return out;
+}
+
 // Derived rates are written for people and the checker; the reader recomputes nothing.
 json variant_to_json(const VariantResult& v, const Result& r) {
   json j = {{"name", v.name}, {"role", to_string(v.role)}, {"description", v.description},
@@ -62,7 +81,11 @@ json variant_to_json(const VariantResult& v, const Result& r) {
     const Measurement& m = *v.measurement;
     const Stats& t = m.gpu_ms;
     j["time_ms"] = {{"median", t.median}, {"min", t.min}, {"q1", t.q1}, {"q3", t.q3},
-                    {"mean", t.mean}, {"stddev", t.stddev}, {"max", t.max}, {"n", t.n}};
+                    {"mean", t.mean}, {"stddev", t.stddev}, {"max", t.max}, {"n", t.n},
+                    {"median_low", t.median_low}, {"median_high", t.median_high},
+                    {"median_coverage", t.median_coverage}};
+    j["samples_ms"] = samples_to_json(m.samples_ms);
+    if (!m.stop_reason.empty()) j["stop_reason"] = m.stop_reason;
     j["enqueue_us"] = m.enqueue_us;
     j["mode"] = to_string(m.mode);
     j["batch"] = m.batch;
@@ -187,6 +210,12 @@ Result parse_result(const std::string& text) {
         const json& t = jv["time_ms"];
         m.gpu_ms = Stats{t.at("median"), t.at("min"), t.at("q1"),  t.at("q3"),
                          t.at("mean"),   t.at("stddev"), t.at("max"), t.at("n")};
+        // Files from before the median interval: its width unknown (coverage 0 says so).
+        m.gpu_ms.median_low = t.value("median_low", m.gpu_ms.median);
+        m.gpu_ms.median_high = t.value("median_high", m.gpu_ms.median);
+        m.gpu_ms.median_coverage = t.value("median_coverage", 0.0);
+        m.samples_ms = jv.value("samples_ms", std::vector<double>{});
+        m.stop_reason = jv.value("stop_reason", std::string());
         m.enqueue_us = jv.at("enqueue_us");
         m.mode = mode_from(jv.at("mode"));
         m.batch = jv.at("batch");

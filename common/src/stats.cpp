@@ -13,6 +13,57 @@ double quantile_sorted(const std::vector<double>& sorted, double q) {
   return sorted[lo] + (pos - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
 }
 
+double binomial_half_cdf(std::size_t n, std::size_t k) {
+  if (k >= n) return 1.0;
+  // P(B = k) in logs (n can be 10^5), then the terms below it by the recurrence
+  // P(i - 1) = P(i) * i / (n - i + 1), until they no longer change the sum.
+  const double nd = static_cast<double>(n), kd = static_cast<double>(k);
+  double term = std::exp(std::lgamma(nd + 1) - std::lgamma(kd + 1) - std::lgamma(nd - kd + 1) -
+                         nd * std::log(2.0));
+  double sum = 0;
+  for (std::size_t i = k + 1; i-- > 0;) {
+    sum += term;
+    if (term < 1e-17 * sum || i == 0) break;
+    term *= static_cast<double>(i) / static_cast<double>(n - i + 1);
+  }
+  return std::min(sum, 1.0);
+}
+
+MedianInterval median_interval_ranks(std::size_t n, double confidence) {
+  MedianInterval r;
+  if (n == 0) return r;
+  // coverage(l) = 1 - 2 P(B <= l - 1) falls as l grows: find the largest l that still reaches
+  // the confidence, starting from the normal approximation and stepping.
+  auto coverage = [n](std::size_t l) { return 1.0 - 2.0 * binomial_half_cdf(n, l - 1); };
+  const double z = 1.959963984540054;  // only a starting guess: the search below is exact
+  const double guess = 0.5 * (static_cast<double>(n) - z * std::sqrt(static_cast<double>(n)));
+  std::size_t l = static_cast<std::size_t>(std::max(1.0, std::floor(guess)));
+  l = std::min(l, (n + 1) / 2);
+  while (l > 1 && coverage(l) < confidence) --l;
+  while (l + 1 <= (n + 1) / 2 && coverage(l + 1) >= confidence) ++l;
+  r.lower_rank = l;
+  r.upper_rank = n + 1 - l;
+  r.coverage = l == (n + 1) / 2 && n % 2 == 1 ? 0.0 : coverage(l);  // a single rank covers nothing
+  return r;
+}
+
+MedianInterval median_interval_sorted(const std::vector<double>& sorted, double confidence) {
+  MedianInterval r = median_interval_ranks(sorted.size(), confidence);
+  if (sorted.empty()) return r;
+  r.low = sorted[r.lower_rank - 1];
+  r.high = sorted[r.upper_rank - 1];
+  return r;
+}
+
+double reading_step(const std::vector<double>& sorted) {
+  double step = 0;
+  for (std::size_t i = 1; i < sorted.size(); ++i) {
+    const double d = sorted[i] - sorted[i - 1];
+    if (d > 0 && (step == 0 || d < step)) step = d;
+  }
+  return step;
+}
+
 Stats summarize(std::vector<double> samples) {
   Stats s;
   if (samples.empty()) return s;
@@ -29,18 +80,28 @@ Stats summarize(std::vector<double> samples) {
     for (double x : samples) sq += (x - s.mean) * (x - s.mean);
     s.stddev = std::sqrt(sq / static_cast<double>(s.n - 1));
   }
+  const MedianInterval ci = median_interval_sorted(samples);
+  s.median_low = ci.low;
+  s.median_high = ci.high;
+  s.median_coverage = ci.coverage;
+  s.step = reading_step(samples);
   return s;
 }
 
 double Stats::relative_iqr() const { return median > 0 ? (q3 - q1) / median : 0.0; }
 
 double Stats::median_halfwidth() const {
-  return n > 0 ? 1.58 * (q3 - q1) / std::sqrt(static_cast<double>(n)) : 0.0;
+  return n > 0 ? std::max(median - median_low, median_high - median) : 0.0;
+}
+
+double median_uncertainty(const Stats& stats, double resolution_ms) {
+  return stats.median_halfwidth() + (stats.step > 0 ? stats.step : resolution_ms);
 }
 
 bool converged(const StoppingRule& rule, const Stats& stats, double total_ms) {
   return stats.n >= rule.min_samples && total_ms >= rule.min_total_ms &&
-         stats.median_halfwidth() <= rule.target_precision * stats.median;
+         stats.median_coverage >= kMedianConfidence &&
+         median_uncertainty(stats, rule.resolution_ms) <= rule.target_precision * stats.median;
 }
 
 }  // namespace lab

@@ -3,8 +3,11 @@
 #include <cuda_profiler_api.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <limits>
 #include <memory>
+#include <optional>
 #include <nvtx3/nvtx3.hpp>
 #include <sstream>
 
@@ -34,10 +37,95 @@ __global__ void spin_kernel(long long ns, long long* probe) {
   }
 }
 
-// The L2 flush buffer: twice the L2 size, allocated once per process.
-const DeviceBuffer<char>& flush_buffer() {
-  static const DeviceBuffer<char> buffer(2 * device_info().l2_bytes);
+__device__ unsigned sm_id() {
+  unsigned id;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+  return id;
+}
+
+// Per-SM start of a sample's clock window: written by the lead-in, read by the probe. Indexed by
+// %smid, which is below %nsmid (at most a few hundred on any current GPU).
+constexpr unsigned kMaxSmIds = 1024;
+struct SmStart {
+  unsigned long long tag;  // which sample wrote it
+  long long clock;         // clock64() when the lead-in started on this SM
+  long long ns;            // %globaltimer then
+};
+
+// The lead-in of a cold or batched sample: one thread per block, one block per SM, each spinning
+// for `ns`, so the stream is busy while the host records the start event and enqueues the work.
+// Each block also notes its SM's clock and the global time: the start of the clock window.
+__global__ void lead_in_kernel(long long ns, SmStart* starts, unsigned long long tag) {
+  const long long t0 = global_ns();
+  const long long c0 = clock64();
+  const unsigned sm = sm_id();
+  if (sm < kMaxSmIds) starts[sm] = SmStart{tag, c0, t0};
+  long long t = t0;
+  while (t - t0 < ns) t = global_ns();
+}
+
+// Right after the stop event: each block pairs its SM's clock with the lead-in's reading on the
+// same SM (clock64 is per SM, so only same-SM pairs mean anything) and keeps the highest rate in
+// kHz. The highest, because an SM the timed kernel left idle may stop counting; throttling lowers
+// the clock of every SM.
+__global__ void clock_probe_kernel(const SmStart* starts, unsigned long long tag,
+                                   unsigned long long* khz) {
+  const long long c1 = clock64();
+  const long long t1 = global_ns();
+  const unsigned sm = sm_id();
+  if (sm >= kMaxSmIds) return;
+  const SmStart s = starts[sm];
+  if (s.tag != tag || t1 <= s.ns || c1 <= s.clock) return;
+  const double rate = 1e6 * static_cast<double>(c1 - s.clock) / static_cast<double>(t1 - s.ns);
+  atomicMax(khz, static_cast<unsigned long long>(rate));
+}
+
+// The L2 flush: reads every 16 bytes of a buffer twice the L2 size. Reading (unlike a memset)
+// leaves only clean lines, so the flush's own data is never written back during the timed kernel;
+// dirty lines of the previous sample are written back here, outside the timed window. The loads
+// feed a result that is stored only if it equals `key` (never, but the compiler cannot know), so
+// they cannot be removed.
+__global__ void flush_read_kernel(const uint4* data, std::size_t n, unsigned key, unsigned* sink) {
+  unsigned acc = 0;
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x) {
+    const uint4 v = data[i];
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == key) *sink = acc;
+}
+
+// The L2 flush buffer: twice the L2 size, zeroed once (that memset's dirty lines are written back
+// during the warm-up), then only ever read.
+struct FlushBuffer {
+  DeviceBuffer<uint4> data;
+  DeviceBuffer<unsigned> sink{1};
+  explicit FlushBuffer(std::size_t bytes) : data((bytes + 15) / 16) {
+    LAB_CHECK(cudaMemset(data.data(), 0, data.bytes()));
+    LAB_CHECK(cudaDeviceSynchronize());
+  }
+};
+
+const FlushBuffer& flush_buffer() {
+  static const FlushBuffer buffer(2 * device_info().l2_bytes);
   return buffer;
+}
+
+void flush_l2(cudaStream_t stream) {
+  const FlushBuffer& f = flush_buffer();
+  const int blocks = 8 * device_info().sms;
+  // The buffer holds zeros, so the XOR of its words is 0 and a key of 1 is never matched.
+  flush_read_kernel<<<blocks, 512, 0, stream>>>(f.data.data(), f.data.size(), 1u, f.sink.data());
+  LAB_CHECK_LAUNCH();
+}
+
+std::optional<std::chrono::steady_clock::time_point> g_deadline;  // set_time_budget
+
+std::string fixed(double x, int digits) {
+  std::ostringstream out;
+  out.precision(digits);
+  out << std::fixed << x;
+  return out.str();
 }
 
 std::string percent(double x) {
@@ -58,6 +146,22 @@ const char* to_string(Mode mode) {
   return "?";
 }
 
+void set_time_budget(double seconds) {
+  if (seconds > 0)
+    g_deadline = std::chrono::steady_clock::now() +
+                 std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                     std::chrono::duration<double>(seconds));
+  else
+    g_deadline.reset();
+}
+
+double time_budget_left_s() {
+  if (!g_deadline) return std::numeric_limits<double>::infinity();
+  const double left =
+      std::chrono::duration<double>(*g_deadline - std::chrono::steady_clock::now()).count();
+  return std::max(left, 0.0);
+}
+
 void spin(double microseconds, cudaStream_t stream, long long* clock_probe) {
   spin_kernel<<<1, 1, 0, stream>>>(static_cast<long long>(microseconds * 1e3), clock_probe);
   LAB_CHECK_LAUNCH();
@@ -68,9 +172,20 @@ Measurement benchmark(const std::function<void(cudaStream_t)>& launch, cudaStrea
   const DeviceInfo& device = device_info();
   Measurement result;
   result.mode = options.mode;
+  // One wall clock for warm-up and samples: the measurement's limit is its whole duration.
+  HostTimer wall;
+  const double budget_s = time_budget_left_s();
+  const double limit_s = std::min(options.timeout_s, budget_s);
+  const bool budget_binds = budget_s < options.timeout_s;
 
-  constexpr int kProbeSlots = 8192;
-  DeviceBuffer<long long> probes(2 * kProbeSlots);
+  // The clock window of sample i ends in ring[i % kRing] (kHz, 0 = no reading); warm-up samples
+  // use the extra slot kRing. The ring is read back at least every kRing / 2 samples.
+  constexpr std::size_t kRing = 4096;
+  DeviceBuffer<unsigned long long> ring(kRing + 1);
+  DeviceBuffer<SmStart> starts(kMaxSmIds);
+  LAB_CHECK(cudaMemsetAsync(ring.data(), 0, ring.bytes(), stream));
+  LAB_CHECK(cudaMemsetAsync(starts.data(), 0, starts.bytes(), stream));
+  unsigned long long tag = 0;
   Event start, stop;
   double lead_in_us = options.lead_in_us;
   int batch = 1;
@@ -84,13 +199,16 @@ Measurement benchmark(const std::function<void(cudaStream_t)>& launch, cudaStrea
   // One sample: returns GPU ms for the whole sample and host us spent enqueueing.
   auto sample = [&](int slot, bool batched, double& gpu_ms, double& enqueue_us) {
     if (options.before_sample) options.before_sample(stream, slot);
-    if (options.mode == Mode::Cold) {
-      const auto& flush = flush_buffer();
-      LAB_CHECK(cudaMemsetAsync(flush.data(), slot & 0xff, flush.bytes(), stream));
-    }
+    if (options.mode == Mode::Cold) flush_l2(stream);
+    unsigned long long* khz = ring.data() + (slot >= 0 ? slot % kRing : kRing);
+    if (lead_in_us > 0) LAB_CHECK(cudaMemsetAsync(khz, 0, sizeof *khz, stream));
     LAB_CHECK(cudaStreamSynchronize(stream));
-    if (lead_in_us > 0)
-      spin(lead_in_us, stream, slot >= 0 && slot < kProbeSlots ? probes.data() + 2 * slot : nullptr);
+    ++tag;
+    if (lead_in_us > 0) {
+      lead_in_kernel<<<device.sms, 1, 0, stream>>>(static_cast<long long>(lead_in_us * 1e3),
+                                                   starts.data(), tag);
+      LAB_CHECK_LAUNCH();
+    }
     start.record(stream);
     HostTimer host;
     if (batched && graph_exec) {
@@ -101,6 +219,11 @@ Measurement benchmark(const std::function<void(cudaStream_t)>& launch, cudaStrea
     enqueue_us = host.elapsed_ms() * 1e3;
     LAB_CHECK(cudaGetLastError());  // a bad launch configuration is reported here, by name
     stop.record(stream);
+    // After the stop event, so it adds nothing to the timed window, yet its window holds it.
+    if (lead_in_us > 0) {
+      clock_probe_kernel<<<device.sms, 1, 0, stream>>>(starts.data(), tag, khz);
+      LAB_CHECK_LAUNCH();
+    }
     gpu_ms = elapsed_ms(start, stop);
     if (options.after_sample) options.after_sample(stream, slot);
   };
@@ -109,15 +232,15 @@ Measurement benchmark(const std::function<void(cudaStream_t)>& launch, cudaStrea
   // loading (a kernel's first launch is 10-30x slower), clock ramp-up and the lead-in's own load.
   {
     nvtx3::scoped_range range{"warmup"};
-    HostTimer wall;
     std::vector<double> single_ms;
     double max_enqueue_us = 0;
-    for (int i = 0; i < options.warmup_runs || wall.elapsed_ms() < options.warmup_ms; ++i) {
+    HostTimer warm;
+    for (int i = 0; i < options.warmup_runs || warm.elapsed_ms() < options.warmup_ms; ++i) {
       double ms, us;
       sample(-1, false, ms, us);
       single_ms.push_back(ms);
       if (i > 0) max_enqueue_us = std::max(max_enqueue_us, us);  // the first includes loading
-      if (wall.elapsed_ms() > 1e3 * options.timeout_s) break;
+      if (wall.elapsed_ms() > 1e3 * limit_s) break;
     }
     // A slow enqueue (many launches, host work) would start the clock before the GPU is busy.
     if (lead_in_us > 0 && max_enqueue_us > lead_in_us / 2) {
@@ -144,64 +267,88 @@ Measurement benchmark(const std::function<void(cudaStream_t)>& launch, cudaStrea
   }
   result.batch = batch;
 
-  // Samples until the median is pinned down or the time is up.
+  // Samples until the median is pinned down or a limit is reached. Each sample's clock is judged
+  // before the stopping rule sees it: a throttled sample never counts towards convergence.
   nvtx3::scoped_range range{"measure"};
-  std::vector<double> samples_ms, enqueue_us;
-  HostTimer wall;
-  double total_ms = 0;
+  const bool probing = lead_in_us > 0 && device.sm_clock_mhz > 0;
+  StoppingRule rule = options.stop;
+  rule.resolution_ms /= batch;  // a per-launch sample is a batch's time over the batch
+  std::vector<double> samples_ms, batch_ms, enqueue_us, clocks;
+  std::vector<unsigned long long> ring_host(kRing);
+  std::size_t judged = 0, next_check = std::max<std::size_t>(options.stop.min_samples, 1);
+  double kept_total_ms = 0;
+  auto judge_clocks = [&] {
+    if (judged == samples_ms.size()) return;
+    if (probing) {
+      LAB_CHECK(cudaMemcpyAsync(ring_host.data(), ring.data(), kRing * sizeof(ring_host[0]),
+                                cudaMemcpyDeviceToHost, stream));
+      LAB_CHECK(cudaStreamSynchronize(stream));
+    }
+    for (; judged < samples_ms.size(); ++judged) {
+      const double mhz = probing ? 1e-3 * static_cast<double>(ring_host[judged % kRing]) : 0.0;
+      if (mhz > 0) clocks.push_back(mhz);
+      if (mhz > 0 && mhz < 0.75 * device.sm_clock_mhz) {
+        ++result.discarded_throttled;
+      } else {
+        result.samples_ms.push_back(samples_ms[judged]);
+        kept_total_ms += batch_ms[judged];  // the minimum time counts whole batches
+      }
+    }
+  };
   while (true) {
     double ms, us;
     sample(static_cast<int>(samples_ms.size()), options.mode != Mode::Cold, ms, us);
     samples_ms.push_back(ms / batch);
+    batch_ms.push_back(ms);
     enqueue_us.push_back(us / batch);
-    total_ms += ms;
     const std::size_t n = samples_ms.size();
-    if (n >= options.stop.min_samples && n % 5 == 0) {
-      // The minimum time counts GPU time actually spent: whole batches, not per-launch times.
-      if (converged(options.stop, summarize(samples_ms), total_ms)) {
+    if (n - judged >= kRing / 2) judge_clocks();
+    if (n >= next_check) {
+      // Every sample at first (a slow kernel's samples are precious), then every 5% of n: the
+      // sorting stays cheap when a tiny kernel takes 10^5 samples.
+      next_check = n + std::max<std::size_t>(1, n / 20);
+      judge_clocks();
+      if (converged(rule, summarize(result.samples_ms), kept_total_ms)) {
         result.converged = true;
+        result.stop_reason = "converged";
         break;
       }
     }
-    if (wall.elapsed_ms() > 1e3 * options.timeout_s) break;
-  }
-
-  // The clock probe of each sample: drop samples taken with the SM clock below 75% of its default.
-  std::vector<double> kept;
-  if (lead_in_us > 0 && device.sm_clock_mhz > 0) {
-    std::vector<long long> host(probes.size());
-    LAB_CHECK(cudaMemcpy(host.data(), probes.data(), probes.bytes(), cudaMemcpyDeviceToHost));
-    std::vector<double> clocks;
-    for (std::size_t i = 0; i < samples_ms.size(); ++i) {
-      double mhz = 0;
-      if (i < kProbeSlots && host[2 * i + 1] > 0)
-        mhz = 1e3 * static_cast<double>(host[2 * i]) / static_cast<double>(host[2 * i + 1]);
-      if (mhz > 0) clocks.push_back(mhz);
-      if (mhz > 0 && mhz < 0.75 * device.sm_clock_mhz)
-        ++result.discarded_throttled;
-      else
-        kept.push_back(samples_ms[i]);
+    if (n >= options.max_samples) {
+      result.stop_reason = "samples";
+      break;
     }
-    result.sm_clock_mhz = summarize(clocks).median;
-  } else {
-    kept = samples_ms;
+    if (wall.elapsed_ms() > 1e3 * limit_s) {
+      result.stop_reason = budget_binds ? "budget" : "timeout";
+      break;
+    }
   }
-  if (kept.empty()) kept = samples_ms;  // every sample throttled: report them, flagged below
-  result.gpu_ms = summarize(kept);
+  judge_clocks();
+  result.sm_clock_mhz = summarize(clocks).median;
+  if (result.samples_ms.empty()) result.samples_ms = samples_ms;  // all throttled: flagged below
+  result.gpu_ms = summarize(result.samples_ms);
   result.enqueue_us = summarize(enqueue_us).median;
 
   const Stats& t = result.gpu_ms;
-  if (!result.converged)
-    result.diagnostics.push_back("not converged: after " + std::to_string(t.n) +
-                                 " samples the median is known to +-" +
-                                 percent(t.median_halfwidth() / t.median) + " (target " +
-                                 percent(options.stop.target_precision) + ")");
+  if (!result.converged) {
+    const std::string why =
+        result.stop_reason == "budget"    ? "the process's time budget ran out"
+        : result.stop_reason == "samples" ? "the cap of " + std::to_string(options.max_samples) +
+                                                " samples was reached"
+                                          : "its " + fixed(options.timeout_s, 1) + " s timeout was reached";
+    result.diagnostics.push_back(
+        "not converged (" + why + "): after " + std::to_string(t.n) + " samples in " +
+        fixed(wall.elapsed_ms() * 1e-3, 1) + " s the median is known to +-" +
+        percent(median_uncertainty(t, rule.resolution_ms) / t.median) + " (target " +
+        percent(options.stop.target_precision) + ")");
+  }
   if (result.discarded_throttled > 0)
     result.diagnostics.push_back(std::to_string(result.discarded_throttled) +
                                  " samples dropped: SM clock below 75% of its default");
   if (result.sm_clock_mhz > 0 && result.sm_clock_mhz < 0.9 * device.sm_clock_mhz)
     result.diagnostics.push_back("throttled: SM clock " + std::to_string(int(result.sm_clock_mhz)) +
-                                 " MHz, default " + std::to_string(device.sm_clock_mhz) + " MHz");
+                                 " MHz over the timed work, default " +
+                                 std::to_string(device.sm_clock_mhz) + " MHz");
   if (options.mode != Mode::Cold && options.working_set_bytes > 0 &&
       options.working_set_bytes < 2.0 * device.l2_bytes)
     result.diagnostics.push_back(std::string(to_string(options.mode)) +

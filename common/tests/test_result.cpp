@@ -39,8 +39,10 @@ lab::Result sample_result() {
   v.flops = 5e8;
   v.checks.push_back({"100x77", true, 1e-7, 2e-7, 3e-8, 0, ""});
   lab::Measurement m;
-  m.gpu_ms = lab::summarize({1.0, 1.1, 0.9, 1.0});
+  m.samples_ms = {1.0, 1.1, 0.9, 1.0};
+  m.gpu_ms = lab::summarize(m.samples_ms);
   m.converged = true;
+  m.stop_reason = "converged";
   m.enqueue_us = 3.5;
   m.diagnostics = {"a note"};
   v.measurement = m;
@@ -93,6 +95,44 @@ TEST_CASE("derived rates: GB/s and fractions of the ceilings come from the media
   CHECK(v["correct"] == true);
   CHECK(doc["variants"][1]["correct"] == false);
   CHECK_FALSE(doc["variants"][1].contains("time_ms"));
+}
+
+TEST_CASE("the median's interval and the kept samples are written for the checker") {
+  lab::Result r = sample_result();
+  lab::Measurement& m = *r.variants[0].measurement;
+  m.samples_ms.clear();
+  for (int i = 0; i < 5000; ++i) m.samples_ms.push_back(1.0 + i * 1e-4 + 1.23456789e-9);
+  m.gpu_ms = lab::summarize(m.samples_ms);
+  const nlohmann::json doc = nlohmann::json::parse(lab::to_json_text(r));
+  const auto& v = doc["variants"][0];
+  CHECK(v["time_ms"]["median_low"].get<double>() == doctest::Approx(m.gpu_ms.median_low));
+  CHECK(v["time_ms"]["median_high"].get<double>() == doctest::Approx(m.gpu_ms.median_high));
+  CHECK(v["time_ms"]["median_coverage"].get<double>() >= 0.95);
+  CHECK(v["stop_reason"] == "converged");
+  // Capped at 2000, evenly spaced over the run, 7 significant digits.
+  const auto samples = v["samples_ms"].get<std::vector<double>>();
+  REQUIRE(samples.size() == lab::kMaxResultSamples);
+  CHECK(samples[0] == 1.0);
+  CHECK(samples[1] == doctest::Approx(1.0002));  // sample floor(i * 5000 / 2000)
+  CHECK(samples.back() == doctest::Approx(1.0 + 4997 * 1e-4));
+  const lab::Result back = lab::parse_result(doc.dump());
+  CHECK(back.variants[0].measurement->samples_ms == samples);
+  CHECK(back.variants[0].measurement->gpu_ms.median_high == doctest::Approx(m.gpu_ms.median_high));
+  CHECK(back.variants[0].measurement->stop_reason == "converged");
+}
+
+TEST_CASE("a file written before the median interval and the samples still reads") {
+  nlohmann::json doc = nlohmann::json::parse(lab::to_json_text(sample_result()));
+  auto& v = doc["variants"][0];
+  for (const char* key : {"median_low", "median_high", "median_coverage"}) v["time_ms"].erase(key);
+  v.erase("samples_ms");
+  v.erase("stop_reason");
+  const lab::Result back = lab::parse_result(doc.dump());
+  const lab::Measurement& m = *back.variants[0].measurement;
+  CHECK(m.samples_ms.empty());
+  CHECK(m.gpu_ms.median_low == m.gpu_ms.median);
+  CHECK(m.gpu_ms.median_coverage == 0);  // unknown
+  CHECK(m.stop_reason.empty());
 }
 
 TEST_CASE("reading a bad result file says what is wrong") {

@@ -3,6 +3,7 @@
 /// docs/result-file.md). Plain structs plus a writer and a reader (host only).
 #pragma once
 
+#include <cstddef>
 #include <map>
 #include <optional>
 #include <string>
@@ -15,6 +16,9 @@ namespace lab {
 
 /// The schema identifier written into every result file.
 inline constexpr const char* kResultSchema = "cuda-perf-lab/result/1";
+
+/// At most this many samples of a variant are written (samples_ms), evenly spaced over the run.
+inline constexpr std::size_t kMaxResultSamples = 2000;
 
 /// @brief What a variant is, for the table and the checker.
 enum class Role {

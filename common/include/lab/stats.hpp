@@ -1,11 +1,56 @@
 /// @file stats.hpp
-/// @brief Sample statistics and the stopping rule of lab::benchmark (host only, no CUDA).
+/// @brief Sample statistics, the confidence interval of the median and the stopping rule of
+/// lab::benchmark (host only, no CUDA; the checker compiles this file too).
 #pragma once
 
 #include <cstddef>
 #include <vector>
 
 namespace lab {
+
+/// The confidence level of every median interval the course reports (nominal; the exact coverage
+/// of an order-statistic interval is at least this, see MedianInterval).
+inline constexpr double kMedianConfidence = 0.95;
+
+/// @brief A distribution-free confidence interval for the median: two order statistics
+/// [x_(l), x_(u)] of the sorted sample, with u = n + 1 - l (1-based ranks).
+///
+/// For independent samples of any continuous distribution the chance that it holds the true
+/// median is exactly `coverage` = P(l <= B <= n - l), B ~ Binomial(n, 1/2): the number of samples
+/// below the median. l is the largest rank whose coverage is still >= the confidence asked for, so
+/// coverage >= confidence (95.9% for n = 20, 96.7% for n = 50, 95.4% for n = 1000: the binomial is
+/// discrete). With ties (quantised readings) the closed interval covers at least as often.
+/// Below 6 samples no pair of ranks reaches 95%: then l = 1 (the range) and coverage says how
+/// much less it is.
+struct MedianInterval {
+  double low = 0;             ///< x_(lower_rank)
+  double high = 0;            ///< x_(upper_rank)
+  std::size_t lower_rank = 0;  ///< l, 1-based (0 when there are no samples)
+  std::size_t upper_rank = 0;  ///< u = n + 1 - l
+  double coverage = 0;        ///< exact coverage for continuous data (see above)
+};
+
+/// @param n number of samples
+/// @param k a count
+/// @return P(B <= k) for B ~ Binomial(n, 1/2) (1 when k >= n)
+double binomial_half_cdf(std::size_t n, std::size_t k);
+
+/// @param n number of samples
+/// @param confidence the level asked for, in (0, 1)
+/// @return the ranks of the symmetric order-statistic interval (see MedianInterval); low/high 0
+MedianInterval median_interval_ranks(std::size_t n, double confidence = kMedianConfidence);
+
+/// @param sorted values in ascending order
+/// @param confidence the level asked for, in (0, 1)
+/// @return the order-statistic interval of the median (all zero when @p sorted is empty)
+MedianInterval median_interval_sorted(const std::vector<double>& sorted,
+                                      double confidence = kMedianConfidence);
+
+/// @param sorted values in ascending order
+/// @return the smallest positive difference between two readings (0 if they are all equal). For
+///         readings quantised to a timer's step this is a multiple of the step, hence >= it: an
+///         upper bound of how far quantisation moved the median.
+double reading_step(const std::vector<double>& sorted);
 
 /// @brief Summary of a set of timing samples. The median is the headline: GPU timings are
 /// right-skewed (rare slow samples), which moves the mean and stddev but not the median.
@@ -18,11 +63,16 @@ struct Stats {
   double stddev = 0;  ///< sample standard deviation (n - 1)
   double max = 0;     ///< slowest sample
   std::size_t n = 0;  ///< number of samples
+  double median_low = 0;       ///< the median's 95% order-statistic interval (MedianInterval) ...
+  double median_high = 0;      ///< ... its upper end
+  double median_coverage = 0;  ///< ... and its exact coverage (>= 0.95 from 6 samples on)
+  double step = 0;             ///< reading_step() of the samples (0: all equal)
 
-  /// @return the interquartile range relative to the median (0 when the median is 0)
+  /// @return the interquartile range relative to the median (0 when the median is 0): the
+  ///         spread of single samples, not the uncertainty of the median
   double relative_iqr() const;
-  /// @return the half-width of the ~95% confidence interval of the median,
-  ///         1.58 * IQR / sqrt(n) (the box-plot notch of McGill, Tukey and Larsen)
+  /// @return the larger distance from the median to an end of its 95% interval
+  ///         (median_low, median_high): how well the median is known, before quantisation
   double median_halfwidth() const;
 };
 
@@ -39,13 +89,24 @@ double quantile_sorted(const std::vector<double>& sorted, double q);
 struct StoppingRule {
   std::size_t min_samples = 20;     ///< never stop before this many samples
   double min_total_ms = 50.0;       ///< ... nor before this much measured GPU time
-  double target_precision = 0.005;  ///< median half-width / median to reach (0.5%)
+  double target_precision = 0.005;  ///< uncertainty of the median / median to reach (0.5%)
+  /// The timer's resolution (ms) when the samples show no step of their own (every reading the
+  /// same): CUDA documents "around 0.5 us" for events. lab::benchmark divides it by the batch.
+  double resolution_ms = 0.5e-3;
 };
+
+/// @param stats the samples
+/// @param resolution_ms the step to assume when the samples show none (see StoppingRule)
+/// @return how far the true median may be from the measured one: median_halfwidth() plus one
+///         reading step (quantisation can move a median by up to a step, and a zero-width
+///         interval from tied readings says nothing finer than that)
+double median_uncertainty(const Stats& stats, double resolution_ms);
 
 /// @param rule the thresholds
 /// @param stats the samples so far
 /// @param total_ms the sum of the samples (GPU time measured so far)
-/// @return true once there are enough samples, enough time and the median is pinned down
+/// @return true once there are enough samples, enough time, and median_uncertainty() is within
+///         target_precision of the median
 bool converged(const StoppingRule& rule, const Stats& stats, double total_ms);
 
 }  // namespace lab

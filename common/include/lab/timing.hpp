@@ -67,7 +67,9 @@ const char* to_string(Mode mode);
 struct BenchmarkOptions {
   Mode mode = Mode::Cold;      ///< see Mode
   StoppingRule stop;           ///< when the median is pinned down
-  double timeout_s = 10.0;     ///< give up (converged = false) after this much wall time
+  double timeout_s = 10.0;     ///< give up (converged = false) after this much wall time, warm-up
+                               ///< included; never more than time_budget_left_s()
+  std::size_t max_samples = 100000;  ///< ... or after this many samples
   double warmup_ms = 25.0;     ///< warm-up: at least this long ...
   int warmup_runs = 2;         ///< ... and at least this many runs of the full sample procedure
   double lead_in_us = 20.0;    ///< device-side spin before each sample so the launch latency is
@@ -92,16 +94,35 @@ struct Measurement {
   Stats gpu_ms;                          ///< GPU time per launch (events), milliseconds
   double enqueue_us = 0;                 ///< median host time of the launch call (per launch)
   int batch = 1;                         ///< launches per sample (Hot and Graph)
-  bool converged = false;                ///< the stopping rule was met before the timeout
-  double sm_clock_mhz = 0;               ///< median SM clock seen by the lead-in probe (0: unknown)
+  bool converged = false;                ///< the stopping rule was met before any limit
+  /// Why sampling stopped: "converged", "timeout" (BenchmarkOptions::timeout_s), "budget" (the
+  /// process's time budget, see set_time_budget) or "samples" (BenchmarkOptions::max_samples).
+  std::string stop_reason;
+  double sm_clock_mhz = 0;               ///< median SM clock over the timed work (0: unknown)
   int discarded_throttled = 0;           ///< samples dropped: SM clock < 75% of its default
+  std::vector<double> samples_ms;        ///< the kept samples (GPU ms per launch), in the order
+                                         ///< taken: gpu_ms summarizes these
   std::vector<std::string> diagnostics;  ///< why a number may not be trusted, in words
 };
 
+/// @brief Sets a time budget for all of this process's measurements: from now on no
+/// lab::benchmark samples past @p seconds from now (each one still takes its warm-up and one
+/// sample, and says "budget" in Measurement::stop_reason). The harness sets it from --budget-s.
+/// @param seconds the budget; <= 0 removes it
+void set_time_budget(double seconds);
+
+/// @return seconds left of the budget set by set_time_budget (0 when spent; infinity when none)
+double time_budget_left_s();
+
 /// @brief Measures @p launch, which must only enqueue work on the stream it is given (no
-/// synchronization, no allocation). Warm-up, then samples until the stopping rule or the timeout.
-/// Cold samples: flush L2 (memset over twice its size), wait, lead-in spin kernel (also the clock
-/// probe), start event, launch, stop event.
+/// synchronization, no allocation). Warm-up, then samples until the stopping rule, the timeout,
+/// the sample cap or the process's time budget (see docs/measurement.md).
+/// A sample: before_sample, in Cold mode the L2 flush (a read of twice the L2 size, which leaves
+/// no dirty lines to be written back later), wait, lead-in spin kernel on every SM (it records
+/// each SM's clock and the global timer), start event, launch, stop event, clock-probe kernel
+/// (the SM clock over the whole interval, timed work included), read the time, after_sample.
+/// Samples taken below 75% of the default SM clock are dropped before the stopping rule sees
+/// them; the rule judges the median's order-statistic interval (lab::converged).
 /// @param launch enqueues the work once on the given stream
 /// @param options see BenchmarkOptions
 /// @param stream the stream to use (a lab::Stream, blocking)
