@@ -8,6 +8,7 @@
 
 #include "files.hpp"
 #include "process.hpp"
+#include "sandbox.hpp"
 
 namespace lab {
 
@@ -47,8 +48,37 @@ std::map<std::string, std::string> read_cmake_cache(const fs::path& build_dir) {
   return out;
 }
 
+namespace {
+
+// Keeps only what the compiler said about `own_file`: a diagnostic located in any other file
+// (gcc "path:line:", nvcc "path(line):", "In file included from path:line") could quote that
+// file's lines, a host file or someone else's code, so it becomes one neutral line, and the
+// indented source and caret lines under it go with it.
+std::vector<std::string> own_file_lines(const std::vector<std::string>& lines, const std::string& own_file) {
+  static const std::regex located(R"(^\s*(?:In file included from |from )?([^\s:()]+)(?::\d+|\(\d+\)))");
+  static const std::string hidden = "(a message about another file than your exercise.cu is not shown)";
+  std::vector<std::string> out;
+  bool in_foreign = false;
+  for (const auto& l : lines) {
+    std::smatch m;
+    if (std::regex_search(l, m, located)) {
+      in_foreign = m[1] != own_file;
+      if (!in_foreign) out.push_back(l);
+      else if (out.empty() || out.back() != hidden) out.push_back(hidden);
+      continue;
+    }
+    const bool indented = !l.empty() && (l[0] == ' ' || l[0] == '\t');
+    if (in_foreign && indented) continue;  // the foreign file's source line and caret
+    in_foreign = false;
+    out.push_back(l);
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string compiler_errors(const std::string& log, const std::string& staging_prefix,
-                            std::size_t max_lines) {
+                            std::size_t max_lines, const std::string& own_file) {
   static const std::regex error_line(R"((^|[\s:(])(fatal )?error\b|: undefined reference|: multiple definition|Error \d)");
   std::string text = log;
   if (!staging_prefix.empty())
@@ -58,6 +88,7 @@ std::string compiler_errors(const std::string& log, const std::string& staging_p
   std::vector<std::string> lines;
   std::string line;
   while (std::getline(in, line)) lines.push_back(line);
+  if (!own_file.empty()) lines = own_file_lines(lines, own_file);
 
   std::vector<std::string> picked;
   for (std::size_t i = 0; i < lines.size() && picked.size() < max_lines; ++i) {
@@ -96,32 +127,69 @@ void GradingBuild::stage(const std::string& lesson, const std::string& content) 
   write_file_atomic(target, content);
 }
 
+std::vector<std::string> GradingBuild::lessons_with_starter() const {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(source_ / "lessons", ec))
+    if (fs::exists(entry.path() / "exercise.cu")) out.push_back(entry.path().filename().string());
+  return out;
+}
+
+void GradingBuild::clear_student_files() {
+  std::error_code ec;
+  fs::remove_all(dir_ / "staging", ec);
+  fs::remove_all(dir_ / "logs", ec);
+  for (const auto& lesson : lessons_with_starter()) {
+    stage(lesson, read_all(source_ / "lessons" / lesson / "exercise.cu"));
+    fs::remove(dir_ / "lessons" / lesson / "submission", ec);
+    // Its object files, in CMakeFiles/<lesson>-submission*.dir (where, depends on the lesson's
+    // CMakeLists and on how LabLesson.cmake splits the program); the build redoes them.
+    std::vector<fs::path> doomed;
+    for (const fs::path& cmake_files :
+         {dir_ / "lessons" / lesson / "CMakeFiles", dir_ / "lessons" / "CMakeFiles", dir_ / "CMakeFiles"}) {
+      for (const auto& target : fs::directory_iterator(cmake_files, ec)) {
+        if (target.path().filename().string().rfind(lesson + "-submission", 0) != 0) continue;
+        for (const auto& f : fs::recursive_directory_iterator(target.path(), ec)) {
+          const std::string ext = f.path().extension().string();
+          if (ext == ".o" || ext == ".obj") doomed.push_back(f.path());
+        }
+      }
+    }
+    for (const auto& f : doomed) fs::remove(f, ec);
+  }
+}
+
 void GradingBuild::prepare() {
   if (prepared_) return;
+  fs::create_directories(dir_);
+  if (!lock_)
+    lock_ = std::make_unique<FileLock>(dir_ / "lab-check.lock",
+        "lab-check: waiting for another lab-check that uses the grading build " + dir_.string() +
+        " (each grading command needs its own: --grading-dir)");
   bool staged_new = false;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(source_ / "lessons", ec)) {
-    const fs::path starter = entry.path() / "exercise.cu";
-    const std::string lesson = entry.path().filename().string();
-    if (fs::exists(starter) && !fs::exists(dir_ / "staging" / lesson / "exercise.cu")) {
-      stage(lesson, read_all(starter));
+  for (const auto& lesson : lessons_with_starter()) {
+    if (!fs::exists(dir_ / "staging" / lesson / "exercise.cu")) {
+      stage(lesson, read_all(source_ / "lessons" / lesson / "exercise.cu"));
       staged_new = true;
     }
   }
   const auto main_cache = read_cmake_cache(main_build_);
   const auto cache = read_cmake_cache(dir_);
   const fs::path staging = fs::absolute(dir_ / "staging");
-  if (!staged_new && cache.count("LAB_SUBMISSION_DIR") && cache.at("LAB_SUBMISSION_DIR") == staging.string()) {
+  auto cached = [&](const std::string& key) { return cache.count(key) ? cache.at(key) : std::string(); };
+  if (!staged_new && cached("LAB_SUBMISSION_DIR") == staging.string() && cached("LAB_GRADING_BUILD") == "ON") {
     prepared_ = true;  // configured by an earlier run; the build re-runs CMake if needed
     return;
   }
   ProcessOptions p;
+  p.kind = ProcessKind::tool;  // the course's own CMake code, before any student file is there
   p.argv = {cmake_program(main_cache).string(), "-S", source_.string(), "-B", dir_.string()};
   auto generator = main_cache.find("CMAKE_GENERATOR");
   p.argv.push_back("-G");
   p.argv.push_back(generator != main_cache.end() ? generator->second : "Ninja");
   p.argv.push_back("-DLAB_SUBMISSION_DIR=" + staging.string());
   p.argv.push_back("-DLAB_BUILD_TESTS=OFF");
+  p.argv.push_back("-DLAB_GRADING_BUILD=ON");  // no solution or mutant programs in this tree
   // Same compilers, architectures, build type and dependency sources as the current build.
   for (const char* key : {"CMAKE_CUDA_ARCHITECTURES", "CMAKE_BUILD_TYPE", "CMAKE_CUDA_COMPILER",
                           "CMAKE_CXX_COMPILER", "LAB_DEPS_DIR", "FETCHCONTENT_FULLY_DISCONNECTED"}) {
@@ -130,7 +198,6 @@ void GradingBuild::prepare() {
   }
   if (fs::is_directory(main_build_ / "_deps"))
     p.argv.push_back("-DFETCHCONTENT_BASE_DIR=" + (main_build_ / "_deps").string());
-  fs::create_directories(dir_);
   const fs::path log = dir_ / "configure.log";
   p.stdout_path = p.stderr_path = log;
   p.timeout_s = kConfigureTimeout;
@@ -166,11 +233,16 @@ GradingBuild::Built GradingBuild::build(const Lesson& lesson, const fs::path& ex
   fs::create_directories(log.parent_path());
   ProcessOptions p;
   p.argv = {cmake_program(read_cmake_cache(main_build_)).string(), "--build", dir_.string(),
-            "--target", lesson.name + "-submission", "-j", std::to_string(jobs_)};
+            "--target", lesson.name + "-submission",
+            // The starter's object: the interface the inspection holds the exercise against.
+            lesson.name + "-starter-exercise", "-j", std::to_string(jobs_)};
+  p.kind = ProcessKind::build;
   p.stdout_path = p.stderr_path = log;
   p.timeout_s = kBuildTimeout;
   p.max_output_bytes = 4u << 20;
   const ProcessResult r = run_process(p);
+  if (!r.started)  // not the student's doing: the build tool or its sandbox would not start
+    throw ConfigError("could not run the grading build " + dir_.string() + ": " + r.start_error);
   if (r.exited_ok() && fs::exists(b.program)) {
     b.ok = true;
     return b;
@@ -184,7 +256,7 @@ GradingBuild::Built GradingBuild::build(const Lesson& lesson, const fs::path& ex
                       "-submission: is LAB_SUBMISSION_DIR honoured by cmake/LabLesson.cmake? (see " +
                       log.string() + ")");
   const std::string prefix = fs::absolute(dir_ / "staging").string() + "/";
-  b.output = compiler_errors(text, prefix);
+  b.output = compiler_errors(text, prefix, 25, lesson.name + "/exercise.cu");
   b.message = r.timed_out ? "building your exercise.cu " + describe(r, kBuildTimeout)
                           : "your exercise.cu did not compile; the first errors are below";
   return b;
@@ -212,6 +284,9 @@ std::string submission_slug(const fs::path& submission) {
 std::optional<Report> grade_submission(const fs::path& submission, const std::vector<Lesson>& lessons,
                                        GradingBuild& build, const GradeOptions& opt) {
   const fs::path out = opt.out / submission_slug(submission);
+  // Another grading command on this output folder (another GPU, an instructor re-running one
+  // student) waits here, then finds the record complete and skips it.
+  FileLock student_lock(out / ".lock", "lab-check: waiting for another lab-check that is grading into " + out.string());
   if (!opt.force && fs::exists(out / "result.json")) {
     std::string why;
     if (auto text = read_file_limited(out / "result.json", 64u << 20, why)) {
@@ -223,9 +298,16 @@ std::optional<Report> grade_submission(const fs::path& submission, const std::ve
     }
   }
   build.prepare();
+  // Only this student's files in the grading build while theirs build and run, and none after.
+  build.clear_student_files();
+  struct ClearAfter {
+    GradingBuild& b;
+    ~ClearAfter() { b.clear_student_files(); }
+  } clear_after{build};
 
   Report report;
   report.name = submission_slug(submission);
+  report.containment = describe_policy(sandbox_policy());
   report.started_at = utc_now();
   for (const auto& lesson : lessons) {
     LessonOutcome outcome;

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "judge.hpp"
 #include "report.hpp"
 #include "rules.hpp"
+#include "sandbox.hpp"
 
 namespace lab {
 
@@ -20,9 +22,12 @@ namespace fs = std::filesystem;
 /// KEY:TYPE=VALUE lines of <build>/CMakeCache.txt (empty map if there is none).
 std::map<std::string, std::string> read_cmake_cache(const fs::path& build_dir);
 
-/// The first compiler errors of a build log, with the staging folder's path removed.
+/// The first compiler errors of a build log, with the staging folder's path removed. With
+/// `own_file` ("04-coalescing/exercise.cu", as the log names it once the prefix is gone), only
+/// lines about that file are quoted: messages located in any other file are replaced by one
+/// neutral line, so an #include cannot copy another file into the student's feedback.
 std::string compiler_errors(const std::string& log, const std::string& staging_prefix,
-                            std::size_t max_lines = 25);
+                            std::size_t max_lines = 25, const std::string& own_file = "");
 
 class GradingBuild {
  public:
@@ -30,10 +35,17 @@ class GradingBuild {
   /// already-configured `main_build` (read from its CMakeCache.txt). `jobs` = compiler jobs.
   GradingBuild(fs::path source_dir, fs::path main_build, fs::path dir, int jobs);
 
-  /// Stages every lesson's starter that has no staged file yet (so every submission target
-  /// exists) and configures the folder if needed. Throws ConfigError (with the end of CMake's
+  /// Locks the folder for this process (another lab-check using it waits: no two commands share
+  /// its staging or its programs), stages every lesson's starter that has no staged file yet (so
+  /// every submission target exists) and configures the folder if needed, as a grading build
+  /// (LAB_GRADING_BUILD: no solutions, no mutants). Throws ConfigError (with the end of CMake's
   /// output) if configuring fails.
   void prepare();
+
+  /// Removes everything a submission left: the staged files (the starters take their place),
+  /// the submission programs, their object files and the build logs. Called before and after
+  /// each submission, so nothing of one student is there while another's code builds or runs.
+  void clear_student_files();
 
   struct Built {
     bool ok = false;
@@ -49,9 +61,11 @@ class GradingBuild {
 
  private:
   void stage(const std::string& lesson, const std::string& content);
+  std::vector<std::string> lessons_with_starter() const;
   fs::path source_, main_build_, dir_;
   int jobs_;
   bool prepared_ = false;
+  std::unique_ptr<FileLock> lock_;
 };
 
 struct GradeOptions {

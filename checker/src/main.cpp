@@ -16,6 +16,7 @@
 #include "report.hpp"
 #include "roofline.hpp"
 #include "rules.hpp"
+#include "sandbox.hpp"
 #include "selftest.hpp"
 
 namespace {
@@ -35,7 +36,18 @@ struct Common {
   std::string format = "table";
   double timeout_s = 0;
   bool counters = true;  // counter rules read through ncu (--no-counters: reported as skipped)
+  std::string containment;  // --containment; "" = the verb's default (grade: namespaces, else auto)
 };
+
+/// Sets how the command's student-facing processes are contained (docs/grading-security.md) and
+/// returns it in words. Throws ConfigError where the mode asked for cannot be had.
+std::string set_containment(const Common& c, const std::string& default_mode, SandboxPolicy policy) {
+  std::string note;
+  policy.mode = choose_containment(c.containment.empty() ? default_mode : c.containment, note);
+  if (!note.empty()) std::cerr << "lab-check: " << note << "\n";
+  set_sandbox_policy(policy);
+  return describe_policy(policy);
+}
 
 /// The build tree this binary was built in: the nearest folder above it with a CMakeCache.txt.
 fs::path own_build_dir() {
@@ -136,6 +148,8 @@ int cmd_run(const Common& c, const std::vector<std::string>& names, const std::s
             bool quick, bool sanitize, const std::string& overrides, bool report_only) {
   const fs::path bdir = build_dir_of(c);
   const auto lessons = lessons_of(c, names, overrides);
+  // A student's own machine: no one else's files to hide, but no stray process left behind.
+  set_containment(c, "auto", {});
   JudgeOptions j;
   j.build = build;
   j.quick = quick;
@@ -181,7 +195,23 @@ int cmd_grade(const Common& c, const std::vector<std::string>& submissions, cons
                         slugs[slug] + " and " + s + " (rename one folder)");
     slugs[slug] = s;
   }
-  GradingBuild build(c.source_dir, bdir, grading_dir.empty() ? bdir / "grading" : fs::path(grading_dir),
+  const fs::path gdir = fs::absolute(grading_dir.empty() ? bdir / "grading" : fs::path(grading_dir));
+  // What a student's build and program must not see (they are hidden behind empty read-only
+  // folders; a program still sees its own binary and work folder).
+  SandboxPolicy policy;
+  policy.private_tmp = true;
+  policy.run_as_nobody = true;
+  const fs::path source = fs::absolute(c.source_dir);
+  policy.hide_from_builds = {fs::absolute(out), source / "solutions", bdir / "lessons"};
+  policy.hide_from_programs = {fs::absolute(out), source, bdir, gdir};
+  for (const auto& s : submissions) {
+    policy.hide_from_builds.push_back(fs::absolute(s));
+    policy.hide_from_programs.push_back(fs::absolute(s));
+  }
+  for (const char* var : {"HOME", "TMPDIR"})
+    if (const char* dir = std::getenv(var); dir && *dir) policy.hide_from_programs.push_back(dir);
+  const std::string containment = set_containment(c, "namespaces", policy);
+  GradingBuild build(c.source_dir, bdir, gdir,
                      jobs > 0 ? jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   GradeOptions opt;
   opt.out = out;
@@ -198,6 +228,7 @@ int cmd_grade(const Common& c, const std::vector<std::string>& submissions, cons
     std::cout << "  " << name << "  " << o.lesson << "  " << v << "  " << points(o.score) << "/"
               << points(o.max_score) << (o.reason.empty() ? "" : "  (" + o.reason + ")") << "\n" << std::flush;
   };
+  if (table) std::cout << "containment: " << containment << "\n";
   // Configure the grading build once, up front, so each submission's time below is its own.
   const auto configure_t0 = std::chrono::steady_clock::now();
   build.prepare();
@@ -259,6 +290,7 @@ int cmd_selftest(const Common& c, const std::vector<std::string>& names, int rep
                  bool mutants_once, bool no_mutants) {
   const fs::path bdir = build_dir_of(c);
   const auto lessons = lessons_of(c, names, "");
+  set_containment(c, "auto", {});
   // No GPU: say so and let CTest count the test as skipped.
   const fs::path doctor = bdir / "common" / "lab-doctor";
   if (fs::exists(doctor)) {
@@ -359,6 +391,12 @@ int main(int argc, char** argv) {
   app.add_option("--build-dir", c.build_dir, "The configured build folder (default: the one lab-check lives in)");
   app.add_option("--format", c.format, "Output on stdout: table or json")
       ->check(CLI::IsMember({"table", "json"}))->capture_default_str();
+  app.add_option("--containment", c.containment,
+                 "How to contain the processes of student code (docs/grading-security.md): "
+                 "namespaces (PID + mount namespaces; refused where the kernel does not allow "
+                 "them), weak (a subreaper only), or auto (namespaces where possible, else weak). "
+                 "Default: namespaces for grade, auto for run and selftest")
+      ->check(CLI::IsMember({"auto", "namespaces", "weak"}));
   app.add_option("--timeout", c.timeout_s, "Seconds each lesson run may take (default: timeout_s in check.toml)")
       ->check(CLI::PositiveNumber);
 

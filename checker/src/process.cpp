@@ -15,6 +15,8 @@
 #include <cstring>
 #include <thread>
 
+#include "sandbox.hpp"
+
 namespace lab {
 
 namespace {
@@ -101,6 +103,23 @@ ProcessResult run_process(const ProcessOptions& options) {
   argv.push_back(nullptr);
   const pid_t parent = ::getpid();
 
+  // The containment is planned here, before the fork: the child may not allocate.
+  const SandboxPolicy& policy = sandbox_policy();
+  const bool contained = options.kind != ProcessKind::tool && policy.mode != Containment::none;
+  sandbox_detail::ChildPlan plan;
+  if (contained) {
+    plan = sandbox_detail::plan_for(options.kind == ProcessKind::build ? sandbox_detail::Role::build
+                                                                       : sandbox_detail::Role::program,
+                                    options.argv, options.workdir);
+    // The program writes its result into its work folder, as uid 65534.
+    if (plan.drop_to_nobody && !options.workdir.empty() && ::chown(options.workdir.c_str(), 65534, 65534) != 0) {
+      result.start_error = "cannot give the work folder to uid 65534: " + std::string(std::strerror(errno));
+      for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1], exec_pipe[0], exec_pipe[1]})
+        ::close(fd);
+      return result;
+    }
+  }
+
   const auto t0 = std::chrono::steady_clock::now();
   const pid_t pid = ::fork();
   if (pid < 0) {
@@ -121,14 +140,14 @@ ProcessResult run_process(const ProcessOptions& options) {
     if (devnull >= 0) ::dup2(devnull, 0);
     ::dup2(out_pipe[1], 1);
     ::dup2(merged ? out_pipe[1] : err_pipe[1], 2);
+    // In namespaces mode this returns in a grandchild, PID 1's child in new namespaces.
+    if (contained) sandbox_detail::enter(plan, exec_pipe[1]);
     if (!options.workdir.empty() && ::chdir(options.workdir.c_str()) != 0) {
-      const int e = errno;
-      (void)!::write(exec_pipe[1], &e, sizeof e);
+      sandbox_detail::report_failure(exec_pipe[1], "", errno);
       ::_exit(127);
     }
     ::execv(argv[0], argv.data());
-    const int e = errno;
-    (void)!::write(exec_pipe[1], &e, sizeof e);
+    sandbox_detail::report_failure(exec_pipe[1], "", errno);
     ::_exit(127);
   }
 
@@ -140,9 +159,10 @@ ProcessResult run_process(const ProcessOptions& options) {
   ::close(err_pipe[1]);
   ::close(exec_pipe[1]);
 
-  int exec_errno = 0;
-  if (::read(exec_pipe[0], &exec_errno, sizeof exec_errno) == sizeof exec_errno) {
-    result.start_error = std::strerror(exec_errno);
+  sandbox_detail::StartFailure failure;
+  if (::read(exec_pipe[0], &failure, sizeof failure) == sizeof failure) {
+    result.start_error = std::strerror(failure.error);
+    if (failure.step[0]) result.start_error = std::string(failure.step) + ": " + result.start_error;
   }
   ::close(exec_pipe[0]);
 
@@ -194,6 +214,9 @@ ProcessResult run_process(const ProcessOptions& options) {
 
   // The leader is gone; whatever is left in its group (background children) goes too.
   ::kill(-pid, SIGKILL);
+  // Weak mode: and whatever detached from it (orphans come to us, the subreaper). In namespaces
+  // mode they are gone already: the namespace's PID 1 ended before the child did.
+  if (contained && policy.mode == Containment::weak) sandbox_detail::kill_all_descendants();
   g_running_group = 0;
 
   // Drain what is still buffered in the pipes (bounded in time: a process that escaped the

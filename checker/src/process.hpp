@@ -1,5 +1,6 @@
 // Running untrusted programs: each in its own session and process group, no shell, output
-// captured to bounded files, and a wall-clock limit that kills the whole group.
+// captured to bounded files, a wall-clock limit that kills the whole group, and the containment
+// of the current sandbox policy (sandbox.hpp): nothing the program starts outlives it.
 #pragma once
 
 #include <cstddef>
@@ -12,6 +13,10 @@ namespace lab {
 
 namespace fs = std::filesystem;
 
+/// What a process is, for the sandbox policy: the checker's own helper (not contained), a build
+/// of a student's code, or a program that runs a student's code.
+enum class ProcessKind { tool, build, program };
+
 struct ProcessOptions {
   std::vector<std::string> argv;       ///< argv[0] is the program's path; it is exec'd directly
   fs::path workdir;                    ///< empty = the checker's own working directory
@@ -20,6 +25,7 @@ struct ProcessOptions {
   fs::path stdout_path;                ///< empty = discard
   fs::path stderr_path;                ///< empty = discard; equal to stdout_path = merged
   std::size_t max_output_bytes = 1 << 20;  ///< per stream; the rest is read and dropped
+  ProcessKind kind = ProcessKind::program;  ///< contained unless it is the checker's own tool
 };
 
 struct ProcessResult {
@@ -34,8 +40,9 @@ struct ProcessResult {
   bool exited_ok() const { return started && !timed_out && signal == 0 && exit_code == 0; }
 };
 
-/// Runs a program to completion or to its time limit. Every process left in its group (children
-/// it forked that did not start their own session) is killed once it ends, in every case.
+/// Runs a program to completion or to its time limit. Every process left in its group is killed
+/// once it ends, in every case; with the sandbox policy's containment (weak or namespaces), so is
+/// every process it started however it detached (setsid, double fork, daemon).
 ProcessResult run_process(const ProcessOptions& options);
 
 /// One line about how it ended: "exited with code 3", "killed by signal 11 (Segmentation

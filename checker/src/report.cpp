@@ -122,10 +122,12 @@ json outcome_json(const LessonOutcome& l) {
 json report_json(const Report& r) {
   json lessons = json::array();
   for (const auto& l : r.lessons) lessons.push_back(outcome_json(l));
-  return {{"schema", kGradeSchema}, {"checker_version", LAB_CHECKER_VERSION},
-          {"submission", r.name}, {"started_at", r.started_at}, {"finished_at", r.finished_at},
-          {"complete", r.complete}, {"score", r.score()}, {"max_score", r.max_score()},
-          {"lessons", lessons}};
+  json doc = {{"schema", kGradeSchema}, {"checker_version", LAB_CHECKER_VERSION},
+              {"submission", r.name}, {"started_at", r.started_at}, {"finished_at", r.finished_at},
+              {"complete", r.complete}, {"score", r.score()}, {"max_score", r.max_score()},
+              {"lessons", lessons}};
+  if (!r.containment.empty()) doc["containment"] = r.containment;
+  return doc;
 }
 
 json gradescope_json(const Report& r) {

@@ -25,6 +25,7 @@ struct Report {
   std::string started_at;    ///< ISO 8601, UTC
   std::string finished_at;
   bool complete = false;     ///< false while grading is under way (or was interrupted)
+  std::string containment;   ///< how student processes were contained (sandbox.hpp); "" = not said
   std::vector<LessonOutcome> lessons;
 
   double score() const;

@@ -1,0 +1,458 @@
+#include "sandbox.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <thread>
+
+#include "rules.hpp"
+
+namespace lab {
+
+namespace {
+
+SandboxPolicy g_policy;
+constexpr uid_t kNobody = 65534;
+
+// ---- helpers for the forked child: no allocation, no locks, no stdio.
+
+// Appends the decimal digits of `n` to `out` (which has room) and returns the new end.
+char* append_number(char* out, long n) {
+  char digits[24];
+  int k = 0;
+  if (n == 0) digits[k++] = '0';
+  for (; n > 0; n /= 10) digits[k++] = static_cast<char>('0' + n % 10);
+  while (k > 0) *out++ = digits[--k];
+  *out = '\0';
+  return out;
+}
+
+char* append_text(char* out, const char* text) {
+  while (*text) *out++ = *text++;
+  *out = '\0';
+  return out;
+}
+
+bool write_small_file(const char* path, const char* text) {
+  const int fd = ::open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const auto len = std::strlen(text);
+  const bool ok = ::write(fd, text, len) == static_cast<ssize_t>(len);
+  ::close(fd);
+  return ok;
+}
+
+[[noreturn]] void fail(int report_fd, const char* step) {
+  sandbox_detail::report_failure(report_fd, step, errno);
+  ::_exit(127);
+}
+
+// Creates every missing folder above `path` (an absolute path inside a fresh tmpfs).
+void make_parents(const char* path) {
+  char prefix[4096];
+  const std::size_t n = std::strlen(path);
+  if (n >= sizeof prefix) return;
+  for (std::size_t i = 1; i < n; ++i) {
+    if (path[i] != '/') continue;
+    std::memcpy(prefix, path, i);
+    prefix[i] = '\0';
+    ::mkdir(prefix, 0755);  // EEXIST is the common case
+  }
+}
+
+// Ends the process the way `status` (from waitpid) says another one ended, so that the checker
+// sees the program's own exit code or signal. Never returns.
+[[noreturn]] void end_like(int status) {
+  if (WIFEXITED(status)) ::_exit(WEXITSTATUS(status));
+  const int sig = WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
+  ::signal(sig, SIG_DFL);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, sig);
+  ::sigprocmask(SIG_UNBLOCK, &set, nullptr);
+  ::raise(sig);
+  ::_exit(128 + sig);
+}
+
+pid_t wait_for(pid_t pid, int& status) {
+  for (;;) {
+    const pid_t w = ::waitpid(pid, &status, 0);
+    if (w >= 0 || errno != EINTR) return w;
+  }
+}
+
+// Makes the hidden folders empty and read-only, a fresh /tmp and /dev/shm, and the revealed
+// paths visible again at their own place. Runs as PID 1 of the new namespaces.
+void set_up_mounts(sandbox_detail::ChildPlan& plan, int report_fd) {
+  // Nothing mounted here may propagate back to the host.
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
+    fail(report_fd, "sandbox: making the mounts private");
+
+  // Opened before anything is covered, so they still point at the real files.
+  std::vector<int>& reveal_fd = plan.reveal_fd;  // sized before the fork
+  const std::size_t reveals = plan.reveal.size();
+  for (std::size_t i = 0; i < reveals; ++i)
+    reveal_fd[i] = ::open(plan.reveal[i].c_str(), O_PATH | O_CLOEXEC);
+
+  if (plan.private_tmp)
+    for (const char* dir : {"/tmp", "/dev/shm"}) {
+      struct stat st;
+      if (::stat(dir, &st) == 0 && S_ISDIR(st.st_mode) &&
+          ::mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") != 0)
+        fail(report_fd, "sandbox: a private /tmp or /dev/shm (tmpfs)");
+    }
+  // A hidden folder that is gone now was inside the private /tmp: hidden already.
+  std::vector<char>& covered = plan.hidden_mounted;  // sized before the fork
+  const std::size_t hides = plan.hidden.size();
+  for (std::size_t i = 0; i < hides; ++i) {
+    struct stat st;
+    if (::stat(plan.hidden[i].c_str(), &st) != 0) continue;
+    if (::mount("tmpfs", plan.hidden[i].c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") != 0)
+      fail(report_fd, "sandbox: hiding a folder (tmpfs)");
+    covered[i] = 1;
+  }
+
+  for (std::size_t i = 0; i < reveals; ++i) {
+    if (reveal_fd[i] < 0) continue;
+    const char* path = plan.reveal[i].c_str();
+    struct stat real, seen;
+    if (::fstat(reveal_fd[i], &real) != 0) continue;
+    if (::stat(path, &seen) == 0 && seen.st_dev == real.st_dev && seen.st_ino == real.st_ino)
+      continue;  // not covered by anything
+    make_parents(path);
+    if (S_ISDIR(real.st_mode)) {
+      ::mkdir(path, 0755);
+    } else {
+      const int f = ::open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+      if (f >= 0) ::close(f);
+    }
+    char source[64];
+    append_number(append_text(source, "/proc/self/fd/"), reveal_fd[i]);
+    if (::mount(source, path, nullptr, MS_BIND | MS_REC, nullptr) != 0)
+      fail(report_fd, "sandbox: showing the program or its work folder (bind mount)");
+    ::close(reveal_fd[i]);
+  }
+
+  for (std::size_t i = 0; i < hides; ++i)
+    if (covered[i] && ::mount(nullptr, plan.hidden[i].c_str(), nullptr,
+                              MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, nullptr) != 0)
+      fail(report_fd, "sandbox: making a hidden folder read-only");
+
+  // A /proc of this PID namespace: the program sees no process but its own. Best effort: a
+  // container that masks parts of /proc refuses it, and the old /proc names no process the
+  // program could signal anyway (PIDs outside the namespace cannot be addressed from it).
+  ::mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr);
+}
+
+void drop_privileges(const sandbox_detail::ChildPlan& plan, int report_fd) {
+  if (plan.drop_to_nobody) {
+    if (::setgroups(0, nullptr) != 0) fail(report_fd, "sandbox: dropping supplementary groups");
+    if (::setgid(kNobody) != 0) fail(report_fd, "sandbox: switching to gid 65534");
+    if (::setuid(kNobody) != 0) fail(report_fd, "sandbox: switching to uid 65534");
+  }
+  // No setuid program (su, mount, ...) can give the student's code its privileges back.
+  if (plan.role == sandbox_detail::Role::program && ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+    fail(report_fd, "sandbox: setting no_new_privs");
+}
+
+bool is_under(const fs::path& path, const fs::path& dir) {
+  auto p = path.begin();
+  for (auto d = dir.begin(); d != dir.end(); ++d, ++p)
+    if (p == path.end() || *p != *d) return false;
+  return true;
+}
+
+fs::path canonical_or_empty(const fs::path& p) {
+  std::error_code ec;
+  fs::path c = fs::canonical(p, ec);
+  return ec ? fs::path() : c;
+}
+
+}  // namespace
+
+std::string to_string(Containment c) {
+  switch (c) {
+    case Containment::none: return "none";
+    case Containment::weak: return "weak";
+    case Containment::namespaces: return "namespaces";
+  }
+  return "none";
+}
+
+void set_sandbox_policy(SandboxPolicy policy) {
+  g_policy = std::move(policy);
+  if (g_policy.mode == Containment::weak) sandbox_detail::become_subreaper();
+}
+
+const SandboxPolicy& sandbox_policy() { return g_policy; }
+
+bool namespaces_available(std::string& why) {
+  static int known = -1;  // -1: not probed yet
+  static std::string known_why;
+  if (known < 0) {
+    // The probe is the real thing: the same child set-up, with a private /tmp mounted.
+    sandbox_detail::ChildPlan plan;
+    plan.namespaces = true;
+    plan.private_tmp = true;
+    int report[2];
+    if (::pipe2(report, O_CLOEXEC) != 0) {
+      known_why = std::string("pipe: ") + std::strerror(errno);
+      known = 0;
+    } else {
+      const pid_t pid = ::fork();
+      if (pid == 0) {
+        ::close(report[0]);
+        sandbox_detail::enter(plan, report[1]);
+        ::_exit(0);
+      }
+      ::close(report[1]);
+      sandbox_detail::StartFailure failure;
+      const bool failed = pid < 0 || ::read(report[0], &failure, sizeof failure) == sizeof failure;
+      ::close(report[0]);
+      int status = 0;
+      if (pid > 0) wait_for(pid, status);
+      known = !failed && pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+      if (failed && pid > 0)
+        known_why = std::string(failure.step) + ": " + std::strerror(failure.error);
+      else if (!known)
+        known_why = pid < 0 ? std::string("fork: ") + std::strerror(errno) : "the probe process failed";
+    }
+  }
+  why = known_why;
+  return known == 1;
+}
+
+Containment choose_containment(const std::string& requested, std::string& note) {
+  note.clear();
+  if (requested == "none") return Containment::none;
+  if (requested == "weak") return Containment::weak;
+  std::string why;
+  if (namespaces_available(why)) return Containment::namespaces;
+  const std::string need = ::geteuid() == 0
+      ? "root with CAP_SYS_ADMIN (a container needs --cap-add SYS_ADMIN, or seccomp allowing unshare)"
+      : "unprivileged user namespaces (kernel.unprivileged_userns_clone=1; on Ubuntu 24.04 "
+        "kernel.apparmor_restrict_unprivileged_userns=0), or running as root";
+  if (requested == "auto") {
+    note = "containment: weak (no PID/mount namespaces here: " + why +
+           "); a program's detached processes are killed after it, but it can read and write "
+           "what the grader's user can";
+    return Containment::weak;
+  }
+  throw ConfigError("containment needs PID and mount namespaces, which this machine refused (" + why +
+                    "). They need " + need + ". See docs/grading-security.md; pass "
+                    "--containment=weak to grade with a subreaper only, which kills detached "
+                    "processes but cannot hide the output folder, other submissions or the "
+                    "solutions from a student's program, nor stop its processes if lab-check "
+                    "itself is killed");
+}
+
+std::string describe_policy(const SandboxPolicy& p) {
+  std::string s = to_string(p.mode);
+  if (p.mode == Containment::namespaces)
+    s += ::geteuid() == 0 ? " (PID + mount)" : " (user + PID + mount)";
+  if (p.mode == Containment::weak) s += " (subreaper)";
+  if (p.run_as_nobody && ::geteuid() == 0) s += "; lesson programs run as uid 65534";
+  return s;
+}
+
+FileLock::FileLock(const fs::path& path, const std::string& waiting_message) {
+  std::error_code ec;
+  fs::create_directories(path.parent_path(), ec);
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw std::runtime_error("cannot open the lock file " + path.string() + ": " + std::strerror(errno));
+  if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) return;
+  if (!waiting_message.empty()) std::cerr << waiting_message << "\n" << std::flush;
+  while (::flock(fd_, LOCK_EX) != 0)
+    if (errno != EINTR) {
+      const std::string why = std::strerror(errno);
+      ::close(fd_);
+      throw std::runtime_error("cannot lock " + path.string() + ": " + why);
+    }
+}
+
+FileLock::~FileLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing releases the lock
+}
+
+namespace sandbox_detail {
+
+void report_failure(int report_fd, const char* step, int error) {
+  StartFailure f;
+  f.error = error;
+  std::size_t i = 0;
+  for (; step && step[i] && i + 1 < sizeof f.step; ++i) f.step[i] = step[i];
+  f.step[i] = '\0';
+  (void)!::write(report_fd, &f, sizeof f);
+}
+
+ChildPlan plan_for(Role role, const std::vector<std::string>& argv, const fs::path& workdir) {
+  const SandboxPolicy& policy = g_policy;
+  ChildPlan plan;
+  plan.role = role;
+  plan.namespaces = policy.mode == Containment::namespaces;
+  plan.drop_to_nobody = role == Role::program && policy.run_as_nobody && ::geteuid() == 0;
+  if (!plan.namespaces) return plan;
+  // Builds keep the host's /tmp: the grading build may live there, and compilers run no
+  // student code. Programs get their own, with their work folder shown in it.
+  plan.private_tmp = role == Role::program && policy.private_tmp;
+
+  // Canonical, existing, and none inside another (the outer tmpfs already covers it).
+  std::vector<fs::path> hidden;
+  for (const auto& h : role == Role::build ? policy.hide_from_builds : policy.hide_from_programs) {
+    const fs::path c = canonical_or_empty(h);
+    if (c.empty() || !fs::is_directory(c) || c == c.root_path()) continue;
+    hidden.push_back(c);
+  }
+  for (const auto& c : hidden) {
+    bool nested = false;
+    for (const auto& other : hidden)
+      if (other != c && is_under(c, other)) nested = true;
+    if (!nested) plan.hidden.push_back(c.string());
+  }
+  std::vector<fs::path> reveal;
+  if (!workdir.empty()) reveal.push_back(workdir);
+  for (const auto& a : argv)
+    if (!a.empty() && a[0] == '/' && fs::is_regular_file(a)) reveal.push_back(a);
+  for (const auto& r : reveal) {
+    const fs::path c = canonical_or_empty(r);
+    if (!c.empty()) plan.reveal.push_back(c.string());
+  }
+  plan.reveal_fd.assign(plan.reveal.size(), -1);
+  plan.hidden_mounted.assign(plan.hidden.size(), 0);
+  return plan;
+}
+
+void enter(ChildPlan& plan, int report_fd) {
+  if (!plan.namespaces) {
+    drop_privileges(plan, report_fd);
+    return;
+  }
+  const uid_t uid = ::getuid();
+  const gid_t gid = ::getgid();
+  const bool user_ns = ::geteuid() != 0;
+  if (::unshare(CLONE_NEWPID | CLONE_NEWNS | (user_ns ? CLONE_NEWUSER : 0)) != 0)
+    fail(report_fd, user_ns ? "sandbox: unshare(user, PID and mount namespaces)"
+                            : "sandbox: unshare(PID and mount namespaces)");
+  if (user_ns) {
+    // The same ids inside: the program stays an ordinary user there and keeps no capability
+    // after exec, so it cannot unmount what hides the folders.
+    char map[64];
+    append_text(append_number(append_text(append_number(map, uid), " "), uid), " 1\n");
+    if (!write_small_file("/proc/self/setgroups", "deny") || !write_small_file("/proc/self/uid_map", map))
+      fail(report_fd, "sandbox: writing the user namespace's uid_map");
+    append_text(append_number(append_text(append_number(map, gid), " "), gid), " 1\n");
+    if (!write_small_file("/proc/self/gid_map", map))
+      fail(report_fd, "sandbox: writing the user namespace's gid_map");
+  }
+
+  int alive[2], status_pipe[2];
+  if (::pipe2(alive, O_CLOEXEC) != 0 || ::pipe2(status_pipe, O_CLOEXEC) != 0)
+    fail(report_fd, "sandbox: pipe");
+  const pid_t init = ::fork();
+  if (init < 0) fail(report_fd, "sandbox: fork (the namespace's PID 1)");
+  if (init > 0) {
+    // The outer process: waits, then ends as the program ended. A timeout's SIGTERM is for the
+    // program; this process goes with the SIGKILL that follows (and PID 1 with it).
+    ::close(report_fd);
+    ::close(alive[0]);
+    ::close(status_pipe[1]);
+    for (int sig : {SIGTERM, SIGINT, SIGHUP}) ::signal(sig, SIG_IGN);
+    int init_status = 0;
+    wait_for(init, init_status);
+    int program_status = 0;
+    if (::read(status_pipe[0], &program_status, sizeof program_status) == sizeof program_status)
+      end_like(program_status);
+    if (WIFSIGNALED(init_status)) end_like(init_status);
+    ::_exit(127);  // PID 1 failed before the program ran; it reported why
+  }
+
+  // PID 1 of the new namespace. When it exits the kernel kills every process left in it, and
+  // it dies with the outer process, which dies with the checker (PR_SET_PDEATHSIG both).
+  ::close(alive[1]);
+  ::close(status_pipe[0]);
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  pollfd parent_gone{alive[0], POLLIN, 0};
+  if (::poll(&parent_gone, 1, 0) > 0) ::_exit(127);  // the outer process died before prctl
+  ::close(alive[0]);
+  set_up_mounts(plan, report_fd);
+
+  const pid_t program = ::fork();
+  if (program < 0) fail(report_fd, "sandbox: fork (the program)");
+  if (program == 0) {
+    ::close(status_pipe[1]);
+    drop_privileges(plan, report_fd);
+    return;  // the caller execs the program
+  }
+  ::close(report_fd);
+  for (;;) {
+    int status = 0;
+    const pid_t w = ::waitpid(-1, &status, 0);  // reaps orphans of the namespace too
+    if (w == program) {
+      (void)!::write(status_pipe[1], &status, sizeof status);
+      ::_exit(0);
+    }
+    if (w < 0 && errno != EINTR) ::_exit(127);
+  }
+}
+
+void become_subreaper() {
+  static bool done = false;
+  if (!done) done = ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0;
+}
+
+void kill_all_descendants() {
+  const pid_t self = ::getpid();
+  for (int round = 0; round < 200; ++round) {
+    // Who is whose parent, from /proc/<pid>/stat: "pid (comm) state ppid ...".
+    std::multimap<pid_t, pid_t> children;
+    if (DIR* proc = ::opendir("/proc")) {
+      while (dirent* e = ::readdir(proc)) {
+        const pid_t pid = static_cast<pid_t>(std::atol(e->d_name));
+        if (pid <= 0) continue;
+        std::ifstream stat(std::string("/proc/") + e->d_name + "/stat");
+        std::string line;
+        if (!std::getline(stat, line)) continue;
+        const auto close = line.rfind(')');
+        if (close == std::string::npos || close + 4 > line.size()) continue;
+        const pid_t ppid = static_cast<pid_t>(std::atol(line.c_str() + close + 4));
+        children.emplace(ppid, pid);
+      }
+      ::closedir(proc);
+    }
+    std::vector<pid_t> found, frontier{self};
+    while (!frontier.empty()) {
+      const pid_t p = frontier.back();
+      frontier.pop_back();
+      auto range = children.equal_range(p);
+      for (auto it = range.first; it != range.second; ++it) {
+        found.push_back(it->second);
+        frontier.push_back(it->second);
+      }
+    }
+    if (found.empty()) return;
+    for (pid_t pid : found) ::kill(pid, SIGKILL);
+    // Orphans were re-parented to us (the subreaper): reap the ones that are ours by now.
+    for (pid_t pid : found) ::waitpid(pid, nullptr, WNOHANG);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+}  // namespace sandbox_detail
+
+}  // namespace lab
