@@ -3,14 +3,19 @@
 #      libtomlplusplus-dev, doctest-dev);
 #   2. an offline bundle in LAB_DEPS_DIR (made by scripts/bundle-deps.sh; for GPU nodes without
 #      network or packages);
-#   3. a download of a pinned release (FetchContent), where the machine has network.
+#   3. a download of a pinned release, where the machine has network: one try with short time
+#      limits (LAB_DEPS_DOWNLOAD_TIMEOUT), so that an offline machine fails within seconds with
+#      one sentence naming the library and scripts/bundle-deps.sh (FetchContent would retry for
+#      about 90 s and end in its generic "Each download failed!").
 # Each ends up as one INTERFACE target: lab::cli11, lab::json, lab::toml, lab::doctest.
 # To prove the offline path, configure with -DCMAKE_DISABLE_FIND_PACKAGE_<Pkg>=ON and
-# -DFETCHCONTENT_FULLY_DISCONNECTED=ON (scripts/test-offline-build.sh does exactly that).
-include(FetchContent)
+# -DFETCHCONTENT_FULLY_DISCONNECTED=ON (scripts/test-offline-build.sh does exactly that;
+# tests/offline_deps.cmake checks the failure without a bundle).
 
 set(LAB_DEPS_DIR "${PROJECT_SOURCE_DIR}/deps" CACHE PATH
     "Offline bundle of header-only dependencies (scripts/bundle-deps.sh writes it)")
+set(LAB_DEPS_DOWNLOAD_TIMEOUT 120 CACHE STRING
+    "Seconds a dependency download may take in all; one without progress for 15 s is given up")
 
 # lab_dependency(<alias> PACKAGE <find_package name> TARGET <imported target>
 #                HEADER <path under include/> URL <release tarball> INCLUDE_SUBDIR <dir in tarball>)
@@ -33,20 +38,48 @@ function(lab_dependency alias)
     return()
   endif()
 
+  set(how "on a machine with network run scripts/bundle-deps.sh and copy its deps/ folder here (or pass -DLAB_DEPS_DIR=<bundle>)")
   if(FETCHCONTENT_FULLY_DISCONNECTED)
     message(FATAL_ERROR
       "lab: ${ARG_PACKAGE} is not installed, not in the offline bundle (${LAB_DEPS_DIR}/include/"
-      "${ARG_HEADER}), and downloads are disabled. On a machine with network run "
-      "scripts/bundle-deps.sh and copy the deps/ folder here.")
+      "${ARG_HEADER}), and downloads are disabled: ${how}.")
   endif()
-  message(STATUS "lab: ${ARG_PACKAGE} is neither installed nor in ${LAB_DEPS_DIR}: downloading "
-                 "${ARG_URL} (offline? run scripts/bundle-deps.sh where there is network)")
-  # SOURCE_SUBDIR points at a folder without a CMakeLists.txt: we want the headers, not the
-  # project's own build (some of whose CMakeLists no longer configure with CMake 4).
-  FetchContent_Declare(lab_src_${alias} URL "${ARG_URL}" SOURCE_SUBDIR lab-headers-only)
-  FetchContent_MakeAvailable(lab_src_${alias})
-  target_include_directories(${lib} SYSTEM INTERFACE
-                             "${lab_src_${alias}_SOURCE_DIR}/${ARG_INCLUDE_SUBDIR}")
+
+  # Only the headers are used, so the release is downloaded and unpacked here, once per build
+  # folder, instead of through FetchContent: no sub-build, and no retry loop on an offline node.
+  set(src "${CMAKE_BINARY_DIR}/_deps/lab-${alias}")
+  if(NOT EXISTS "${src}/.complete")
+    message(STATUS "lab: ${ARG_PACKAGE} is neither installed nor in ${LAB_DEPS_DIR}: downloading "
+                   "${ARG_URL}")
+    file(REMOVE_RECURSE "${src}")
+    file(DOWNLOAD "${ARG_URL}" "${src}.tar.gz" STATUS status
+         TIMEOUT ${LAB_DEPS_DOWNLOAD_TIMEOUT} INACTIVITY_TIMEOUT 15 TLS_VERIFY ON)
+    list(GET status 0 code)
+    if(NOT code EQUAL 0)
+      list(GET status 1 why)
+      file(REMOVE "${src}.tar.gz")
+      message(FATAL_ERROR
+        "lab: ${ARG_PACKAGE} is not installed, not in the offline bundle (${LAB_DEPS_DIR}), and "
+        "could not be downloaded (${why}): ${how}.")
+    endif()
+    file(ARCHIVE_EXTRACT INPUT "${src}.tar.gz" DESTINATION "${src}")
+    file(REMOVE "${src}.tar.gz")
+    file(TOUCH "${src}/.complete")
+  endif()
+  # The tarball holds one top folder (CLI11-2.4.2/...).
+  file(GLOB tops LIST_DIRECTORIES true "${src}/*")
+  set(include_dir "")
+  foreach(top IN LISTS tops)
+    if(EXISTS "${top}/${ARG_INCLUDE_SUBDIR}/${ARG_HEADER}")
+      set(include_dir "${top}/${ARG_INCLUDE_SUBDIR}")
+      cmake_path(NORMAL_PATH include_dir)
+    endif()
+  endforeach()
+  if(NOT include_dir)
+    message(FATAL_ERROR "lab: the download of ${ARG_PACKAGE} (${ARG_URL}) has no "
+                        "${ARG_INCLUDE_SUBDIR}/${ARG_HEADER}: delete ${src} and configure again, or ${how}.")
+  endif()
+  target_include_directories(${lib} SYSTEM INTERFACE "${include_dir}")
   message(STATUS "lab: ${ARG_PACKAGE} downloaded from ${ARG_URL}")
 endfunction()
 

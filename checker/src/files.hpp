@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
 namespace lab {
 
 namespace fs = std::filesystem;
@@ -19,6 +21,22 @@ void write_file_atomic(const fs::path& path, std::string_view content);
 /// Reads a whole file if it is at most `max_bytes` long. On failure returns nullopt and sets
 /// `error` to a sentence ("does not exist", "is 30 MB, more than the 16 MB allowed", ...).
 std::optional<std::string> read_file_limited(const fs::path& path, std::uintmax_t max_bytes,
+                                             std::string& error);
+
+/// How deep arrays and objects may nest in a JSON file the checker reads. Its own files nest
+/// about 5 deep; the limit keeps the recursive copies and dumps of the JSON library off the end
+/// of the stack on hostile files.
+inline constexpr int kMaxJsonDepth = 64;
+
+/// Parses `text` as JSON, refusing nesting deeper than `max_depth` and numbers beyond a double's
+/// range (1e400), before the JSON library sees them. Never throws a library exception: on
+/// failure returns nullopt and sets `error` to a phrase with the place, to follow the file's
+/// name: "not valid JSON (line 3, column 7)".
+std::optional<nlohmann::json> parse_json_limited(std::string_view text, std::string& error,
+                                                 int max_depth = kMaxJsonDepth);
+
+/// read_file_limited, then parse_json_limited; `error` as theirs, without the file's name.
+std::optional<nlohmann::json> read_json_file(const fs::path& path, std::uintmax_t max_bytes,
                                              std::string& error);
 
 /// The last `max_bytes` of a file (whole lines where possible); empty if it cannot be read.

@@ -103,8 +103,18 @@ int cmd_doctor(const Common& c) {
   return rep.exit_code;
 }
 
-int cmd_list(const Common& c) {
-  const auto lessons = lessons_of(c, {}, "");
+// Where an overrides file changed a rule ("overrides.toml:3"), or "".
+std::string overridden_at(const Rule& r) {
+  const std::string mark = " (overridden at ";
+  const auto at = r.origin.find(mark);
+  if (at == std::string::npos) return "";
+  std::string where = r.origin.substr(at + mark.size());
+  if (!where.empty() && where.back() == ')') where.pop_back();
+  return where;
+}
+
+int cmd_list(const Common& c, const std::string& overrides) {
+  const auto lessons = lessons_of(c, {}, overrides);
   if (c.format == "json") {
     json out = json::array();
     for (const auto& l : lessons) {
@@ -117,6 +127,7 @@ int cmd_list(const Common& c) {
         if (!r.counter.empty()) j["counter"] = r.counter;
         if (r.min) j["min"] = *r.min;
         if (r.max) j["max"] = *r.max;
+        if (auto at = overridden_at(r); !at.empty()) j["overridden_at"] = at;
         rules.push_back(j);
       }
       out.push_back({{"lesson", l.name}, {"title", l.title}, {"timeout_s", l.timeout_s},
@@ -137,7 +148,9 @@ int cmd_list(const Common& c) {
       if (!r.variant.empty()) what += " of " + r.variant;
       if (!r.over.empty()) what += " over " + r.over;
       std::cout << "    " << r.id << ": " << what << (r.min || r.max ? " " + threshold(r) : "")
-                << "  [" << points(r.points) << " pt]\n";
+                << "  [" << points(r.points) << " pt]";
+      if (auto at = overridden_at(r); !at.empty()) std::cout << "  (overridden at " << at << ")";
+      std::cout << "\n";
     }
   }
   std::cout << lessons.size() << " lessons, " << points(total) << " points\n";
@@ -278,12 +291,21 @@ int cmd_grade(const Common& c, const std::vector<std::string>& submissions, cons
 int cmd_merge(const std::vector<std::string>& dirs, const std::string& csv, const std::string& json_out) {
   std::vector<fs::path> paths(dirs.begin(), dirs.end());
   const Gradebook book = merge_results(paths);
+  for (const auto& e : book.errors) std::cerr << "lab-check: " << e << "\n";
   for (const auto& w : book.warnings) std::cerr << "warning: " << w << "\n";
+  if (book.doc["students"].empty()) {
+    std::cerr << "lab-check: no usable grade record, so no gradebook was written\n";
+    return kFailed;
+  }
+  // The good records still make a gradebook; the exit code says some were left out.
   write_file_atomic(csv, book.csv);
   if (!json_out.empty()) write_file_atomic(json_out, dump_json(book.doc));
   std::cout << book.doc["students"].size() << " students -> " << csv
-            << (json_out.empty() ? "" : " and " + json_out) << "\n";
-  return kOk;
+            << (json_out.empty() ? "" : " and " + json_out)
+            << (book.errors.empty() ? "" : " (" + std::to_string(book.errors.size()) +
+                                              " record(s) left out: see above)")
+            << "\n";
+  return book.errors.empty() ? kOk : kFailed;
 }
 
 int cmd_selftest(const Common& c, const std::vector<std::string>& names, int repeat, int jobs,
@@ -402,7 +424,11 @@ int main(int argc, char** argv) {
 
   auto* doctor = app.add_subcommand("doctor", "What this machine has: GPU, driver, clocks, measured ceilings, "
                                               "nsys/ncu/compute-sanitizer, readable counters. Exit 3 without a GPU.");
-  auto* list = app.add_subcommand("list", "The lessons, their rules and points");
+  auto* list = app.add_subcommand("list", "The lessons, their rules and points (with --overrides: "
+                                          "the thresholds in force)");
+  std::string list_overrides;
+  list->add_option("--overrides", list_overrides, "A TOML file of threshold/points overrides")
+      ->check(CLI::ExistingFile);
 
   auto* run = app.add_subcommand("run", "Run built lessons (starter by default) and judge them. Exit 0 only if every rule passes.");
   std::vector<std::string> run_lessons;
@@ -472,7 +498,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (*doctor) return cmd_doctor(c);
-    if (*list) return cmd_list(c);
+    if (*list) return cmd_list(c, list_overrides);
     if (*run) return cmd_run(c, run_lessons, run_build, quick, sanitize, overrides, report_only);
     if (*grade) return cmd_grade(c, submissions, out, overrides, grade_sanitize, jobs, force, grading_dir);
     if (*merge) return cmd_merge(result_dirs, csv, merge_json);

@@ -291,18 +291,94 @@ std::string table_text(const std::vector<LessonOutcome>& lessons, bool colour) {
   return out.str();
 }
 
+namespace {
+
+inline constexpr std::uintmax_t kMaxGradeRecordBytes = 64u << 20;
+
+// "" if obj[key] is as `merge` needs it (absent and optional, or of the type), else why not.
+std::string record_field(const json& obj, const std::string& where, const char* key,
+                         json::value_t type, bool required) {
+  const std::string name = "\"" + where + key + "\"";
+  const auto it = obj.find(key);
+  if (it == obj.end()) return required ? name + " is missing" : "";
+  switch (type) {
+    case json::value_t::string:
+      return it->is_string() ? "" : name + " is not a string";
+    case json::value_t::boolean:
+      return it->is_boolean() ? "" : name + " is not a boolean";
+    case json::value_t::array:
+      return it->is_array() ? "" : name + " is not an array";
+    default: {
+      if (!it->is_number()) return name + " is not a number";
+      // Points: never negative, never absurd (the sum of a class must stay a number).
+      const double v = it->get<double>();
+      if (!(v >= 0 && v <= 1e9)) return name + " is " + it->dump() + ", outside 0..1e9 points";
+      return "";
+    }
+  }
+}
+
+std::string grade_record_problem(const json& doc) {
+  if (!doc.is_object() || !doc.contains("schema") || doc["schema"] != kGradeSchema)
+    return std::string("not a lab-check grade record (schema ") + kGradeSchema + ")";
+  using t = json::value_t;
+  for (auto [key, type] : {std::pair{"submission", t::string}, {"complete", t::boolean},
+                           {"score", t::number_float}, {"max_score", t::number_float},
+                           {"lessons", t::array}})
+    if (auto e = record_field(doc, "", key, type, false); !e.empty()) return e;
+  if (!doc.contains("lessons")) return "";
+  const json& lessons = doc["lessons"];
+  for (std::size_t i = 0; i < lessons.size(); ++i) {
+    const std::string where = "lessons[" + std::to_string(i) + "].";
+    if (!lessons[i].is_object()) return "\"lessons[" + std::to_string(i) + "]\" is not an object";
+    if (auto e = record_field(lessons[i], where, "lesson", t::string, true); !e.empty()) return e;
+    if (lessons[i]["lesson"].get<std::string>().empty()) return "\"" + where + "lesson\" is empty";
+    for (auto [key, type] : {std::pair{"score", t::number_float}, {"max_score", t::number_float},
+                             {"verdict", t::string}})
+      if (auto e = record_field(lessons[i], where, key, type, false); !e.empty()) return e;
+  }
+  return "";
+}
+
+}  // namespace
+
+std::optional<json> read_grade_record(const fs::path& file, std::string& error) {
+  auto doc = read_json_file(file, kMaxGradeRecordBytes, error);
+  if (!doc) return std::nullopt;
+  if (error = grade_record_problem(*doc); !error.empty()) return std::nullopt;
+  return doc;
+}
+
+bool grade_record_complete(const fs::path& file) {
+  std::string why;
+  const auto doc = read_grade_record(file, why);
+  return doc && doc->value("complete", false);
+}
+
 Gradebook merge_results(const std::vector<fs::path>& dirs) {
   std::vector<fs::path> files;
+  // Any entry called result.json counts (a folder or a link loop by that name is reported as
+  // an error below, not skipped in silence); no filesystem call here may throw.
+  auto has_record = [](const fs::path& dir) {
+    std::error_code ec;
+    return fs::exists(fs::symlink_status(dir / "result.json", ec));
+  };
   for (const auto& d : dirs) {
-    if (fs::is_regular_file(d / "result.json")) {
+    if (has_record(d)) {
       files.push_back(d / "result.json");
       continue;
     }
-    if (!fs::is_directory(d)) throw ConfigError(d.string() + " is not a folder");
+    std::error_code ec;
+    if (!fs::is_directory(d, ec)) throw ConfigError(d.string() + " is not a folder");
     std::vector<fs::path> found;
-    for (const auto& e : fs::directory_iterator(d))
-      if (e.is_directory() && fs::is_regular_file(e.path() / "result.json"))
-        found.push_back(e.path() / "result.json");
+    fs::directory_iterator it(d, ec), end;
+    if (ec) throw ConfigError("cannot list the folder " + d.string() + ": " + ec.message());
+    for (; it != end; it.increment(ec)) {
+      if (ec) throw ConfigError("cannot list the folder " + d.string() + ": " + ec.message());
+      std::error_code dir_ec;
+      if (it->is_directory(dir_ec) && has_record(it->path())) found.push_back(it->path() / "result.json");
+    }
+    if (ec) throw ConfigError("cannot list the folder " + d.string() + ": " + ec.message());
     std::sort(found.begin(), found.end());
     if (found.empty())
       throw ConfigError("no result.json in " + d.string() + " or its sub-folders: is it an --out folder of lab-check grade?");
@@ -314,16 +390,13 @@ Gradebook merge_results(const std::vector<fs::path>& dirs) {
   std::map<std::string, double> lesson_max;  // lesson -> max score
   for (const auto& f : files) {
     std::string why;
-    auto text = read_file_limited(f, 64u << 20, why);
-    if (!text) throw ConfigError(f.string() + " " + why);
-    json doc;
-    try {
-      doc = json::parse(*text);
-    } catch (const json::parse_error&) {
-      throw ConfigError(f.string() + " is not valid JSON");
+    const auto parsed = read_grade_record(f, why);
+    if (!parsed) {
+      // One damaged record must not hide the others: say which, merge the rest.
+      book.errors.push_back(f.string() + ": " + why);
+      continue;
     }
-    if (!doc.is_object() || doc.value("schema", "") != kGradeSchema)
-      throw ConfigError(f.string() + " is not a lab-check grade record (schema " + kGradeSchema + ")");
+    const json& doc = *parsed;
     const std::string name = doc.value("submission", f.parent_path().filename().string());
     if (!doc.value("complete", false))
       book.warnings.push_back(name + ": grading is incomplete (" + f.string() + "); grade it again to finish");
@@ -361,7 +434,8 @@ Gradebook merge_results(const std::vector<fs::path>& dirs) {
   }
   book.csv = csv.str();
   book.doc = {{"schema", kGradebookSchema}, {"created_at", utc_now()}, {"lessons", lessons},
-              {"max_total", max_total}, {"students", list}, {"warnings", book.warnings}};
+              {"max_total", max_total}, {"students", list}, {"warnings", book.warnings},
+              {"errors", book.errors}};
   return book;
 }
 

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,9 +59,18 @@ struct Gradebook {
   std::string csv;    ///< student, one column per lesson, total
   json doc;           ///< schema cuda-perf-lab/gradebook/1
   std::vector<std::string> warnings;  ///< incomplete gradings, duplicates
+  std::vector<std::string> errors;    ///< records that could not be used, each naming its file
 };
 /// Collects every result.json in `dirs` (each an `--out` folder of `grade`, or one submission's
-/// folder). Throws ConfigError if none is found or one is not a grade record.
+/// folder). A record that cannot be read or is not a grade record goes to `errors` and the
+/// others are still merged. Throws ConfigError if a folder has no result.json at all.
 Gradebook merge_results(const std::vector<fs::path>& dirs);
+
+/// Reads a grade record (result.json) and checks every field `merge` uses; on failure returns
+/// nullopt and sets `error` to a phrase naming the field, without the file's name.
+std::optional<json> read_grade_record(const fs::path& file, std::string& error);
+/// Whether `file` is a usable grade record whose grading finished (`grade` then skips the
+/// submission). Missing, damaged or unfinished records are graded again. Never throws.
+bool grade_record_complete(const fs::path& file);
 
 }  // namespace lab

@@ -6,6 +6,7 @@
 #include <iterator>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include "files.hpp"
 #include "result.hpp"
@@ -32,6 +33,28 @@ std::string percent(double fraction) { return fixed(100 * fraction, 1) + "%"; }
 
 std::string gflops_text(double gflops) {
   return gflops >= 1000 ? sig3(gflops / 1000) + " TFLOP/s" : sig3(gflops) + " GFLOP/s";
+}
+
+// What a number read from a result file may be: 0 (none) or within [low, high] of its unit,
+// bounds far beyond any GPU either way.
+struct Range {
+  double low, high;
+};
+constexpr Range kRateRange{1e-6, 1e9};  // GB/s, GFLOP/s
+constexpr Range kCountRange{1e-3, 1e21};  // bytes, FLOPs
+constexpr Range kTimeRange{1e-9, 1e9};  // ms
+
+// "" if obj[key] is absent, not a number (validate_result's business) or plausible; else why.
+std::string out_of_range(const json& obj, const std::string& where, const char* key,
+                         const Range& range, const char* unit) {
+  const auto it = obj.find(key);
+  if (it == obj.end() || !it->is_number()) return "";
+  const double v = it->get<double>();
+  if (v == 0 || (v >= range.low && v <= range.high)) return "";
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "\"%s%s\" is %g %s, which no GPU measures (expected 0 or %g to %g)",
+                where.c_str(), key, v, unit, range.low, range.high);
+  return buf;
 }
 
 const char* kNoComputeRoof =
@@ -115,6 +138,23 @@ std::string add_result(Roofline& r, const std::string& file, const json& doc) {
   run.device = device.contains("name") && device["name"].is_string()
                    ? device["name"].get<std::string>()
                    : "unknown GPU";
+  // Numbers this reader computes with: a value no GPU produces (1e-320 GB/s, 1e300 bytes) would
+  // put the picture's axes hundreds of decades apart, so it is refused here, by name.
+  for (auto [key, unit] : {std::pair{"copy_gbs", "GB/s"}, {"fp32_gflops", "GFLOP/s"},
+                           {"h2d_pinned_gbs", "GB/s"}})
+    if (auto e = out_of_range(ceilings, "ceilings.", key, kRateRange, unit); !e.empty()) return e;
+  for (std::size_t i = 0; i < doc["variants"].size(); ++i) {
+    const json& v = doc["variants"][i];
+    const std::string where = "variants[" + std::to_string(i) + "].";
+    for (auto [key, unit] : {std::pair{"gbs", "GB/s"}, {"gflops", "GFLOP/s"}})
+      if (auto e = out_of_range(v, where, key, kRateRange, unit); !e.empty()) return e;
+    for (auto [key, unit] : {std::pair{"bytes", "bytes"}, {"flops", "FLOPs"}})
+      if (auto e = out_of_range(v, where, key, kCountRange, unit); !e.empty()) return e;
+    if (v.contains("time_ms"))
+      if (auto e = out_of_range(v["time_ms"], where + "time_ms.", "median", kTimeRange, "ms");
+          !e.empty())
+        return e;
+  }
   const auto copy = roof_of(ceilings, "copy_gbs");
   if (!copy) return "no measured memory roof (ceilings.copy_gbs), so there is no roofline to draw";
   run.copy_gbs = *copy;
@@ -152,15 +192,19 @@ Roofline load_roofline(const std::vector<fs::path>& files) {
       r.errors.push_back(f.string() + ": " + why);
       continue;
     }
-    json doc;
-    try {
-      doc = json::parse(*text);
-    } catch (const json::parse_error& e) {
-      r.errors.push_back(f.string() + ": not valid JSON (byte " + std::to_string(e.byte) + ")");
+    const auto doc = parse_json_limited(*text, why);
+    if (!doc) {
+      r.errors.push_back(f.string() + ": " + why);
       continue;
     }
-    if (auto e = add_result(r, f.string(), doc); !e.empty())
-      r.errors.push_back(f.string() + ": " + e);
+    // add_result checks every field it reads; should one still slip through, the library's
+    // exception becomes this file's error instead of ending the command.
+    try {
+      if (auto e = add_result(r, f.string(), *doc); !e.empty())
+        r.errors.push_back(f.string() + ": " + e);
+    } catch (const json::exception& e) {
+      r.errors.push_back(f.string() + ": not a usable result file (" + std::string(e.what()) + ")");
+    }
   }
   std::vector<std::string> devices;
   for (const auto& run : r.runs)
@@ -312,6 +356,7 @@ std::string px(double v) { return fixed(v, 1); }
 
 // Tick labels: 2^k as "1/8", "1", "256"; 10^k as "0.1", "1", "1000", "1e6".
 std::string pow2_label(int k) {
+  if (k < -30 || k > 30) return "2^" + std::to_string(k);  // beyond what a shift can hold
   return k < 0 ? "1/" + std::to_string(1 << -k) : std::to_string(1 << k);
 }
 std::string pow10_label(int k) {
@@ -360,8 +405,13 @@ std::string roofline_svg(const Roofline& r) {
     xlo = std::min(xlo, *p->intensity / 2);
     xhi = std::max(xhi, *p->intensity * 2);
   }
-  const int x0 = static_cast<int>(std::floor(std::log2(xlo)));
-  const int x1 = static_cast<int>(std::ceil(std::log2(xhi)));
+  // The tick loops below run from one exponent to the other: keep both finite and bounded even
+  // if a number slipped past add_result's checks (log of 0 is -inf, and its cast undefined).
+  auto exponent = [](double e, int lo, int hi) {
+    return std::isfinite(e) ? static_cast<int>(std::clamp(e, double(lo), double(hi))) : (e > 0 ? hi : lo);
+  };
+  const int x0 = exponent(std::floor(std::log2(xlo)), -120, 119);
+  const int x1 = std::max(x0 + 1, exponent(std::ceil(std::log2(xhi)), -119, 120));
   xlo = std::ldexp(1.0, x0);
   xhi = std::ldexp(1.0, x1);
   const double top = roofs.fp32_gflops ? *roofs.fp32_gflops : roofs.copy_gbs * xhi;
@@ -371,8 +421,8 @@ std::string roofline_svg(const Roofline& r) {
     yhi = std::max(yhi, p->gflops);
   }
   // A little room above the flat roof for its label.
-  const int y0 = static_cast<int>(std::floor(std::log10(ylo / 1.3)));
-  const int y1 = static_cast<int>(std::ceil(std::log10(yhi * 1.3)));
+  const int y0 = exponent(std::floor(std::log10(ylo / 1.3)), -40, 39);
+  const int y1 = std::max(y0 + 1, exponent(std::ceil(std::log10(yhi * 1.3)), -39, 40));
 
   // The canvas: the plot on the left, the legend on the right.
   const double W = 900, H = 600, L = 80, R = 700, T = 50, B = 520;

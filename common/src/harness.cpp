@@ -3,7 +3,10 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <nvtx3/nvtx3.hpp>
 #include <random>
@@ -297,6 +300,23 @@ int Lesson::run(int argc, char** argv, const std::function<void(Lesson&)>& body)
     return kExitOk;
   }
 
+  // A result file that cannot be written would only fail after the whole measurement (or, with
+  // no GPU, abort): try its folder now, the way it will be written (PATH.tmp, then a rename).
+  if (!s.json_path.empty()) {
+    const std::string probe = s.json_path + ".tmp";
+    std::FILE* f = std::fopen(probe.c_str(), "wb");
+    std::string why = f ? "" : errno == ENOENT ? "its folder does not exist" : std::strerror(errno);
+    if (f) {
+      std::fclose(f);
+      std::remove(probe.c_str());
+      std::error_code ec;
+      if (std::filesystem::is_directory(s.json_path, ec)) why = "it is a folder";
+    }
+    if (!why.empty()) {
+      std::cerr << r.lesson << ": cannot write the result file " << s.json_path << ": " << why << "\n";
+      return kExitUsage;
+    }
+  }
   auto write = [&] {
     if (!s.json_path.empty()) write_file_atomically(s.json_path, to_json_text(r));
   };
