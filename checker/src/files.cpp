@@ -58,7 +58,7 @@ std::optional<nlohmann::json> parse_json_limited(std::string_view text, std::str
       in_string = true;
     } else if (c == '[' || c == '{') {
       if (++depth > max_depth) {
-        error = "nested more than " + std::to_string(max_depth) + " levels deep (" +
+        error = "is nested more than " + std::to_string(max_depth) + " levels deep (" +
                 position(text, i) + "): not a file the course writes";
         return std::nullopt;
       }
@@ -80,7 +80,7 @@ std::optional<nlohmann::json> parse_json_limited(std::string_view text, std::str
   try {
     return nlohmann::json::parse(text.begin(), text.end());
   } catch (const nlohmann::json::parse_error& e) {
-    error = "not valid JSON (" + position(text, e.byte > 0 ? e.byte - 1 : 0) + ")";
+    error = "is not valid JSON (" + position(text, e.byte > 0 ? e.byte - 1 : 0) + ")";
   } catch (const nlohmann::json::exception& e) {
     // Not expected after the scan above; still a sentence, never the library's exception.
     std::string what = e.what();

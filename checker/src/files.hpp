@@ -31,7 +31,7 @@ inline constexpr int kMaxJsonDepth = 64;
 /// Parses `text` as JSON, refusing nesting deeper than `max_depth` and numbers beyond a double's
 /// range (1e400), before the JSON library sees them. Never throws a library exception: on
 /// failure returns nullopt and sets `error` to a phrase with the place, to follow the file's
-/// name: "not valid JSON (line 3, column 7)".
+/// name: "is not valid JSON (line 3, column 7)".
 std::optional<nlohmann::json> parse_json_limited(std::string_view text, std::string& error,
                                                  int max_depth = kMaxJsonDepth);
 

@@ -120,12 +120,14 @@ LoadedResult load_result(const fs::path& path, const std::string& nonce,
     r.error = "the program wrote no usable result file: " + path.filename().string() + " " + why;
     return r;
   }
-  try {
-    r.doc = json::parse(*text);
-  } catch (const json::parse_error& e) {
-    r.error = "the result file is not valid JSON (byte " + std::to_string(e.byte) + ")";
+  // A program's output is hostile input: no depth or number may reach the JSON library's
+  // exceptions, which would end the whole grading run instead of this lesson.
+  auto doc = parse_json_limited(*text, why);
+  if (!doc) {
+    r.error = "the result file " + why;
     return r;
   }
+  r.doc = std::move(*doc);
   if (auto e = validate_result(r.doc); !e.empty()) {
     r.error = "the result file does not follow the result schema: " + e;
     return r;

@@ -7,6 +7,7 @@
 #include "helpers.hpp"
 #include "process.hpp"
 #include "report.hpp"
+#include "result.hpp"
 #include "roofline.hpp"
 
 using namespace lab;
@@ -62,17 +63,30 @@ TEST_SUITE("readers") {
     CHECK(parse_error("{\"a\": [1, 2.5e3, -0.0, 1e-400, \"1e400 in a string\"]}") == "parsed");
     CHECK(parse_error(std::string(64, '[') + std::string(64, ']')) == "parsed");
     CHECK(parse_error(std::string(65, '[') + std::string(65, ']')) ==
-          "nested more than 64 levels deep (line 1, column 65): not a file the course writes");
+          "is nested more than 64 levels deep (line 1, column 65): not a file the course writes");
     CHECK(parse_error(std::string(130000, '[') + std::string(130000, ']')) ==
-          "nested more than 64 levels deep (line 1, column 65): not a file the course writes");
+          "is nested more than 64 levels deep (line 1, column 65): not a file the course writes");
     // Brackets inside strings do not count.
     CHECK(parse_error("[\"" + std::string(100, '[') + "\\\"" + std::string(100, '{') + "\"]") == "parsed");
     CHECK(parse_error("{\n  \"copy_gbs\": 1e400\n}") ==
           "has a number beyond the range of a double (1e400, line 2, column 15)");
     CHECK(parse_error("[-" + std::string(400, '9') + "]") ==
           "has a number beyond the range of a double (-99999999999999999999999..., line 1, column 2)");
-    CHECK(parse_error("{\"a\": 1,\n \"b\": nan}") == "not valid JSON (line 2, column 8)");
-    CHECK(parse_error("") == "not valid JSON (line 1, column 1)");
+    CHECK(parse_error("{\"a\": 1,\n \"b\": nan}") == "is not valid JSON (line 2, column 8)");
+    CHECK(parse_error("") == "is not valid JSON (line 1, column 1)");
+  }
+
+  TEST_CASE("a lesson program's result file: limits make it this lesson's error, not the run's end") {
+    TempDir dir;
+    const fs::path f = dir.path() / "r.json";
+    write_text(f, "{\"schema\": \"cuda-perf-lab/result/1\", \"x\": 1e400}");
+    LoadedResult r = load_result(f, "", "");
+    CHECK(!r.ok);
+    CHECK(r.error == "the result file has a number beyond the range of a double (1e400, line 1, column 43)");
+    write_text(f, std::string(100000, '[') + std::string(100000, ']'));
+    r = load_result(f, "", "");
+    CHECK(r.error == "the result file is nested more than 64 levels deep (line 1, column 65): not a "
+                     "file the course writes");
   }
 
   TEST_CASE("roofline: each bad file named with its field, the good one still shown and drawn") {
@@ -104,7 +118,7 @@ TEST_SUITE("readers") {
                              ": \"variants[0].flops\" is 9.99989e-321 FLOPs, which no GPU measures "
                              "(expected 0 or 0.001 to 1e+21)");
     CHECK(r.errors[3] == bad[3].first.string() +
-                             ": nested more than 64 levels deep (line 1, column 65): not a file the "
+                             ": is nested more than 64 levels deep (line 1, column 65): not a file the "
                              "course writes");
     CHECK(r.errors[4] == bad[4].first.string() +
                              ": not a lesson result file: \"variants[0].time_ms.median\" is a string, "
@@ -140,7 +154,7 @@ TEST_SUITE("readers") {
                                 ": has a number beyond the range of a double (1e400, line 1, column 7)");
     CHECK(book.errors[1] == (out / "carol" / "result.json").string() +
                                 ": \"lessons[0].score\" is not a number");
-    CHECK(contains(book.errors[2], (out / "dave" / "result.json").string() + ": nested more than 64"));
+    CHECK(contains(book.errors[2], (out / "dave" / "result.json").string() + ": is nested more than 64"));
     CHECK(book.errors[3] == (out / "erin" / "result.json").string() + ": is not a regular file");
     CHECK(book.csv == "student,90-fake,total\nalice,7,7\n");
     CHECK(book.doc["errors"].size() == 4);

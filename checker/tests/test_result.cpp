@@ -32,8 +32,8 @@ TEST_CASE("missing file") {
 
 TEST_CASE("malformed JSON") {
   CHECK(load_error("{\"schema\": \"cuda-perf-lab/result/1\", \"variants\": [") ==
-        "the result file is not valid JSON (byte 51)");
-  CHECK(load_error("") == "the result file is not valid JSON (byte 1)");
+        "the result file is not valid JSON (line 1, column 51)");
+  CHECK(load_error("") == "the result file is not valid JSON (line 1, column 1)");
 }
 
 TEST_CASE("wrong or missing schema") {

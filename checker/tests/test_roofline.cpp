@@ -286,7 +286,7 @@ TEST_SUITE("roofline") {
     const Roofline r =
         load_roofline({good1, broken, other, dir.path() / "missing.json", good2, no_copy});
     REQUIRE(r.errors.size() == 4);
-    CHECK(r.errors[0] == broken.string() + ": not valid JSON (line 1, column 51)");
+    CHECK(r.errors[0] == broken.string() + ": is not valid JSON (line 1, column 51)");
     CHECK(contains(
         r.errors[1],
         other.string() + ": not a lesson result file: schema is \"cuda-perf-lab/grade/1\""));
@@ -455,7 +455,7 @@ TEST_SUITE("roofline") {
     std::tie(code, out, err) =
         lab_check({"roofline", bad.string(), good.string(), "--format", "json"});
     CHECK(code == 1);
-    CHECK(contains(err, bad.string() + ": not valid JSON"));
+    CHECK(contains(err, bad.string() + ": is not valid JSON"));
     CHECK(json::parse(out).size() == 2);  // the good file was still used
 
     std::tie(code, out, err) = lab_check({"roofline"});
