@@ -327,8 +327,11 @@ ChildPlan plan_for(Role role, const std::vector<std::string>& argv, const fs::pa
   }
   std::vector<fs::path> reveal;
   if (!workdir.empty()) reveal.push_back(workdir);
+  // The program, and the program a tool runs (compute-sanitizer, ncu): the executable files the
+  // checker put on the command line. Data files named there stay hidden.
   for (const auto& a : argv)
-    if (!a.empty() && a[0] == '/' && fs::is_regular_file(a)) reveal.push_back(a);
+    if (!a.empty() && a[0] == '/' && fs::is_regular_file(a) && ::access(a.c_str(), X_OK) == 0)
+      reveal.push_back(a);
   for (const auto& r : reveal) {
     const fs::path c = canonical_or_empty(r);
     if (!c.empty()) plan.reveal.push_back(c.string());

@@ -79,8 +79,8 @@ struct ChildPlan {
   std::vector<char> hidden_mounted;  ///< the child's scratch space, one per hidden folder
 };
 /// The plan of the current policy for a process of `role`. `reveal` gets the work folder and every
-/// existing file the command line names (the program itself, for one): they stay visible even
-/// inside a hidden folder.
+/// executable file the command line names by absolute path (the program, and the program under
+/// compute-sanitizer or ncu): they stay visible even inside a hidden folder.
 ChildPlan plan_for(Role role, const std::vector<std::string>& argv, const fs::path& workdir);
 
 /// Called in the forked child (one thread: async-signal-safe calls only) right before exec. Sets

@@ -13,6 +13,7 @@
 
 #include "helpers.hpp"
 #include "process.hpp"
+#include "sandbox.hpp"
 
 using namespace lab;
 using namespace lab::test;
@@ -47,10 +48,19 @@ struct FakeCourse {
     ok = true;
   }
 
+  // lab-check with this course; grading is contained by namespaces where the kernel allows them,
+  // else (a container without CAP_SYS_ADMIN) in the weak mode, which must be asked for.
+  std::vector<std::string> command(const std::vector<std::string>& args) const {
+    std::vector<std::string> argv = {LAB_TEST_LAB_CHECK, "--source-dir", source.string(), "--build-dir", build.string()};
+    std::string why;
+    if (!namespaces_available(why)) argv.push_back("--containment=weak");
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
+  }
+
   Cli run(std::vector<std::string> args) const {
     ProcessOptions p;
-    p.argv = {LAB_TEST_LAB_CHECK, "--source-dir", source.string(), "--build-dir", build.string()};
-    p.argv.insert(p.argv.end(), args.begin(), args.end());
+    p.argv = command(args);
     p.timeout_s = 120;
     p.stdout_path = tmp.path() / "cli.out";
     p.stderr_path = tmp.path() / "cli.err";
@@ -187,8 +197,10 @@ TEST_CASE("Ctrl-C: the running lesson's whole group dies, temporary folders go, 
     const int devnull = open("/dev/null", O_WRONLY);
     dup2(devnull, 1);
     dup2(devnull, 2);
+    // Weak containment: the pid the grandchild writes is then this machine's (in a PID namespace
+    // it would be the namespace's own); test_sandbox.cpp covers the namespaces.
     execl(LAB_TEST_LAB_CHECK, LAB_TEST_LAB_CHECK, "--source-dir", source.c_str(), "--build-dir",
-          build.c_str(), "run", static_cast<char*>(nullptr));
+          build.c_str(), "--containment=weak", "run", static_cast<char*>(nullptr));
     _exit(127);
   }
   pid_t grandchild = 0;
@@ -210,6 +222,122 @@ TEST_CASE("Ctrl-C: the running lesson's whole group dies, temporary folders go, 
   CHECK(gone);
   if (!gone) kill(grandchild, SIGKILL);
   CHECK(fs::is_empty(tmp));
+}
+
+}  // TEST_SUITE
+
+TEST_SUITE("sandbox") {
+
+TEST_CASE("grade: no #include of another submission, the solutions or a host file reaches a build or its feedback") {
+  const FakeCourse& c = course();
+  const fs::path subs = c.tmp.path() / "includers";
+  const fs::path out = c.tmp.path() / "includers-graded";
+  const fs::path host_file = c.tmp.path() / "host-secret.h";
+  write_text(host_file, "HOSTSECRET_TOKEN root:x:0:0 here\n");
+  write_text(subs / "alice" / "90-fake" / "exercise.cu",
+             "// ALICE-MARKER\nconst char* exercise_mode() { return \"result\"; }\ndouble exercise_ms() { return 1.0; }\n");
+  write_text(subs / "alice" / "91-other" / "exercise.cu",
+             "// ALICE-MARKER\nconst char* exercise_mode() { return \"result\"; }\ndouble exercise_ms() { return 1.0; }\n");
+  // Today's tree would compile both into full copies of someone else's work.
+  write_text(subs / "mallory" / "90-fake" / "exercise.cu",
+             "#include \"" + (subs / "alice" / "90-fake" / "exercise.cu").string() + "\"\n");
+  write_text(subs / "mallory" / "91-other" / "exercise.cu",
+             "#include \"" + (c.source / "solutions" / "91-other" / "exercise.cu").string() + "\"\n");
+  write_text(subs / "eve" / "90-fake" / "exercise.cu", "#include \"" + host_file.string() + "\"\n");
+
+  const Cli r = c.run({"grade", (subs / "alice").string(), (subs / "mallory").string(), (subs / "eve").string(),
+                       "--out", out.string(), "-j", "2"});
+  INFO(r.out << r.err);
+  REQUIRE(r.code == 0);
+  const json mallory = json::parse(read_text(out / "mallory" / "result.json"));
+  CHECK(mallory["lessons"][0]["reason"] == "compile");
+  CHECK(mallory["lessons"][1]["reason"] == "compile");
+  CHECK(mallory["score"] == 0);
+  CHECK_FALSE(contains(mallory.dump(), "ALICE-MARKER"));
+  const json eve = json::parse(read_text(out / "eve" / "result.json"));
+  CHECK(eve["lessons"][0]["reason"] == "compile");
+  const std::string feedback = read_text(out / "eve" / "result.json") + read_text(out / "eve" / "gradescope.json");
+  CHECK_FALSE(contains(feedback, "HOSTSECRET"));
+  CHECK(contains(eve["lessons"][0]["output"].get<std::string>(), "is not shown"));
+  CHECK(contains(mallory["containment"].get<std::string>(), "namespaces") !=
+        contains(mallory["containment"].get<std::string>(), "weak"));
+
+  // Nothing of the last student stays in the grading build: starters staged, no programs.
+  const fs::path grading = c.build / "grading";
+  for (const std::string lesson : {"90-fake", "91-other"}) {
+    CHECK(read_text(grading / "staging" / lesson / "exercise.cu") ==
+          read_text(c.source / "lessons" / lesson / "exercise.cu"));
+    CHECK_FALSE(fs::exists(grading / "lessons" / lesson / "submission"));
+  }
+}
+
+TEST_CASE("grade: two commands at once into one output folder give the verdicts of one after the other") {
+  const FakeCourse& c = course();
+  const fs::path subs = c.tmp.path() / "concurrent";
+  auto exercise = [](const std::string& mode, double ms) {
+    return "const char* exercise_mode() { return \"" + mode + "\"; }\ndouble exercise_ms() { return " +
+           std::to_string(ms) + "; }\n";
+  };
+  write_text(subs / "s1" / "90-fake" / "exercise.cu", exercise("result", 1.0));
+  write_text(subs / "s1" / "91-other" / "exercise.cu", exercise("result", 2.0));
+  write_text(subs / "s2" / "90-fake" / "exercise.cu", "not C++ at all;\n");
+  write_text(subs / "s2" / "91-other" / "exercise.cu", exercise("exit3", 1.0));
+  write_text(subs / "s3" / "90-fake" / "exercise.cu", exercise("result", 2.0));
+  write_text(subs / "s3" / "91-other" / "exercise.cu", exercise("segv", 1.0));
+  write_text(subs / "s4" / "90-fake" / "exercise.cu", exercise("no-result", 1.0));
+  const std::vector<std::string> first = {(subs / "s1").string(), (subs / "s2").string()};
+  const std::vector<std::string> second = {(subs / "s3").string(), (subs / "s4").string(), (subs / "s1").string()};
+
+  // Both at once, into one output folder, through the one default grading build.
+  const fs::path together = c.tmp.path() / "together";
+  std::vector<pid_t> running;
+  for (const auto* group : {&first, &second}) {
+    std::vector<std::string> args = {"grade"};
+    args.insert(args.end(), group->begin(), group->end());
+    for (const std::string& a : std::vector<std::string>{"--out", together.string(), "--force", "-j", "1"}) args.push_back(a);
+    const std::vector<std::string> argv = c.command(args);
+    const pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      const int devnull = open("/dev/null", O_WRONLY);
+      dup2(devnull, 1);
+      dup2(devnull, 2);
+      std::vector<char*> cargv;
+      for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+      cargv.push_back(nullptr);
+      execv(cargv[0], cargv.data());
+      _exit(127);
+    }
+    running.push_back(pid);
+  }
+  for (pid_t pid : running) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+  }
+  // The same, one after the other.
+  const fs::path apart = c.tmp.path() / "apart";
+  for (const auto* group : {&first, &second}) {
+    std::vector<std::string> args = {"grade"};
+    args.insert(args.end(), group->begin(), group->end());
+    for (const std::string& a : std::vector<std::string>{"--out", apart.string(), "--force", "-j", "1"}) args.push_back(a);
+    CHECK(c.run(args).code == 0);
+  }
+  auto verdicts = [](const fs::path& record) {
+    std::string v;
+    const json doc = json::parse(read_text(record));
+    for (const auto& l : doc["lessons"])
+      v += l["lesson"].get<std::string>() + " " + l["verdict"].get<std::string>() + " " +
+           l["reason"].get<std::string>() + " " + l["score"].dump() + "\n";
+    return v;
+  };
+  for (const std::string s : {"s1", "s2", "s3", "s4"}) {
+    CAPTURE(s);
+    CHECK(verdicts(together / s / "result.json") == verdicts(apart / s / "result.json"));
+  }
+  CHECK(contains(verdicts(apart / "s2" / "result.json"), "90-fake error compile"));
+  CHECK(contains(verdicts(apart / "s3" / "result.json"), "91-other error crash"));
 }
 
 }  // TEST_SUITE

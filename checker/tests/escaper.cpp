@@ -1,0 +1,104 @@
+// A stand-in for a student's program that tries to get out of its lesson, for the containment
+// tests. argv[1] is a token the test looks for in /proc/*/cmdline (forked children keep it).
+//   escaper TOKEN detach HOW LATE_FILE DELAY_MS   start a detached process (HOW: setsid,
+//                 double-fork, daemon) that writes LATE_FILE after DELAY_MS and then stays; exit 0
+//   escaper TOKEN hold HOW                        the same detached process (no file), and stay too
+//   escaper TOKEN read PATH                       print PATH's content, or why it cannot be read
+//   escaper TOKEN write PATH                      create PATH; say whether it worked
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+
+namespace {
+
+[[noreturn]] void stay() {
+  for (;;) pause();
+}
+
+// Runs `body` in a process that is no longer this one's child, by the technique `how`; returns
+// once that process is running.
+template <class Body>
+void detach(const std::string& how, Body body) {
+  int ready[2];
+  if (pipe(ready) != 0) std::exit(3);
+  const auto started = [&] {
+    close(ready[0]);
+    (void)!write(ready[1], "x", 1);
+    close(ready[1]);
+    body();
+  };
+  if (how == "daemon") {
+    if (fork() == 0) {
+      if (daemon(1, 1) != 0) _exit(3);  // forks again and starts a session
+      started();
+    }
+  } else if (how == "setsid") {
+    if (fork() == 0) {
+      setsid();
+      started();
+    }
+  } else if (how == "double-fork") {
+    if (fork() == 0) {
+      if (fork() == 0) started();
+      _exit(0);  // the grandchild is an orphan now
+    }
+  } else {
+    std::exit(2);
+  }
+  close(ready[1]);
+  char c;
+  (void)!read(ready[0], &c, 1);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 4) return 2;
+  const std::string mode = argv[2], arg = argv[3];
+  signal(SIGPIPE, SIG_IGN);
+  if (mode == "detach" && argc >= 6) {
+    const std::string late_file = argv[4];
+    const int delay_ms = std::atoi(argv[5]);
+    detach(arg, [&] {
+      usleep(static_cast<useconds_t>(delay_ms) * 1000);
+      std::ofstream(late_file) << "escaped\n";
+      stay();
+    });
+    return 0;
+  }
+  if (mode == "hold") {
+    detach(arg, [] { stay(); });
+    stay();
+  }
+  if (mode == "read") {
+    std::ifstream in(arg);
+    if (!in) {
+      std::cout << "cannot read " << arg << ": " << std::strerror(errno) << "\n";
+      return 0;
+    }
+    std::ostringstream text;
+    text << in.rdbuf();
+    std::cout << text.str();
+    return 0;
+  }
+  if (mode == "write") {
+    const int fd = open(arg.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) {
+      std::cout << "cannot write " << arg << ": " << std::strerror(errno) << "\n";
+      return 0;
+    }
+    close(fd);
+    std::cout << "wrote " << arg << "\n";
+    return 0;
+  }
+  return 2;
+}
