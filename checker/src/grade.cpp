@@ -302,7 +302,13 @@ std::optional<Report> grade_submission(const fs::path& submission, const std::ve
   build.clear_student_files();
   struct ClearAfter {
     GradingBuild& b;
-    ~ClearAfter() { b.clear_student_files(); }
+    ~ClearAfter() {
+      try {
+        b.clear_student_files();
+      } catch (const std::exception&) {
+        // Unwinding already (an interruption): the next command clears them before it builds.
+      }
+    }
   } clear_after{build};
 
   Report report;
