@@ -8,6 +8,7 @@
 
 #include "files.hpp"
 #include "process.hpp"
+#include "report.hpp"
 #include "sandbox.hpp"
 
 namespace lab {
@@ -287,16 +288,8 @@ std::optional<Report> grade_submission(const fs::path& submission, const std::ve
   // Another grading command on this output folder (another GPU, an instructor re-running one
   // student) waits here, then finds the record complete and skips it.
   FileLock student_lock(out / ".lock", "lab-check: waiting for another lab-check that is grading into " + out.string());
-  if (!opt.force && fs::exists(out / "result.json")) {
-    std::string why;
-    if (auto text = read_file_limited(out / "result.json", 64u << 20, why)) {
-      try {
-        if (json::parse(*text).value("complete", false)) return std::nullopt;
-      } catch (const json::parse_error&) {
-        // A damaged record is graded again.
-      }
-    }
-  }
+  // A complete record is kept; a damaged one (any damage) is graded again.
+  if (!opt.force && grade_record_complete(out / "result.json")) return std::nullopt;
   build.prepare();
   // Only this student's files in the grading build while theirs build and run, and none after.
   build.clear_student_files();

@@ -197,6 +197,9 @@ std::vector<SealFinding> check_seal(const ObjectSymbols& e, const SealContext& c
       out.push_back({d, "is named as if it were in another file's anonymous namespace"});
       return;
     }
+    // Weak (or unique) and also emitted by the pristine objects: the linker keeps the pristine
+    // copy, which comes first, so this one never runs.
+    if (weak && pristine_defines(s)) return;
     if (weak && (in_template_namespace(d) || starts_with(subject(d), "lab::"))) {
       // Harmless unless it would stand in for a function the pristine code expects from a
       // library (the pristine objects come first at link time, so their own copies win).
@@ -233,7 +236,8 @@ std::vector<SealFinding> check_seal(const ObjectSymbols& e, const SealContext& c
       out.push_back({demangle(s), why});
 
   // 3. Code before main or after it, and system calls of its own.
-  if (e.initializers > 1 || e.other_startup)
+  // The compiler's own registration (nvcc's, one entry) is what the pristine starter has too.
+  if (e.initializers > c.interface.initializers || e.other_startup)
     out.push_back({"", "exercise.cu runs code before main or at exit (a global object with a "
                        "constructor or destructor, a non-constant global initializer, or "
                        "__attribute__((constructor/destructor))); with g++ older than 13, "
@@ -283,10 +287,10 @@ ObjectSymbols read_object(const fs::path& file) {
     std::string name, type;
     if (!(fields >> name >> type) || type.size() != 1 || name.back() == ':') continue;
     switch (type[0]) {
-      case 'T': case 'D': case 'B': case 'R': case 'C': case 'u': case 'i': case 'G': case 'S':
+      case 'T': case 'D': case 'B': case 'R': case 'C': case 'i': case 'G': case 'S':
         o.strong.insert(name);
         break;
-      case 'W': case 'V': o.weak.insert(name); break;
+      case 'W': case 'V': case 'u': o.weak.insert(name); break;  // u: one copy kept, like W
       case 'U': o.undefined.insert(name); break;
       case 'w': case 'v': o.weak_undefined.insert(name); break;
       default: break;  // local symbols reach nothing outside the file

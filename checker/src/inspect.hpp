@@ -16,8 +16,9 @@ namespace fs = std::filesystem;
 
 /// What the binutils see in one object file (or, merged, in an archive's members).
 struct ObjectSymbols {
-  std::set<std::string> strong;     ///< defined with external linkage (T, D, B, R, C, u, i)
-  std::set<std::string> weak;       ///< defined weak (W, V): inline functions, template instances
+  std::set<std::string> strong;     ///< defined with external linkage (T, D, B, R, C, i)
+  std::set<std::string> weak;       ///< defined weak or unique (W, V, u): inline functions,
+                                    ///< template instances, their static locals
   std::set<std::string> undefined;  ///< referenced, not defined here (U)
   std::set<std::string> weak_undefined;  ///< referenced weakly (w, v)
   /// for each symbol referenced by a relocation: the sections whose code or data refer to it

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <map>
 #include <regex>
 #include <sstream>
 
 #include "counters.hpp"
 #include "files.hpp"
+#include "gpu_watch.hpp"
 #include "inspect.hpp"
 #include "process.hpp"
 #include "result.hpp"
@@ -34,6 +36,54 @@ std::string first_line(const std::string& text) {
   return "";
 }
 
+}  // namespace
+
+std::string implausible_rates(const json& doc) {
+  const json ceilings = doc.value("ceilings", json::object());
+  auto ceiling = [&](const char* key) {
+    return ceilings.contains(key) && ceilings[key].is_number() ? ceilings[key].get<double>() : 0.0;
+  };
+  const double copy = ceiling("copy_gbs"), flops_roof = ceiling("fp32_gflops");
+  const double link = std::max(ceiling("h2d_pinned_gbs"), ceiling("d2h_pinned_gbs"));
+  for (const auto& v : doc.value("variants", json::array())) {
+    if (!v.is_object() || !v.contains("time_ms") || !v["time_ms"].is_object()) continue;
+    const double ms = v["time_ms"].value("median", 0.0);
+    if (!(ms > 0)) continue;
+    const std::string name = v.value("name", std::string("?"));
+    const bool cold = v.value("mode", std::string("cold")) == "cold";
+    const double gbs = v.value("bytes", 0.0) / (ms * 1e6), gflops = v.value("flops", 0.0) / (ms * 1e6);
+    auto say = [&](double rate, const char* unit, double roof, const char* what, double margin) {
+      char buf[400];
+      std::snprintf(buf, sizeof buf,
+                    "implausible: \"%s\" reached %.0f %s, %.2fx the %s measured in the same run "
+                    "(at most %.2fx is physically possible): its timed calls cannot have done the "
+                    "work they declare",
+                    name.c_str(), rate, unit, rate / roof, what, margin);
+      return std::string(buf);
+    };
+    if (v.value("host_link", false)) {
+      if (link > 0 && gbs > kLinkMargin * link) return say(gbs, "GB/s", link, "pinned host link", kLinkMargin);
+    } else if (cold && copy > 0 && gbs > kCopyMargin * copy) {
+      return say(gbs, "GB/s", copy, "copy ceiling", kCopyMargin);
+    }
+    if (flops_roof > 0 && gflops > kFlopsMargin * flops_roof)
+      return say(gflops, "GFLOP/s", flops_roof, "FP32 roof", kFlopsMargin);
+  }
+  return "";
+}
+
+void trust_only_the_checker(json& doc, const GpuObservation& seen) {
+  // The program's own verdict on its environment is kept for reading, never for judging.
+  doc["program_environment_ok"] = doc.value("environment_ok", true);
+  if (doc.contains("diagnostics")) doc["program_diagnostics"] = doc["diagnostics"];
+  const std::string disturbed = seen.disturbance();
+  doc["environment_ok"] = disturbed.empty();
+  doc["diagnostics"] = disturbed.empty() ? json::array() : json::array({disturbed});
+  doc["watched"] = seen.watched;
+}
+
+namespace {
+
 Attempt run_once(const Lesson& lesson, const fs::path& program, const JudgeOptions& opt,
                  const fs::path& work, int index, double timeout) {
   Attempt a;
@@ -49,10 +99,15 @@ Attempt run_once(const Lesson& lesson, const fs::path& program, const JudgeOptio
                           std::to_string(seed), std::string("--nonce"), nonce})
     p.argv.push_back(arg);
   if (opt.quick) p.argv.push_back("--quick");
+  // Measurements stop within a budget that leaves room to write the result before the kill.
+  p.argv.push_back("--budget-s");
+  p.argv.push_back(std::to_string(0.8 * timeout));
   p.workdir = work;
   p.timeout_s = timeout;
   p.stdout_path = p.stderr_path = log;
+  GpuWatch watch;  // the checker's own eyes on the GPU while the program runs
   const ProcessResult r = run_process(p);
+  const GpuObservation seen = watch.stop();
   a.program_s = r.wall_s;
   a.output = printable(file_tail(log, kOutputTail));
   const std::string how = describe(r, timeout);
@@ -73,17 +128,26 @@ Attempt run_once(const Lesson& lesson, const fs::path& program, const JudgeOptio
     return a;
   }
   if (r.exit_code == 77) {
+    // "No GPU" is the checker's call: the student's process can exit 77 too.
+    const std::string said = first_line(a.output);
+    if (seen.watched && seen.gpu_present) {
+      a.reason = reason::exit;
+      a.message = "the program said it found no usable GPU (exit 77), but the checker sees one: "
+                  "did exercise.cu end the program?" + (said.empty() ? std::string() : " (" + said + ")");
+      return a;
+    }
     a.verdict = Verdict::environment;
     a.reason = reason::no_gpu;
-    const std::string said = first_line(a.output);
     a.message = "no usable GPU" + (said.empty() ? std::string() : ": " + said);
     return a;
   }
-  if (r.exit_code != 0 && !fs::exists(json_path)) {
+  // Exit 1 means a variant was wrong: its result is judged. Any other code (a CUDA error that
+  // stopped the run, an exercise that ended the process) is an error, result file or not.
+  if (r.exit_code != 0 && r.exit_code != 1) {
     a.reason = reason::exit;
-    a.message = "the program " + how + " and wrote no result file";
+    a.message = "the program " + how;
     if (r.exit_code == 2) a.message += " (exit 2: a usage error; check the lesson's args)";
-    if (r.exit_code == 3) a.message += " (exit 3: a CUDA or runtime error stopped it)";
+    if (r.exit_code == 3) a.message += " (exit 3: a CUDA or runtime error stopped it: see the output)";
     return a;
   }
   LoadedResult loaded = load_result(json_path, nonce, lesson.name);
@@ -92,45 +156,77 @@ Attempt run_once(const Lesson& lesson, const fs::path& program, const JudgeOptio
     a.message = loaded.error + (r.exit_code != 0 ? " (the program " + how + ")" : std::string());
     return a;
   }
+  if (const std::string why = implausible_rates(loaded.doc); !why.empty()) {
+    a.reason = reason::implausible;
+    a.message = why;
+    return a;
+  }
   a.ok = true;
   a.doc = std::move(loaded.doc);
+  trust_only_the_checker(a.doc, seen);
   return a;
 }
 
-// The re-run rule prefers runs whose environment was healthy (see combine_runs).
-std::vector<json> usable_runs(const std::vector<json>& runs) {
-  std::vector<json> good;
-  for (const auto& r : runs)
-    if (r.value("environment_ok", true)) good.push_back(r);
-  return good.empty() ? runs : good;
+// Correct only if correct in every run: each run judged with that, keeping the failing checks.
+json with_correctness_of_all(json run, const std::vector<json>& runs) {
+  for (auto& v : run["variants"]) {
+    for (const auto& other : runs) {
+      const json* o = find_variant(other, v.value("name", std::string()));
+      if (o && !o->value("correct", true) && v.value("correct", true)) {
+        v["correct"] = false;
+        if (o->contains("checks")) v["checks"] = (*o)["checks"];
+      }
+    }
+  }
+  return run;
 }
 
-std::vector<RuleOutcome> evaluate_all(const Lesson& lesson, const std::vector<json>& runs) {
-  const json combined = combine_runs(runs);
-  const std::vector<json> usable = usable_runs(runs);
+// How good a reading is for its rule: higher is better, whichever way the bar points.
+double goodness(const RuleOutcome& o) {
+  if (!o.reading) return -std::numeric_limits<double>::infinity();
+  return o.min ? o.reading->value : -o.reading->value;
+}
+
+// The runs are never mixed: every rule is judged on each run's own readings, measured in that
+// run, and the rule's outcome is the median run's (of an even number, the worse of the middle
+// two), so one lucky run cannot make a pass. A run the checker saw disturbed (another process on
+// the GPU, a thermal slowdown) counts for correctness only.
+std::vector<RuleOutcome> evaluate_all(const Lesson& lesson, const std::vector<json>& runs,
+                                      bool& split) {
+  split = false;
+  std::vector<json> usable;
+  for (const auto& r : runs)
+    if (r.value("environment_ok", true)) usable.push_back(with_correctness_of_all(r, runs));
+  if (usable.empty()) usable.push_back(with_correctness_of_all(runs.back(), runs));
   std::vector<RuleOutcome> out;
   for (const auto& rule : lesson.rules) {
-    if (rule.kind != RuleKind::metric || usable.size() == 1) {
-      out.push_back(evaluate_rule(rule, combined));
-      continue;
-    }
-    // A metric is judged on each run and the best reading kept, as a variant keeps its best
-    // median. A wrong variant in any run still fails (combined's "correct").
-    std::optional<RuleOutcome> best;
-    for (const auto& run : usable) {
-      json one = run;
-      one["variants"] = combined["variants"];
-      RuleOutcome o = evaluate_rule(rule, one);
-      if (!best || severity(o.verdict) <= severity(best->verdict)) best = o;
-    }
-    out.push_back(*best);
+    std::vector<RuleOutcome> each;
+    for (const auto& run : usable) each.push_back(evaluate_rule(rule, run));
+    for (const auto& o : each) split = split || o.verdict != each.front().verdict;
+    std::stable_sort(each.begin(), each.end(), [](const RuleOutcome& a, const RuleOutcome& b) {
+      if (!a.reading || !b.reading) return severity(a.verdict) > severity(b.verdict);
+      return goodness(a) < goodness(b);
+    });
+    RuleOutcome chosen = each[(each.size() - 1) / 2];
+    if (each.size() > 1)
+      chosen.message += " (the median of " + std::to_string(each.size()) + " runs)";
+    out.push_back(chosen);
   }
   return out;
 }
 
-bool needs_rerun(const std::vector<RuleOutcome>& outcomes) {
-  for (const auto& o : outcomes)
+// Ambiguous and environment readings get another run, and so does a failure within 10% of its
+// bar (a true pass measured once on an unlucky run is not lost to it), and two runs that
+// disagree get a third, so that the median run decides.
+bool needs_rerun(const std::vector<RuleOutcome>& outcomes, bool split) {
+  if (split) return true;
+  for (const auto& o : outcomes) {
     if (o.verdict == Verdict::ambiguous || o.verdict == Verdict::environment) return true;
+    if (o.verdict == Verdict::fail && o.reading && o.kind != "correct" && o.kind != "counter") {
+      const double v = o.reading->value;
+      if ((o.min && v >= 0.9 * *o.min) || (o.max && v <= 1.1 * *o.max)) return true;
+    }
+  }
   return false;
 }
 
@@ -398,8 +494,9 @@ LessonOutcome judge_program(const Lesson& lesson, const fs::path& program, const
       break;
     }
     runs.push_back(std::move(a.doc));
-    out.rules = evaluate_all(lesson, runs);
-    if (!needs_rerun(out.rules)) break;
+    bool split = false;
+    out.rules = evaluate_all(lesson, runs, split);
+    if (!needs_rerun(out.rules, split)) break;
   }
   if (!runs.empty() && out.reason.empty())
     judge_counters(lesson, program, opt, work.path(), 2 * timeout, combine_runs(runs), out.rules);

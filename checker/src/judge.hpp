@@ -34,6 +34,7 @@ inline constexpr const char* exit = "exit";                  ///< non-zero exit,
 inline constexpr const char* result = "result";              ///< result file missing/garbage/forged
 inline constexpr const char* no_gpu = "no-gpu";              ///< the program exited 77
 inline constexpr const char* sanitizer = "sanitizer";        ///< compute-sanitizer found errors
+inline constexpr const char* implausible = "implausible";    ///< faster than the hardware can be
 inline constexpr const char* forbidden = "forbidden";        ///< the exercise defines or calls
                                                              ///< what it may not (inspect.hpp)
 }  // namespace reason
@@ -73,6 +74,20 @@ struct JudgeOptions {
 /// Runs `program` (a lesson built from some exercise.cu) and judges it by the lesson's rules.
 /// Never throws for anything the program does: a crash, a hang, garbage, all end as verdicts.
 LessonOutcome judge_program(const Lesson& lesson, const fs::path& program, const JudgeOptions& options);
+
+/// How far past a ceiling measured in the same run a rate may go before it is an error: a cold
+/// read-mostly stream can beat the copy kernel by a few percent (the copy also writes), a timer
+/// rounds, and nothing honest comes near these margins.
+inline constexpr double kCopyMargin = 1.3, kLinkMargin = 1.3, kFlopsMargin = 1.15;
+
+/// @return "" or, for the first variant whose bytes or FLOPs over its median time exceed a
+/// ceiling of the same run by more than its margin, one sentence saying so
+std::string implausible_rates(const json& result);
+
+struct GpuObservation;
+/// Replaces the program's own environment_ok and diagnostics by the checker's observation (the
+/// program's are kept as program_environment_ok and program_diagnostics, for reading only).
+void trust_only_the_checker(json& result, const GpuObservation& seen);
 
 /// An outcome that says the lesson could not be judged: every rule gets `verdict` and 0 points.
 LessonOutcome lesson_outcome(const Lesson& lesson, const std::string& build, Verdict verdict,

@@ -1,5 +1,7 @@
 #include "rules.hpp"
 
+#include "intervals.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -434,28 +436,15 @@ std::string threshold_text(const Rule& r, const std::string& unit) {
   return s;
 }
 
-// Why a run's timings were flagged untrustworthy, and whether every reason is noise (a variant
-// whose median did not converge). Noise is already inside the quartile range a reading carries;
-// a throttled clock, another process or a -G build bias the numbers and are not.
-std::string untrusted_because(const json& result, bool& noise_only) {
+// Why the checker judged a run's timings untrustworthy: its own observations of the GPU (the
+// judge writes them into "diagnostics", having set the program's own aside), and a device-debug
+// build (which the pristine library reports). Nothing the exercise can say or do decides this.
+std::string untrusted_because(const json& result) {
   std::string why;
-  noise_only = true;
   if (result.contains("diagnostics"))
     for (const auto& d : result["diagnostics"])
-      if (d.is_string()) why += (why.empty() ? "" : "; ") + d.get<std::string>(), noise_only = false;
-  const double default_clock = result.value("device", json::object()).value("sm_clock_mhz", 0.0);
-  for (const auto& v : result.value("variants", json::array())) {
-    if (!v.contains("time_ms")) continue;
-    const std::string name = v.value("name", std::string("?"));
-    const double n = v["time_ms"].value("n", 0.0), clock = v.value("sm_clock_mhz", 0.0);
-    if (v.value("discarded_throttled", 0.0) > n / 10 || (clock > 0 && default_clock > 0 && clock < 0.9 * default_clock)) {
-      why += (why.empty() ? "" : "; ") + name + " ran on throttled clocks";
-      noise_only = false;
-    } else if (!v.value("converged", true)) {
-      why += (why.empty() ? "" : "; ") + name + " did not converge";
-    }
-  }
-  if (why.empty()) noise_only = false;  // flagged for a reason this reader does not know
+      if (d.is_string()) why += (why.empty() ? "" : "; ") + d.get<std::string>();
+  if (result.value("debug_build", false)) why += (why.empty() ? "" : "; ") + std::string("a -G build");
   return why;
 }
 
@@ -553,9 +542,12 @@ RuleOutcome evaluate_rule(const Rule& rule, const json& result) {
           return finish(Verdict::error, std::string("the result has no ") + field + " for \"" + rule.variant + "\"");
         value = (*variant)["gbs"].get<double>() / base[key].get<double>();
       }
-      // A rate is bytes over time: the quartiles of the time bound it.
+      // A rate is bytes over time: the 95% interval of the median time bounds it.
       const double median = (*variant)["time_ms"]["median"].get<double>();
-      reading = {value, value * median / time_q(*variant, "q3"), value * median / time_q(*variant, "q1")};
+      const Interval i = constant_over_median(value * median, samples_of(*variant));
+      reading = i.ok ? Reading{value, i.low, i.high}
+                     : Reading{value, value * median / time_q(*variant, "median_high"),
+                               value * median / time_q(*variant, "median_low")};
       break;
     }
     case RuleKind::speedup: {
@@ -571,8 +563,12 @@ RuleOutcome evaluate_rule(const Rule& rule, const json& result) {
         return finish(Verdict::fail, "\"" + rule.variant + "\" was not timed (it stopped before it was measured)");
       if (!over->contains("time_ms"))
         return finish(Verdict::error, "the baseline \"" + rule.over + "\" was not timed");
+      // Both medians from the same run: the interval of their ratio, from both sets of samples.
       const double v = (*over)["time_ms"]["median"].get<double>() / (*variant)["time_ms"]["median"].get<double>();
-      reading = {v, time_q(*over, "q1") / time_q(*variant, "q3"), time_q(*over, "q3") / time_q(*variant, "q1")};
+      const Interval i = ratio_of_medians(samples_of(*over), samples_of(*variant));
+      reading = i.ok ? Reading{v, i.low, i.high}
+                     : Reading{v, time_q(*over, "median_low") / time_q(*variant, "median_high"),
+                               time_q(*over, "median_high") / time_q(*variant, "median_low")};
       break;
     }
     case RuleKind::metric: {
@@ -622,19 +618,17 @@ RuleOutcome evaluate_rule(const Rule& rule, const json& result) {
   std::string msg = measured + " (needs " + threshold_text(rule, unit) + ")";
   if (v == Verdict::ambiguous)
     msg = measured + ", between " + format_value(rule.kind, reading.low, unit) + " and " +
-          format_value(rule.kind, reading.high, unit) + " over the quartiles: too close to " +
+          format_value(rule.kind, reading.high, unit) + " (95% interval): too close to " +
           threshold_text(rule, unit) + " to call";
 
-  // Counters do not depend on how trustworthy the run's timings were.
-  bool noise_only = false;
-  const std::string why = result.value("environment_ok", true) ? "" : untrusted_because(result, noise_only);
-  // A clear failure on a merely noisy run stays a failure: even the optimistic end of the range
-  // misses the bar, and the range already holds the noise.
-  if (v == Verdict::fail && noise_only && rule.kind != RuleKind::counter)
-    msg += " (some timings did not converge: " + why + "; even the optimistic reading misses)";
-  else if (v != Verdict::pass && rule.kind != RuleKind::counter && !result.value("environment_ok", true)) {
+  // Counters do not depend on how trustworthy the run's timings were; every timed reading
+  // does, a pass included (a GPU shared with another process can slow a baseline and so make a
+  // speedup): such a run is judged `environment` and run again.
+  const bool disturbed = !result.value("environment_ok", true) || result.value("debug_build", false);
+  if (disturbed && rule.kind != RuleKind::counter) {
+    const std::string why = untrusted_because(result);
     return finish(Verdict::environment,
-                  "not judged: this run's timings are not trustworthy" +
+                  "not judged: the checker saw this run disturbed" +
                       (why.empty() ? std::string() : " (" + why + ")") + "; measured " + msg);
   }
   if (v == Verdict::fail && !rule.hint.empty()) {

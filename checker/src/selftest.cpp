@@ -103,6 +103,7 @@ std::vector<SelftestCheck> selftest_lesson(const Lesson& lesson, const SelftestO
   base.timeout_s = opt.timeout_s;
   base.sanitizer_cmd = opt.sanitizer_cmd;
   base.counters = opt.counters;
+  base.inspect = opt.inspect;
 
   {  // The solution passes every rule (ambiguous counts: that is the rule for students too).
     SelftestCheck c{lesson.name, "solution", "passes every rule", false, ""};

@@ -49,6 +49,7 @@ struct SelftestOptions {
   std::vector<std::string> sanitizer_cmd = {"compute-sanitizer"};
   bool mutants = true;   ///< false: solution and starter only (later rounds of --repeat)
   bool counters = true;  ///< read counters through ncu for counter rules
+  bool inspect = true;   ///< check each exercise's object file first (off for stand-ins in tests)
 };
 
 /// Judges the lesson's solution, starter and every mutant. Compile-error mutants are built

@@ -49,7 +49,8 @@ void write_result(const std::string& nonce, double exercise_ms, bool wrong) {
   std::ostringstream o;
   auto timing = [&](double m) {
     std::ostringstream t;
-    t << "{\"median\": " << m << ", \"min\": " << q(m, 1 - 2 * arg_spread) << ", \"q1\": "
+    t << "{\"median\": " << m << ", \"median_low\": " << q(m, 1 - arg_spread)
+      << ", \"median_high\": " << q(m, 1 + arg_spread) << ", \"min\": " << q(m, 1 - 2 * arg_spread) << ", \"q1\": "
       << q(m, 1 - arg_spread) << ", \"q3\": " << q(m, 1 + arg_spread) << ", \"max\": "
       << q(m, 1 + 3 * arg_spread) << ", \"mean\": " << m << ", \"stddev\": 0.01, \"n\": 30}";
     return t.str();
@@ -108,6 +109,7 @@ int main(int argc, char** argv) {
     else if (a == "--nonce") arg_nonce = next();
     else if (a == "--seed") arg_seed = std::atol(next().c_str());
     else if (a == "--quick") arg_quick = true;
+    else if (a == "--budget-s") next();  // the real harness's time budget: nothing to pace here
     else if (a == "--mode") arg_mode = next();
     else if (a == "--pidfile") arg_pidfile = next();
     else if (a == "--counter") arg_counter = next();

@@ -32,7 +32,8 @@ inline bool contains(const std::string& haystack, const std::string& needle) {
 /// A result document like a lesson writes: baseline "naive" and "exercise", copy ceiling 2800.
 inline json sample_result(double exercise_ms = 1.0, double baseline_ms = 4.0, double spread = 0.01) {
   auto timing = [&](double m) {
-    return json{{"median", m}, {"min", m * (1 - 2 * spread)}, {"q1", m * (1 - spread)},
+    return json{{"median", m}, {"median_low", m * (1 - spread)}, {"median_high", m * (1 + spread)},
+                {"min", m * (1 - 2 * spread)}, {"q1", m * (1 - spread)},
                 {"q3", m * (1 + spread)}, {"max", m * (1 + 3 * spread)}, {"n", 30}};
   };
   const double bytes = 1e9;

@@ -129,7 +129,7 @@ TEST_CASE("grade: builds each student's files against the pristine harness, surv
   const fs::path subs = c.tmp.path() / "subs";
   const fs::path out = c.tmp.path() / "graded";
   write_text(subs / "alice" / "90-fake" / "exercise.cu",
-             "const char* exercise_mode() { return \"result\"; }\ndouble exercise_ms() { return 0.25; }\n");
+             "const char* exercise_mode() { return \"result\"; }\ndouble exercise_ms() { return 0.5; }\n");
   write_text(subs / "alice" / "91-other" / "exercise.cu",
              "const char* exercise_mode() { return \"result\"; }\ndouble exercise_ms() { return 1.0; }\n");
   write_text(subs / "bob" / "90-fake" / "exercise.cu", "this is not C++;\n");
@@ -174,6 +174,34 @@ TEST_CASE("grade: builds each student's files against the pristine harness, surv
   CHECK(json::parse(read_text(book))["students"].size() == 3);
 }
 
+TEST_CASE("grade: an exercise that defines or calls what it may not is never run, and is told why") {
+  const FakeCourse& c = course();
+  const fs::path subs = c.tmp.path() / "sealed";
+  const fs::path out = c.tmp.path() / "sealed-graded";
+  const fs::path forged = c.tmp.path() / "forged.json";
+  write_text(subs / "mallory" / "90-fake" / "exercise.cu",
+             "#include <cstdio>\n"
+             "const char* exercise_mode() {\n"
+             "  if (std::FILE* f = std::fopen(\"" + forged.string() + "\", \"w\")) std::fclose(f);\n"
+             "  return \"result\";\n}\n"
+             "double exercise_ms() { return 0.25; }\n");
+  write_text(subs / "mallory" / "91-other" / "exercise.cu",
+             "struct Early { Early(); } early;\nEarly::Early() {}\nint helper() { return 1; }\n"
+             "const char* exercise_mode() { return \"result\"; }\ndouble exercise_ms() { return 1.0; }\n");
+  const Cli r = c.run({"grade", (subs / "mallory").string(), "--out", out.string()});
+  INFO(r.out << r.err);
+  CHECK(r.code == 0);
+  const json mallory = json::parse(read_text(out / "mallory" / "result.json"));
+  CHECK(mallory["score"] == 0);
+  CHECK(mallory["lessons"][0]["verdict"] == "error");
+  CHECK(mallory["lessons"][0]["reason"] == "forbidden");
+  CHECK(contains(mallory["lessons"][0]["message"], "fopen"));
+  CHECK_FALSE(fs::exists(forged));  // inspected, not run
+  CHECK(mallory["lessons"][1]["reason"] == "forbidden");
+  CHECK(contains(mallory["lessons"][1]["message"], "`helper()`"));
+  CHECK(contains(mallory["lessons"][1]["message"], "before main"));
+}
+
 }  // TEST_SUITE
 
 TEST_SUITE("cli") {
@@ -188,6 +216,11 @@ TEST_CASE("Ctrl-C: the running lesson's whole group dies, temporary folders go, 
   write_text(build / "CMakeCache.txt", "");
   fs::create_directories(build / "lessons" / "90-fake");
   fs::copy_file(LAB_TEST_FAKE_LESSON, build / "lessons" / "90-fake" / "starter");
+  // The stand-in has no exercise of its own: an empty object passes the seal.
+  const std::string standin = LAB_TEST_STANDIN_OBJECT;
+  write_text(build / "lessons" / "90-fake" / "starter.objects",
+             "exercise=" + standin + "\ninterface=" + standin + "\nharness=" + standin +
+                 "\nlibrary=" + standin + "\nsource=standin_exercise.cpp\n");
   fs::create_directories(tmp);
 
   const pid_t checker = fork();

@@ -16,6 +16,7 @@ SealContext lesson() {
   SealContext c;
   c.exercise_stem = "exercise";
   c.interface.strong = {kGemv};
+  c.interface.initializers = 1;  // nvcc's module registration
   c.harness.undefined = {kGemv, "cudaEventElapsedTime", "_ZN3lab8allcloseEPKfS1_mRKNS_9ToleranceE",
                          "_ZNSt6chrono3_V212steady_clock3nowEv"};
   c.harness.weak = {"_ZNSt6vectorIdSaIdEE17_M_realloc_insertIJdEEEvN9__gnu_cxx17__normal_iteratorIPdS1_EEDpOT_",
@@ -68,7 +69,8 @@ TEST_SUITE("inspect") {
     e.strong.insert("_Z6helperv");
     CHECK(names(check_seal(e, lesson()), "anonymous namespace"));
     ObjectSymbols instances = clean();  // the same instance the harness has: the harness's wins
-    instances.weak.insert(*lesson().harness.weak.begin());
+    instances.weak.insert(
+        "_ZNSt6vectorIdSaIdEE17_M_realloc_insertIJdEEEvN9__gnu_cxx17__normal_iteratorIPdS1_EEDpOT_");
     instances.weak.insert("_ZNSt6vectorIiSaIiEED2Ev");
     CHECK(check_seal(instances, lesson()).empty());
   }

@@ -56,7 +56,9 @@ TEST_SUITE("report") {
 TEST_CASE("gradescope results.json has the documented fields and types") {
   const json g = gradescope_json(sample_report());
   CHECK(g["score"].is_number());
-  CHECK(g["score"] == 14);  // 4 + 3 from the first and third lessons; the compile error earns nothing
+  // 7 from the first lesson, 4 (correctness) from the disturbed third, whose timed rules are all
+  // `environment`; the compile error earns nothing
+  CHECK(g["score"] == 11);
   CHECK(g["max_score"] == 30);
   CHECK(g["output"].is_string());
   CHECK(g["visibility"] == "visible");
@@ -100,7 +102,7 @@ TEST_CASE("the table: plain without colour, escapes with it") {
   CHECK_FALSE(contains(plain, "\x1b["));
   CHECK(contains(plain, "fail        90-fake (submission)  7/10"));
   CHECK(contains(plain, "    | 91-other/exercise.cu(3): error"));
-  CHECK(contains(plain, "total 14/30"));
+  CHECK(contains(plain, "total 11/30"));
   CHECK(contains(table_text(r.lessons, true), "\x1b[31m"));
 
   setenv("NO_COLOR", "1", 1);
@@ -133,7 +135,7 @@ TEST_CASE("write_report_files writes all three outputs") {
   write_report_files(dir.path() / "alice", sample_report());
   for (const char* f : {"result.json", "gradescope.json", "junit.xml"})
     CHECK(fs::exists(dir.path() / "alice" / f));
-  CHECK(json::parse(read_text(dir.path() / "alice" / "gradescope.json"))["score"] == 14);
+  CHECK(json::parse(read_text(dir.path() / "alice" / "gradescope.json"))["score"] == 11);
 }
 
 TEST_CASE("merge: a CSV with one column per lesson, and warnings for incomplete gradings") {
@@ -148,7 +150,7 @@ TEST_CASE("merge: a CSV with one column per lesson, and warnings for incomplete 
   const Gradebook book = merge_results({dir.path() / "out1", dir.path() / "out2" / "bob"});
   CHECK(book.csv ==
         "student,90-fake,91-other,92-env,total\n"
-        "alice,7,0,7,14\n"
+        "alice,7,0,4,11\n"
         "\"bob, jr. \"\"the second\"\"\",7,0,,7\n");
   REQUIRE(book.warnings.size() == 1);
   CHECK(contains(book.warnings[0], "grading is incomplete"));

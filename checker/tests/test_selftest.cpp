@@ -51,6 +51,7 @@ TEST_CASE("solution, starter and mutants are held to their promises") {
 
   SelftestOptions opt;
   opt.build_dir = build;
+  opt.inspect = false;  // stand-in programs: no object files to inspect
   const auto checks = selftest_lesson(lesson, opt, nullptr);
   REQUIRE(checks.size() == 8);
   CHECK(find(checks, "solution").held);

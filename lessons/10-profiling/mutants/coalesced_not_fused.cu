@@ -63,12 +63,6 @@ __global__ void finish_stats(const float* __restrict__ x, int rows, int cols, Su
   }
 }
 
-}  // namespace
-
-std::size_t workspace_bytes(int rows, int cols) {
-  return 2 * static_cast<std::size_t>(cols) * sizeof(double) + static_cast<std::size_t>(rows) * cols * sizeof(float);
-}
-
 // Round 1 only: z materialized as in the given app.
 __global__ void standardize(const float* x, long long n, int cols, const float* mean,
                             const float* inv_std, float* z) {
@@ -90,6 +84,12 @@ __global__ void z_scores(const float* __restrict__ z, int rows, int cols, float*
   }
   for (int offset = 16; offset > 0; offset /= 2) s += __shfl_down_sync(0xffffffffu, s, offset);
   if (lane == 0) score[r] = s;
+}
+
+}  // namespace
+
+std::size_t workspace_bytes(int rows, int cols) {
+  return 2 * static_cast<std::size_t>(cols) * sizeof(double) + static_cast<std::size_t>(rows) * cols * sizeof(float);
 }
 
 void anomaly_scores(const float* x, int rows, int cols, float* mean, float* inv_std, float* score,
