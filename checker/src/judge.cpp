@@ -46,7 +46,10 @@ std::string implausible_rates(const json& doc) {
   const double copy = ceiling("copy_gbs"), flops_roof = ceiling("fp32_gflops");
   const double link = std::max(ceiling("h2d_pinned_gbs"), ceiling("d2h_pinned_gbs"));
   for (const auto& v : doc.value("variants", json::array())) {
-    if (!v.is_object() || !v.contains("time_ms") || !v["time_ms"].is_object()) continue;
+    // A wrong variant fails its correctness rule, and its speed counts for nothing anyway: the
+    // bound is for a variant that was validated and is still too fast to be true.
+    if (!v.is_object() || !v.value("correct", true) || !v.contains("time_ms") || !v["time_ms"].is_object())
+      continue;
     const double ms = v["time_ms"].value("median", 0.0);
     if (!(ms > 0)) continue;
     const std::string name = v.value("name", std::string("?"));

@@ -1,7 +1,8 @@
 // Mutant: the transpose's grid is rounded down. cols / kTile blocks across cover only whole tiles,
 // so when cols is not a multiple of 32 the last cols % 32 columns of in (the last rows of out) are
-// never written and keep the NaN the harness put there. Correct on 8192 x 8192, wrong on 1000x777.
-// Expected: rule "correct_transpose" fails.
+// never written and keep the NaN the harness put there. Correct on 8192 x 8192, wrong on 1000x777,
+// and on 1x1 the grid is empty: the launch fails and the CUDA error stops the program.
+// Expected: verdict "error", reason "exit" (a CUDA error is an error).
 #include "exercise.cuh"
 #include "lab/check.hpp"
 
