@@ -94,7 +94,7 @@ TEST_SUITE("inspect") {
 
   TEST_CASE("calls that reach outside the exercise are refused, each by name") {
     for (const std::string call : {"fopen", "open", "write", "fork", "execve", "system", "kill",
-                                   "getenv", "dlsym", "pthread_create", "exit", "_exit", "syscall",
+                                   "getenv", "dlsym", "pthread_create", "_exit", "syscall",
                                    "cudaDeviceReset", "cudaProfilerStart", "cudaLaunchHostFunc",
                                    "cudaIpcGetMemHandle", "cuCtxDestroy_v2", "_ZN3lab8ceilingsEv",
                                    "_ZNSt14basic_ofstreamIcSt11char_traitsIcEEC1EPKcSt13_Ios_Openmode",

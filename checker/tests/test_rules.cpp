@@ -125,8 +125,11 @@ TEST_CASE("implausible: faster than a ceiling of the same run is an error, not a
   CHECK(implausible_rates(result).empty());
   json link = sample_result(1.0);
   link["ceilings"]["h2d_pinned_gbs"] = 50.0;
+  link["ceilings"]["d2h_pinned_gbs"] = 50.0;
   link["variants"][1]["host_link"] = true;  // 1000 GB/s over PCIe
   CHECK(contains(implausible_rates(link), "pinned host link"));
+  link["variants"][1]["time_ms"]["median"] = 1e9 / (88e9 / 1e3);  // 88 GB/s: both ways at once
+  CHECK(implausible_rates(link).empty());
   json flops = sample_result(1.0);
   flops["ceilings"]["fp32_gflops"] = 60000.0;
   flops["variants"][1]["flops"] = 1e11;  // 100 TFLOP/s

@@ -1,6 +1,7 @@
 // Mutant: uploads whole 4 KiB pages ("DMA likes pages"), rounding the size up. When n is not a
-// multiple of 1024 floats the upload writes past the end of device.in. Expected: wrong results
-// (the harness's guard bytes after device.in are overwritten at the odd validation size).
+// multiple of 1024 floats the upload writes past the end of device.in, whose guard zone reaches
+// the end of its allocation: the copy fails with a CUDA error that stops the program.
+// Expected: verdict "error", reason "exit".
 #include "exercise.cuh"
 #include "lab/check.hpp"
 #include "lab/memory.hpp"
