@@ -52,11 +52,12 @@ std::vector<Expectation> load_expectations(const fs::path& file) {
       } else if (key == "rule") {
         e.rule = value;
       } else if (key == "reason") {
-        static const char* known[] = {reason::compile, reason::timeout, reason::crash, reason::exit,
-                                      reason::result, reason::no_gpu, reason::sanitizer};
+        static const char* known[] = {reason::compile, reason::timeout,   reason::crash,
+                                      reason::exit,    reason::result,    reason::no_gpu,
+                                      reason::sanitizer, reason::forbidden, reason::implausible};
         if (std::none_of(std::begin(known), std::end(known), [&](const char* r) { return value == r; }))
           throw ConfigError(fat + ": unknown reason \"" + value +
-                            "\" (compile, timeout, crash, exit, result, no-gpu, sanitizer)");
+                            "\" (compile, timeout, crash, exit, result, no-gpu, sanitizer, forbidden, implausible)");
         e.reason = value;
       } else {
         throw ConfigError(fat + ": unknown key \"" + key + "\" (verdict, rule, reason, timeout_s)");
