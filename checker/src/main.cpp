@@ -308,10 +308,26 @@ int cmd_merge(const std::vector<std::string>& dirs, const std::string& csv, cons
   return book.errors.empty() ? kOk : kFailed;
 }
 
+// selftest --seal-only: what every lesson program's object file defines and calls. No GPU.
+int cmd_seal(const fs::path& bdir, const std::vector<Lesson>& lessons) {
+  std::size_t held = 0, total = 0;
+  for (const auto& l : lessons)
+    for (const auto& check : seal_lesson(l, bdir)) {
+      ++total;
+      held += check.held ? 1 : 0;
+      std::cout << (check.held ? "ok    " : "FAIL  ") << check.lesson << "  " << check.subject << ": "
+                << check.expected << (check.held ? "" : "\n      " + check.detail) << "\n";
+    }
+  std::cout << (held == total ? "seal passed: " : "seal FAILED: ") << held << " of " << total
+            << " expectations held\n";
+  return held == total ? kOk : kFailed;
+}
+
 int cmd_selftest(const Common& c, const std::vector<std::string>& names, int repeat, int jobs,
-                 bool mutants_once, bool no_mutants) {
+                 bool mutants_once, bool no_mutants, bool seal_only) {
   const fs::path bdir = build_dir_of(c);
   const auto lessons = lessons_of(c, names, "");
+  if (seal_only) return cmd_seal(bdir, lessons);
   set_containment(c, "auto", {});
   // No GPU: say so and let CTest count the test as skipped.
   const fs::path doctor = bdir / "common" / "lab-doctor";
@@ -481,6 +497,10 @@ int main(int argc, char** argv) {
   bool no_mutants = false;
   selftest->add_flag("--no-mutants", no_mutants, "Solutions and starters only");
   selftest->add_option("--jobs,-j", jobs, "Compiler jobs for compile_error mutants");
+  bool seal_only = false;
+  selftest->add_flag("--seal-only", seal_only,
+                     "Only the seal: every program's exercise object passes it, and the mutants "
+                     "expected to be `forbidden` are refused (reads object files, needs no GPU)");
 
   auto* roofline = app.add_subcommand("roofline", "Place the measured variants of lesson result files "
                                                   "(written with --json) on the roofline of their GPU; "
@@ -502,7 +522,7 @@ int main(int argc, char** argv) {
     if (*run) return cmd_run(c, run_lessons, run_build, quick, sanitize, overrides, report_only);
     if (*grade) return cmd_grade(c, submissions, out, overrides, grade_sanitize, jobs, force, grading_dir);
     if (*merge) return cmd_merge(result_dirs, csv, merge_json);
-    if (*selftest) return cmd_selftest(c, self_lessons, repeat, jobs, mutants_once, no_mutants);
+    if (*selftest) return cmd_selftest(c, self_lessons, repeat, jobs, mutants_once, no_mutants, seal_only);
     if (*roofline) return cmd_roofline(c, roofline_files, svg);
   } catch (const Interrupted& e) {
     std::cerr << "lab-check: interrupted; results written so far are kept\n";

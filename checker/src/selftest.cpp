@@ -1,5 +1,7 @@
 #include "selftest.hpp"
 
+#include "inspect.hpp"
+
 #include <algorithm>
 
 #if __has_include(<toml++/toml.hpp>)
@@ -193,6 +195,30 @@ std::vector<SelftestCheck> selftest_lesson(const Lesson& lesson, const SelftestO
     if (std::find(files.begin(), files.end(), e.mutant) == files.end())
       checks.push_back({lesson.name, "mutant " + e.mutant, e.describe(), false,
                         e.origin + ": no mutants/" + e.mutant + ".cu"});
+  return checks;
+}
+
+std::vector<SelftestCheck> seal_lesson(const Lesson& lesson, const fs::path& build_dir) {
+  std::vector<SelftestCheck> checks;
+  const fs::path programs = build_dir / "lessons" / lesson.name;
+  auto check = [&](const std::string& subject, const fs::path& program, bool refused) {
+    SelftestCheck c{lesson.name, subject, refused ? "refused by the seal" : "passes the seal", false, ""};
+    try {
+      const auto findings = inspect_program(program, lesson.allowed_calls);
+      c.held = findings.empty() != refused;
+      c.detail = findings.empty() ? "passed the seal" : describe_findings(findings);
+    } catch (const ConfigError& e) {
+      c.detail = e.what();
+    }
+    checks.push_back(c);
+  };
+  check("solution", programs / "solution", false);
+  check("starter", programs / "starter", false);
+  const fs::path mutants = lesson.dir / "mutants";
+  if (fs::exists(mutants / "expected.toml"))
+    for (const auto& e : load_expectations(mutants / "expected.toml"))
+      if (e.mutant.rfind("compile_error", 0) != 0 && fs::exists(mutants / (e.mutant + ".cu")))
+        check("mutant " + e.mutant, programs / ("mutant-" + e.mutant), e.reason == reason::forbidden);
   return checks;
 }
 

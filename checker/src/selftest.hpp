@@ -57,4 +57,9 @@ struct SelftestOptions {
 std::vector<SelftestCheck> selftest_lesson(const Lesson& lesson, const SelftestOptions& options,
                                            GradingBuild* grading);
 
+/// The seal alone (inspect.hpp) on every program of the lesson: reads object files, runs nothing,
+/// needs no GPU. The solution, the starter and every mutant must pass it, except the mutants whose
+/// expected reason is `forbidden`, which it must refuse.
+std::vector<SelftestCheck> seal_lesson(const Lesson& lesson, const fs::path& build_dir);
+
 }  // namespace lab
