@@ -1,25 +1,23 @@
-// Mutant: replaces a function of the lab library. The harness and the library summarise samples
-// with lab::summarize; a definition of it in exercise.cu would be linked in place of the
-// library's and could make every median whatever the exercise likes (here: the exercise's own
-// answer, so its timer always "agrees").
-// Expected: verdict "error", reason "forbidden" (the checker names lab::summarize); never run.
-#include <vector>
+// Mutant: replaces a function the harness calls. The harness and the lab library time the
+// reference measurements with cudaEventElapsedTime, which the CUDA runtime provides; a definition
+// in exercise.cu is linked in its place (a program's own symbol wins over a shared library's) and
+// can report whatever it likes: here, every event pair reads exactly what the exercise reported,
+// so the exercise's timer always "agrees". (Replacing a lab:: function outright does not even
+// link: the pristine objects are linked as objects, and the definitions clash.)
+// Expected: verdict "error", reason "forbidden" (the checker names cudaEventElapsedTime); it is
+// never run.
+#include <cuda_runtime.h>
 
 #include "exercise.cuh"
-#include "lab/stats.hpp"
 
 namespace {
-double last_reported = 1.0;
+float last_reported = 1.0f;
 }  // namespace
 
-namespace lab {
-Stats summarize(std::vector<double> samples) {
-  Stats s;
-  s.n = samples.size();
-  s.min = s.q1 = s.median = s.q3 = s.max = s.mean = last_reported;
-  return s;
+extern "C" cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t, cudaEvent_t) {
+  *ms = last_reported;
+  return cudaSuccess;
 }
-}  // namespace lab
 
 double time_one_execution_ms(const Work& work, cudaStream_t stream) {
   work(stream);
