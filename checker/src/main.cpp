@@ -11,6 +11,7 @@
 
 #include "doctor.hpp"
 #include "files.hpp"
+#include "gpu_watch.hpp"
 #include "grade.hpp"
 #include "process.hpp"
 #include "report.hpp"
@@ -207,6 +208,19 @@ int cmd_grade(const Common& c, const std::vector<std::string>& submissions, cons
       throw ConfigError("two submissions would both be written to " + out + "/" + slug + ": " +
                         slugs[slug] + " and " + s + " (rename one folder)");
     slugs[slug] = s;
+  }
+  // Without a GPU, say so first: the submissions are still built and inspected (compile errors
+  // and the seal get their real verdicts), which lets an instructor pre-check a class anywhere.
+  if (const GpuObservation gpu = probe_gpu(); !gpu.gpu_present)
+    std::cerr << "lab-check: no usable GPU here (" << (gpu.why_not.empty() ? "the driver sees none" : gpu.why_not)
+              << "): each submission is still built and inspected, but no lesson program can run, "
+                 "so every timed or validated rule will read `environment`\n";
+  for (const auto& s : submissions) {
+    bool any = false;
+    for (const auto& l : lessons) any = any || submitted_file(s, l).has_value();
+    if (!any)
+      std::cerr << "lab-check: warning: " << s << " holds no NN-topic/exercise.cu (nor "
+                   "lessons/NN-topic/exercise.cu): every lesson is graded \"not submitted\"\n";
   }
   const fs::path gdir = fs::absolute(grading_dir.empty() ? bdir / "grading" : fs::path(grading_dir));
   // What a student's build and program must not see (they are hidden behind empty read-only

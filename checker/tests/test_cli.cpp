@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "gpu_watch.hpp"
 #include "helpers.hpp"
 #include "process.hpp"
 #include "sandbox.hpp"
@@ -172,6 +173,17 @@ TEST_CASE("grade: builds each student's files against the pristine harness, surv
   CHECK(m.code == 0);
   CHECK(read_text(csv) == "student,90-fake,91-other,total\nalice,10,2,12\nbob,0,0,0\ncarol,0,0,0\n");
   CHECK(json::parse(read_text(book))["students"].size() == 3);
+}
+
+TEST_CASE("grade: an empty submission and a machine without a GPU are said up front") {
+  const FakeCourse& c = course();
+  const fs::path empty = c.tmp.path() / "empty-subs" / "nobody";
+  fs::create_directories(empty);
+  const Cli r = c.run({"grade", empty.string(), "--out", (c.tmp.path() / "empty-graded").string()});
+  INFO(r.out << r.err);
+  CHECK(r.code == 0);
+  CHECK(contains(r.err, "holds no NN-topic/exercise.cu"));
+  if (!probe_gpu().gpu_present) CHECK(r.err.rfind("lab-check: no usable GPU here", 0) == 0);
 }
 
 TEST_CASE("grade: an exercise that defines or calls what it may not is never run, and is told why") {
