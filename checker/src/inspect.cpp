@@ -220,14 +220,16 @@ std::vector<SealFinding> check_seal(const ObjectSymbols& e, const SealContext& c
   for (const auto& s : e.strong) check_definition(s, false);
   for (const auto& s : e.weak) check_definition(s, true);
 
-  // 2. What it calls. A call made only from an inline function the pristine objects also emit
-  // (NVTX's loader, say) never runs: the linker keeps the pristine copy and drops this one.
+  // 2. What it calls. A call made only from COMDAT groups that the pristine objects also have
+  // (NVTX's loader, say) never runs: the linker keeps the first group of each signature, the
+  // pristine one, and drops the exercise's whole group. A section outside any group is kept.
   auto reachable = [&](const std::string& s) {
     auto it = e.referenced_from.find(s);
     if (it == e.referenced_from.end()) return true;
     for (const auto& section : it->second) {
-      const std::string function = starts_with(section, ".text.") ? section.substr(6) : "";
-      if (function.empty() || !e.weak.count(function) || !pristine_defines(function)) return true;
+      auto group = e.section_group.find(section);
+      if (group == e.section_group.end()) return true;
+      if (!c.harness.groups.count(group->second) && !c.library.groups.count(group->second)) return true;
     }
     return false;
   };
@@ -318,6 +320,22 @@ ObjectSymbols read_object(const fs::path& file) {
     }
   }
 
+  std::istringstream groups(capture("readelf", {"-gW", file.string()}));
+  static const std::regex group_header(R"(^COMDAT group section \[\s*\d+\] `[^']*' \[([^\]]+)\])");
+  static const std::regex group_member(R"(^\s+\[\s*\d+\]\s+(\S+)\s*$)");
+  std::string signature;
+  for (std::string line; std::getline(groups, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, group_header)) {
+      signature = m[1].str();
+      o.groups.insert(signature);
+    } else if (!signature.empty() && std::regex_search(line, m, group_member)) {
+      o.section_group[m[1].str()] = signature;
+    } else if (line.empty()) {
+      signature.clear();
+    }
+  }
+
   static const std::regex system_call(R"(\t(syscall|sysenter|int\s+\$0x80)\b)");
   o.system_call = std::regex_search(capture("objdump", {"-d", file.string()}), system_call);
   return o;
@@ -373,6 +391,7 @@ std::vector<SealFinding> inspect_program(const fs::path& program,
     c.library.weak.insert(o.weak.begin(), o.weak.end());
     c.library.undefined.insert(o.undefined.begin(), o.undefined.end());
     c.library.weak_undefined.insert(o.weak_undefined.begin(), o.weak_undefined.end());
+    c.library.groups.insert(o.groups.begin(), o.groups.end());
   }
   c.interface = cached(objects->interface);
   c.extra_calls = extra_calls;

@@ -23,6 +23,10 @@ struct ObjectSymbols {
   std::set<std::string> weak_undefined;  ///< referenced weakly (w, v)
   /// for each symbol referenced by a relocation: the sections whose code or data refer to it
   std::map<std::string, std::set<std::string>> referenced_from;
+  /// COMDAT groups (inline functions, template instances): each member section's group
+  /// signature, and the signatures; of groups with one signature the linker keeps the first
+  std::map<std::string, std::string> section_group;
+  std::set<std::string> groups;
   int initializers = 0;      ///< entries of .init_array (code that runs before main)
   bool other_startup = false;  ///< .fini_array, .preinit_array, .ctors or .dtors present
   bool system_call = false;    ///< a syscall / sysenter / int 0x80 instruction in host code

@@ -120,20 +120,30 @@ TEST_SUITE("inspect") {
     CHECK(check_seal(e, c).empty());
   }
 
-  TEST_CASE("a call only made from an inline function the pristine code also emits never runs") {
+  TEST_CASE("a call only made from a COMDAT group the pristine code also has never runs") {
     SealContext c = lesson();
     c.library.weak.insert("nvtxInitOnce_v3");
+    c.library.groups.insert("nvtxInitOnce_v3");
     ObjectSymbols e = clean();
     e.weak.insert("nvtxInitOnce_v3");
     e.undefined.insert("dlopen");
     e.referenced_from["dlopen"] = {".text.nvtxInitOnce_v3"};
+    e.section_group[".text.nvtxInitOnce_v3"] = "nvtxInitOnce_v3";
     CHECK(check_seal(e, c).empty());
     e.referenced_from["dlopen"].insert(".text");  // ... unless the exercise's own code calls it too
     CHECK(names(check_seal(e, c), "dlopen"));
-    ObjectSymbols own = clean();  // an inline function of its own that no pristine code has
+    // A section named like the pristine one but outside any group is kept by the linker: the
+    // code in it runs (section attributes cannot smuggle a call past the seal).
+    ObjectSymbols named = clean();
+    named.weak.insert("nvtxInitOnce_v3");
+    named.undefined.insert("dlopen");
+    named.referenced_from["dlopen"] = {".text.nvtxInitOnce_v3"};
+    CHECK(names(check_seal(named, c), "dlopen"));
+    ObjectSymbols own = clean();  // a group of its own that no pristine code has
     own.weak.insert("_ZN3lab6sneakyEv");
     own.undefined.insert("dlopen");
     own.referenced_from["dlopen"] = {".text._ZN3lab6sneakyEv"};
+    own.section_group[".text._ZN3lab6sneakyEv"] = "_ZN3lab6sneakyEv";
     CHECK(names(check_seal(own, c), "dlopen"));
   }
 
