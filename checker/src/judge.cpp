@@ -54,7 +54,7 @@ std::string implausible_rates(const json& doc) {
     const double ms = v["time_ms"].value("median", 0.0);
     if (!(ms > 0)) continue;
     const std::string name = v.value("name", std::string("?"));
-    const bool cold = v.value("mode", std::string("cold")) == "cold";
+    const bool cold = v.value("mode", doc.value("mode", std::string("cold"))) == "cold";
     const double gbs = v.value("bytes", 0.0) / (ms * 1e6), gflops = v.value("flops", 0.0) / (ms * 1e6);
     auto say = [&](double rate, const char* unit, double roof, const char* what, double margin) {
       char buf[400];
