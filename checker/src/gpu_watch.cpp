@@ -118,7 +118,7 @@ GpuWatch::GpuWatch(int period_ms) : nvml_(std::make_shared<Nvml>()), period_ms_(
   seen_.watched = nvml_->init != nullptr;
   seen_.gpu_present = nvml_->device != nullptr;
   seen_.why_not = nvml_->error;
-  if (!seen_.gpu_present) return;
+  if (!seen_.gpu_present || period_ms <= 0) return;
   thread_ = std::thread([this] {
     while (running_) {
       sample();
@@ -146,15 +146,15 @@ void GpuWatch::sample() {
 }
 
 GpuObservation GpuWatch::stop() {
-  if (running_.exchange(false) && thread_.joinable()) {
-    thread_.join();
-    sample();  // the state at the end too
+  if (running_.exchange(false) && seen_.gpu_present) {
+    if (thread_.joinable()) thread_.join();
+    sample();  // the state at the end too (the only sample of a probe)
   }
   return seen_;
 }
 
 GpuObservation probe_gpu() {
-  GpuWatch watch(1000000);
+  GpuWatch watch(0);
   return watch.stop();
 }
 

@@ -24,14 +24,15 @@ struct GpuObservation {
   std::string disturbance() const;
 };
 
-/// Samples the GPU every @p period_ms on a thread of its own, from construction to stop().
+/// Samples the GPU every @p period_ms on a thread of its own, from construction to stop()
+/// (period 0: no thread, one sample at stop()). A GPU is looked for once, at construction.
 class GpuWatch {
  public:
   explicit GpuWatch(int period_ms = 100);
   ~GpuWatch();
   GpuWatch(const GpuWatch&) = delete;
   GpuWatch& operator=(const GpuWatch&) = delete;
-  /// Stops sampling and returns what was seen (at least one sample is always taken).
+  /// Stops sampling and returns what was seen (with a GPU, at least one sample is taken).
   GpuObservation stop();
 
  private:

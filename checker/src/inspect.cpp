@@ -2,7 +2,6 @@
 
 #include <cxxabi.h>
 
-#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
@@ -10,6 +9,7 @@
 #include <sstream>
 
 #include "files.hpp"
+#include "process.hpp"
 #include "rules.hpp"
 
 namespace lab {
@@ -255,30 +255,26 @@ std::vector<SealFinding> check_seal(const ObjectSymbols& e, const SealContext& c
 
 namespace {
 
-std::string shell_quote(const std::string& s) {
-  std::string q = "'";
-  for (char ch : s) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
-  return q + "'";
-}
-
-// Output of a binutils command; they read checker-built files, never student processes.
+// Output of a binutils command: the checker's own tool on checker-built files, so not contained.
 std::string capture(const std::string& tool, const std::vector<std::string>& args) {
   const auto found = find_on_path(tool);
   if (!found)
     throw ConfigError(tool + " is not on PATH: the checker needs the GNU binutils (nm, readelf, "
                       "objdump) to inspect exercises (Debian/Ubuntu: apt-get install binutils)");
-  std::string cmd = shell_quote(found->string());
-  for (const auto& a : args) cmd += " " + shell_quote(a);
-  cmd += " 2>/dev/null";
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen(cmd.c_str(), "r"), ::pclose);
-  if (!pipe) throw ConfigError("could not run " + tool);
-  std::string text;
-  char buf[65536];
-  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe.get())) > 0;) text.append(buf, n);
-  const int status = ::pclose(pipe.release());
-  if (status != 0 && text.empty())
-    throw ConfigError(tool + " could not read " + args.back());
-  return text;
+  TempDir dir("lab-inspect");
+  ProcessOptions p;
+  p.kind = ProcessKind::tool;
+  p.argv = {found->string()};
+  p.argv.insert(p.argv.end(), args.begin(), args.end());
+  p.stdout_path = dir.path() / "out.txt";
+  p.max_output_bytes = std::size_t{256} << 20;
+  p.timeout_s = 120;
+  const ProcessResult r = run_process(p);
+  if (!r.exited_ok() || r.output_truncated)
+    throw ConfigError(tool + " could not read " + args.back() + " (" + describe(r, p.timeout_s) +
+                      (r.output_truncated ? ", output over 256 MiB" : "") + ")");
+  std::ifstream in(p.stdout_path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 }  // namespace
