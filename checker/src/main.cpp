@@ -381,7 +381,9 @@ int cmd_selftest(const Common& c, const std::vector<std::string>& names, int rep
         if (table) {
           std::string mark = check.held ? "ok  " : "FAIL";
           if (colour) mark = (check.held ? "\033[32m" : "\033[31m") + mark + "\033[0m";
-          std::cout << mark << "  " << check.lesson << "  " << check.subject << ": " << check.expected;
+          std::cout << mark << "  " << check.lesson << "  " << check.subject << ": " << check.expected
+                    << "  [" << check.runs << (check.runs == 1 ? " run, " : " runs, ")
+                    << static_cast<int>(check.seconds + 0.5) << " s]";
           if (!check.held) std::cout << "\n      " << check.detail;
           std::cout << "\n" << std::flush;
         }
@@ -404,7 +406,8 @@ int cmd_selftest(const Common& c, const std::vector<std::string>& names, int rep
     json checks = json::array();
     for (const auto& chk : all)
       checks.push_back({{"lesson", chk.lesson}, {"subject", chk.subject}, {"expected", chk.expected},
-                        {"held", chk.held}, {"detail", chk.detail}});
+                        {"held", chk.held}, {"detail", chk.detail},
+                        {"runs", chk.runs}, {"seconds", chk.seconds}});
     std::cout << dump_json({{"ok", ok}, {"checks", checks}, {"flips", flips}});
   }
   return ok ? kOk : kFailed;

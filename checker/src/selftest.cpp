@@ -3,6 +3,7 @@
 #include "inspect.hpp"
 
 #include <algorithm>
+#include <chrono>
 
 #if __has_include(<toml++/toml.hpp>)
 #include <toml++/toml.hpp>
@@ -113,6 +114,8 @@ std::vector<SelftestCheck> selftest_lesson(const Lesson& lesson, const SelftestO
     JudgeOptions j = base;
     j.build = "solution";
     const LessonOutcome o = judge_program(lesson, programs / "solution", j);
+    c.runs = o.runs;
+    c.seconds = o.wall_s;
     c.held = earns_points(o.verdict) && o.score == o.max_score;
     for (const auto& r : o.rules)
       if (r.verdict != Verdict::pass || !c.held)
@@ -125,6 +128,8 @@ std::vector<SelftestCheck> selftest_lesson(const Lesson& lesson, const SelftestO
     JudgeOptions j = base;
     j.build = "starter";
     const LessonOutcome o = judge_program(lesson, programs / "starter", j);
+    c.runs = o.runs;
+    c.seconds = o.wall_s;
     bool correct_ok = o.reason.empty(), perf_failed = false;
     for (const auto& r : o.rules) {
       const Rule& rule = *std::find_if(lesson.rules.begin(), lesson.rules.end(),
@@ -170,6 +175,7 @@ std::vector<SelftestCheck> selftest_lesson(const Lesson& lesson, const SelftestO
     if (e->timeout_s > 0) j.timeout_s = e->timeout_s;
     j.sanitize = e->needs_sanitizer();
     LessonOutcome o;
+    const auto t0 = std::chrono::steady_clock::now();
     if (name.rfind("compile_error", 0) == 0) {
       // Not built by CMake: it goes through the grading build, exactly like a student's file.
       if (!grading) {
@@ -189,6 +195,8 @@ std::vector<SelftestCheck> selftest_lesson(const Lesson& lesson, const SelftestO
       o = judge_program(lesson, programs / ("mutant-" + name), j);
     }
     c.held = expectation_holds(*e, o, c.detail);
+    c.runs = o.runs;
+    c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     checks.push_back(c);
   }
   for (const auto& e : expected)

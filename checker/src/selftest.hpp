@@ -40,6 +40,8 @@ struct SelftestCheck {
   std::string expected;  ///< in words
   bool held = false;
   std::string detail;    ///< what was seen
+  int runs = 0;          ///< program runs the verdict took (re-runs included)
+  double seconds = 0;    ///< wall time of judging it (build, runs, ncu, sanitizer)
 };
 
 struct SelftestOptions {
