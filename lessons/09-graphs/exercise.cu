@@ -9,6 +9,8 @@
 //     with new inputs on every call (before timing, a second time, and after timing);
 //   * graph per-kernel time must be <= 0.75x the stream-launched time: the `exercise` variant at
 //     least 1.333x faster than `stream` (rule `speedup`).
+//   * run() keeps the host busy for at most 0.5 of the call's GPU time (rule `host-free`): one
+//     launch per call, not K.
 //
 // Build and run (from the repository root):
 //   cmake --workflow --preset lab                       # builds everything, checks the lessons

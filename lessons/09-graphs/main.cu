@@ -451,6 +451,16 @@ int main(int argc, char** argv) {
       l.note("exercise per-kernel time = " + fixed(a.median / b.median, 2) +
              "x the stream-launched time (the checker wants <= 0.75x)");
     }
+    if (ex) {
+      // The host's share of a call: how long run() kept the CPU busy (the launch calls) per
+      // unit of the call's GPU time. Near 1 the CPU sets the pace; a graph launched once makes
+      // it small whatever the CPU, so this says "the CPU is no longer the bottleneck" on any machine.
+      const lab::Stats& a = ex->gpu_ms;
+      l.metric("exercise_host_share", ex->enqueue_us / (a.median * 1e3), ex->enqueue_us / (a.q3 * 1e3),
+               ex->enqueue_us / (a.q1 * 1e3));
+      l.note("exercise keeps the host busy " + fixed(ex->enqueue_us, 0) + " us per call, " +
+             fixed(ex->enqueue_us / (a.median * 1e3), 2) + " of its GPU time (the checker wants <= 0.5)");
+    }
     if (st && fl) {
       const double floor_us = fl->gpu_ms.median * 1e3 / kernels_of("kernel_floor", *p);
       const double stream_us = st->gpu_ms.median * 1e3 / K;
