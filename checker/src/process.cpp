@@ -101,6 +101,19 @@ ProcessResult run_process(const ProcessOptions& options) {
   std::vector<char*> argv;
   for (const auto& a : options.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
+  // The checker's environment with options.env's entries in place of any of the same name,
+  // built before the fork (the child may not allocate).
+  std::vector<char*> envp;
+  for (char** e = environ; *e; ++e) {
+    bool replaced = false;
+    for (const auto& own : options.env) {
+      const auto name = own.find('=');
+      replaced = replaced || (name != std::string::npos && std::strncmp(*e, own.c_str(), name + 1) == 0);
+    }
+    if (!replaced) envp.push_back(*e);
+  }
+  for (const auto& e : options.env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
   const pid_t parent = ::getpid();
 
   // The containment is planned here, before the fork: the child may not allocate.
@@ -146,7 +159,7 @@ ProcessResult run_process(const ProcessOptions& options) {
       sandbox_detail::report_failure(exec_pipe[1], "", errno);
       ::_exit(127);
     }
-    ::execv(argv[0], argv.data());
+    ::execve(argv[0], argv.data(), envp.data());
     sandbox_detail::report_failure(exec_pipe[1], "", errno);
     ::_exit(127);
   }

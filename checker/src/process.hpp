@@ -26,6 +26,7 @@ struct ProcessOptions {
   fs::path stderr_path;                ///< empty = discard; equal to stdout_path = merged
   std::size_t max_output_bytes = 1 << 20;  ///< per stream; the rest is read and dropped
   ProcessKind kind = ProcessKind::program;  ///< contained unless it is the checker's own tool
+  std::vector<std::string> env;        ///< NAME=VALUE entries added to the checker's environment
 };
 
 struct ProcessResult {
