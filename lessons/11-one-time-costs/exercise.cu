@@ -46,7 +46,8 @@ std::vector<char> compile(const Program& program, const std::string& arch) {
   options.push_back("--gpu-architecture=" + arch);
   std::vector<const char*> argv;
   for (const std::string& o : options) argv.push_back(o.c_str());
-  const nvrtcResult compiled = nvrtcCompileProgram(prog, static_cast<int>(argv.size()), argv.data());
+  const nvrtcResult compiled =
+      nvrtcCompileProgram(prog, static_cast<int>(argv.size()), argv.data());
   if (compiled != NVRTC_SUCCESS) {
     std::size_t size = 0;
     nvrtcGetProgramLogSize(prog, &size);

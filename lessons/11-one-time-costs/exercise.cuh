@@ -20,8 +20,9 @@ namespace exercise {
 /// f is an expression the harness varies, and the options change it too (`-DALPHA=2.0f`): two
 /// programs with the same source and different options are different kernels.
 struct Program {
-  std::string source;                ///< the CUDA C++ text; no #include
-  std::vector<std::string> options;  ///< NVRTC options, e.g. {"-DALPHA=0.5f"}; never the architecture
+  std::string source;  ///< the CUDA C++ text; no #include
+  std::vector<std::string>
+      options;  ///< NVRTC options, e.g. {"-DALPHA=0.5f"}; never the architecture
 };
 
 /// @brief Threads per block the reference launches with. Every element is computed by one

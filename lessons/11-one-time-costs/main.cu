@@ -79,10 +79,10 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kChildFlag = "--one-time-child";
-constexpr int kFirstCallN = 4096;          // the first call in a new process: small, so it is the
-                                           // one-time costs that are timed, not the work
-constexpr double kChildTimeoutS = 120.0;   // one child process, eager loading of every library
-                                           // included
+constexpr int kFirstCallN = 4096;         // the first call in a new process: small, so it is the
+                                          // one-time costs that are timed, not the work
+constexpr double kChildTimeoutS = 120.0;  // one child process, eager loading of every library
+                                          // included
 constexpr std::size_t kGuard = (std::size_t{2} << 20) / sizeof(float);  // one 2 MiB page after out
 
 std::string fixed(double v, int digits) {
@@ -152,7 +152,8 @@ void cu_check(CUresult r, const char* call) {
 #define CU_CHECK(call) cu_check((call), #call)
 
 void nvrtc_check(nvrtcResult r, const char* call) {
-  if (r != NVRTC_SUCCESS) throw std::runtime_error(std::string(call) + ": " + nvrtcGetErrorString(r));
+  if (r != NVRTC_SUCCESS)
+    throw std::runtime_error(std::string(call) + ": " + nvrtcGetErrorString(r));
 }
 #define NVRTC_CHECK(call) nvrtc_check((call), #call)
 
@@ -181,7 +182,8 @@ extern "C" __global__ void map(const float* __restrict__ x, float* __restrict__ 
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) {
     const float v = x[i];
-    t[i] = )" + expression + R"(;
+    t[i] = )" +
+         expression + R"(;
   }
 }
 
@@ -208,12 +210,15 @@ std::vector<NamedProgram> programs() {
   return {
       {"v*v*ALPHA+v with -DALPHA=0.5f", {square, {"-DALPHA=0.5f"}}},
       {"v*v*ALPHA+v with -DALPHA=2.0f", {square, {"-DALPHA=2.0f"}}},
-      {"tanhf(ALPHA*v)-v with -DALPHA=1.5f", {operator_source("tanhf(ALPHA * v) - v"), {"-DALPHA=1.5f"}}},
+      {"tanhf(ALPHA*v)-v with -DALPHA=1.5f",
+       {operator_source("tanhf(ALPHA * v) - v"), {"-DALPHA=1.5f"}}},
   };
 }
 
 // The architecture test's program: its result depends on the target it was compiled for.
-NamedProgram arch_program() { return {"v+0.001f*ARCH_TAG", {operator_source("v + 0.001f * ARCH_TAG"), {}}}; }
+NamedProgram arch_program() {
+  return {"v+0.001f*ARCH_TAG", {operator_source("v + 0.001f * ARCH_TAG"), {}}};
+}
 
 // ---------------------------------------------------------------------------------------------
 // Compiling, the harness's own way (the reference, and the timings of part A).
@@ -278,9 +283,11 @@ std::vector<char> jit_link(const std::vector<char>& ltoir, const std::string& ar
     fail("nvJitLinkAddData");
   if (nvJitLinkComplete(h) != NVJITLINK_SUCCESS) fail("nvJitLinkComplete");
   std::size_t size = 0;
-  if (nvJitLinkGetLinkedCubinSize(h, &size) != NVJITLINK_SUCCESS) fail("nvJitLinkGetLinkedCubinSize");
+  if (nvJitLinkGetLinkedCubinSize(h, &size) != NVJITLINK_SUCCESS)
+    fail("nvJitLinkGetLinkedCubinSize");
   std::vector<char> cubin(size);
-  if (nvJitLinkGetLinkedCubin(h, cubin.data()) != NVJITLINK_SUCCESS) fail("nvJitLinkGetLinkedCubin");
+  if (nvJitLinkGetLinkedCubin(h, cubin.data()) != NVJITLINK_SUCCESS)
+    fail("nvJitLinkGetLinkedCubin");
   nvJitLinkDestroy(&h);
   return cubin;
 }
@@ -347,9 +354,10 @@ class Prebuilt {
     void* smooth_args[] = {&t_in, &out, &n};
     const unsigned blocks = static_cast<unsigned>(blocks_for(n));
     const Driver& d = driver();
-    CU_CHECK(d.launch_kernel(map_, blocks, 1, 1, exercise::kBlockThreads, 1, 1, 0, s, map_args, nullptr));
-    CU_CHECK(d.launch_kernel(smooth_, blocks, 1, 1, exercise::kBlockThreads, 1, 1, 0, s, smooth_args,
+    CU_CHECK(d.launch_kernel(map_, blocks, 1, 1, exercise::kBlockThreads, 1, 1, 0, s, map_args,
                              nullptr));
+    CU_CHECK(d.launch_kernel(smooth_, blocks, 1, 1, exercise::kBlockThreads, 1, 1, 0, s,
+                             smooth_args, nullptr));
   }
   // The same with an intermediate of its own, grown when needed (outside any timed call).
   void launch(const float* x, float* out, int n, cudaStream_t s) {
@@ -449,7 +457,8 @@ struct Child {
 
   double number(const std::string& name) const {
     const auto it = values.find(name);
-    if (it == values.end()) throw std::runtime_error("a child process did not report '" + name + "'");
+    if (it == values.end())
+      throw std::runtime_error("a child process did not report '" + name + "'");
     return std::strtod(it->second.c_str(), nullptr);
   }
   std::string text(const std::string& name) const {
@@ -477,7 +486,8 @@ Child run_child(const std::vector<std::string>& args,
   // a child would load it too, and open (so empty) the parent's trace file.
   std::vector<std::string> drop;
   for (const auto& [k, v] : env_set) drop.push_back(k + "=");
-  if (std::getenv("LAB_TRACE_FILE")) drop.insert(drop.end(), {"LAB_TRACE_FILE=", "CUDA_INJECTION64_PATH="});
+  if (std::getenv("LAB_TRACE_FILE"))
+    drop.insert(drop.end(), {"LAB_TRACE_FILE=", "CUDA_INJECTION64_PATH="});
   std::vector<std::string> env_s;
   for (char** e = environ; *e; ++e) {
     const std::string entry = *e;
@@ -501,7 +511,8 @@ Child run_child(const std::vector<std::string>& args,
   posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
   posix_spawn_file_actions_addclose(&actions, fds[1]);
   pid_t pid = 0;
-  const int spawned = posix_spawn(&pid, self_path.c_str(), &actions, nullptr, argv.data(), envp.data());
+  const int spawned =
+      posix_spawn(&pid, self_path.c_str(), &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   close(fds[1]);
   if (spawned != 0) {
@@ -510,11 +521,14 @@ Child run_child(const std::vector<std::string>& args,
   }
 
   Child c;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(kChildTimeoutS);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(kChildTimeoutS);
   bool timed_out = false;
   char buf[4096];
   for (;;) {
-    const double left = std::chrono::duration<double, std::milli>(deadline - std::chrono::steady_clock::now()).count();
+    const double left =
+        std::chrono::duration<double, std::milli>(deadline - std::chrono::steady_clock::now())
+            .count();
     if (left <= 0) {
       timed_out = true;
       break;
@@ -558,7 +572,9 @@ Child run_child(const std::vector<std::string>& args,
   return c;
 }
 
-void report(const std::string& name, double value) { std::printf("@ %s %.6f\n", name.c_str(), value); }
+void report(const std::string& name, double value) {
+  std::printf("@ %s %.6f\n", name.c_str(), value);
+}
 
 double since_ms(const lab::HostTimer& t) { return t.elapsed_ms(); }
 
@@ -603,7 +619,8 @@ void child_compile(const std::string& arch) {
   float* yp = y.data();
   void* args[] = {&xp, &yp, &n};
   auto launch_and_wait = [&](CUfunction f) {
-    CU_CHECK(d.launch_kernel(f, static_cast<unsigned>(blocks_for(n)), 1, 1, exercise::kBlockThreads, 1, 1, 0, nullptr, args, nullptr));
+    CU_CHECK(d.launch_kernel(f, static_cast<unsigned>(blocks_for(n)), 1, 1, exercise::kBlockThreads,
+                             1, 1, 0, nullptr, args, nullptr));
     LAB_CHECK(cudaDeviceSynchronize());
   };
   LAB_CHECK(cudaDeviceSynchronize());
@@ -673,7 +690,8 @@ void child_first_call(const std::string& dir, const std::string& arch, int progr
   Buffers b(kFirstCallN);
   b.fresh(seed, stream);
   lab::DeviceBuffer<float> x_copy(kFirstCallN);  // the reference's input, out of the call's reach
-  LAB_CHECK(cudaMemcpyAsync(x_copy.data(), b.x.data(), b.x.bytes(), cudaMemcpyDeviceToDevice, stream));
+  LAB_CHECK(
+      cudaMemcpyAsync(x_copy.data(), b.x.data(), b.x.bytes(), cudaMemcpyDeviceToDevice, stream));
   empty_kernel<<<1, 1, 0, stream>>>();  // the harness's own module is loaded before the timing
   LAB_CHECK_LAUNCH();
   LAB_CHECK(cudaStreamSynchronize(stream));
@@ -698,12 +716,16 @@ int child_main(int argc, char** argv) {
   try {
     const std::vector<std::string> a(argv + 2, argv + argc);
     const std::string role = a.empty() ? "" : a[0];
-    if (role == "context" && a.size() == 1) child_context();
-    else if (role == "compile" && a.size() == 2) child_compile(a[1]);
-    else if (role == "cublas" && a.size() == 1) child_cublas();
+    if (role == "context" && a.size() == 1)
+      child_context();
+    else if (role == "compile" && a.size() == 2)
+      child_compile(a[1]);
+    else if (role == "cublas" && a.size() == 1)
+      child_cublas();
     else if (role == "first-call" && a.size() == 5)
       child_first_call(a[1], a[2], std::stoi(a[3]), std::stoull(a[4]));
-    else throw std::invalid_argument("unknown child role (this flag is the harness's own)");
+    else
+      throw std::invalid_argument("unknown child role (this flag is the harness's own)");
   } catch (const std::exception& e) {
     std::string what = e.what();
     std::replace(what.begin(), what.end(), '\n', ' ');
@@ -757,7 +779,8 @@ void one_time_costs(lab::Lesson& l, int processes, const std::string& arch, std:
       mode = c.text("loading_mode");
     }
     for (const Row& row : rows)
-      l.note("  " + row.label + std::string(row.label.size() < 52 ? 52 - row.label.size() : 1, ' ') +
+      l.note("  " + row.label +
+             std::string(row.label.size() < 52 ? 52 - row.label.size() : 1, ' ') +
              show(record(l, row.metric, values[row.key], row.unit)));
     return mode;
   };
@@ -766,32 +789,38 @@ void one_time_costs(lab::Lesson& l, int processes, const std::string& arch, std:
          " new processes: median (fastest .. slowest process)");
   for (const char* loading : {"LAZY", "EAGER"}) {
     const std::string m = std::string(loading) == "LAZY" ? "lazy" : "eager";
-    const std::string got = run_role(
-        {"context"}, {{"CUDA_MODULE_LOADING", loading}},
-        {{"context creation, cudaFree(0), CUDA_MODULE_LOADING=" + std::string(loading),
-          "context_ms_" + m, "context_ms", "ms"},
-         {"  first launch of an empty kernel + sync", "first_launch_us_" + m, "first_launch_us", "us"},
-         {"  second launch + sync", "second_launch_us_" + m, "second_launch_us", "us"}},
-        "measuring context creation");
-    if (!got.empty() && got != m) l.note("  (the driver reported loading mode '" + got + "', not " + m + ")");
+    const std::string got =
+        run_role({"context"}, {{"CUDA_MODULE_LOADING", loading}},
+                 {{"context creation, cudaFree(0), CUDA_MODULE_LOADING=" + std::string(loading),
+                   "context_ms_" + m, "context_ms", "ms"},
+                  {"  first launch of an empty kernel + sync", "first_launch_us_" + m,
+                   "first_launch_us", "us"},
+                  {"  second launch + sync", "second_launch_us_" + m, "second_launch_us", "us"}},
+                 "measuring context creation");
+    if (!got.empty() && got != m)
+      l.note("  (the driver reported loading mode '" + got + "', not " + m + ")");
   }
-  run_role({"compile", arch}, {},
-           {{"NVRTC compile, the process's first (" + arch + " cubin)", "nvrtc_cold_ms", "nvrtc_cold_ms", "ms"},
-            {"NVRTC compile, the same program again", "nvrtc_warm_ms", "nvrtc_warm_ms", "ms"},
-            {"NVRTC compile to LTO-IR (-dlto)", "nvrtc_lto_ms", "nvrtc_lto_ms", "ms"},
-            {"nvJitLink: LTO-IR -> cubin", "nvjitlink_ms", "nvjitlink_ms", "ms"},
-            {"cuModuleLoadData (the cubin)", "module_load_us", "module_load_us", "us"},
-            {"  its first launch + sync", "module_first_launch_us", "module_first_launch_us", "us"},
-            {"  its second launch + sync", "module_second_launch_us", "module_second_launch_us", "us"},
-            {"cuLibraryLoadData (nvJitLink's cubin)", "library_load_us", "library_load_us", "us"},
-            {"  its first launch + sync", "library_first_launch_us", "library_first_launch_us", "us"}},
-           "measuring compilation");
-  run_role({"cublas"}, {},
-           {{"cublasCreate", "cublas_create_ms", "cublas_create_ms", "ms"},
-            {"  first cublasSgemm 512^3 + sync", "cublas_first_sgemm_ms", "cublas_first_sgemm_ms", "ms"},
-            {"  second cublasSgemm 512^3 + sync", "cublas_second_sgemm_ms", "cublas_second_sgemm_ms", "ms"},
-            {"cublasDestroy", "cublas_destroy_ms", "cublas_destroy_ms", "ms"}},
-           "measuring cuBLAS");
+  run_role(
+      {"compile", arch}, {},
+      {{"NVRTC compile, the process's first (" + arch + " cubin)", "nvrtc_cold_ms", "nvrtc_cold_ms",
+        "ms"},
+       {"NVRTC compile, the same program again", "nvrtc_warm_ms", "nvrtc_warm_ms", "ms"},
+       {"NVRTC compile to LTO-IR (-dlto)", "nvrtc_lto_ms", "nvrtc_lto_ms", "ms"},
+       {"nvJitLink: LTO-IR -> cubin", "nvjitlink_ms", "nvjitlink_ms", "ms"},
+       {"cuModuleLoadData (the cubin)", "module_load_us", "module_load_us", "us"},
+       {"  its first launch + sync", "module_first_launch_us", "module_first_launch_us", "us"},
+       {"  its second launch + sync", "module_second_launch_us", "module_second_launch_us", "us"},
+       {"cuLibraryLoadData (nvJitLink's cubin)", "library_load_us", "library_load_us", "us"},
+       {"  its first launch + sync", "library_first_launch_us", "library_first_launch_us", "us"}},
+      "measuring compilation");
+  run_role(
+      {"cublas"}, {},
+      {{"cublasCreate", "cublas_create_ms", "cublas_create_ms", "ms"},
+       {"  first cublasSgemm 512^3 + sync", "cublas_first_sgemm_ms", "cublas_first_sgemm_ms", "ms"},
+       {"  second cublasSgemm 512^3 + sync", "cublas_second_sgemm_ms", "cublas_second_sgemm_ms",
+        "ms"},
+       {"cublasDestroy", "cublas_destroy_ms", "cublas_destroy_ms", "ms"}},
+      "measuring cuBLAS");
 
   // Allocation, in this process: repeated, so its median and range are over calls.
   constexpr int kRepeats = 10;
@@ -832,13 +861,15 @@ void one_time_costs(lab::Lesson& l, int processes, const std::string& arch, std:
   const std::string size = fixed(big_bytes / 1048576.0, 0) + " MiB";
   l.note("allocating " + size + " in this process, " + std::to_string(kRepeats) +
          " times: median (fastest .. slowest call)");
-  const std::vector<std::pair<std::string, std::pair<std::string, const std::vector<double>*>>> rows = {
-      {"cudaMalloc", {"malloc_us", &malloc_us}},
-      {"cudaFree", {"free_us", &free_us}},
-      {"cudaMallocFromPoolAsync, release threshold 0", {"pool_release_alloc_us", &pool0_us}},
-      {"cudaMallocFromPoolAsync, threshold unlimited", {"pool_keep_alloc_us", &pool_keep_us}}};
+  const std::vector<std::pair<std::string, std::pair<std::string, const std::vector<double>*>>>
+      rows = {
+          {"cudaMalloc", {"malloc_us", &malloc_us}},
+          {"cudaFree", {"free_us", &free_us}},
+          {"cudaMallocFromPoolAsync, release threshold 0", {"pool_release_alloc_us", &pool0_us}},
+          {"cudaMallocFromPoolAsync, threshold unlimited", {"pool_keep_alloc_us", &pool_keep_us}}};
   for (const auto& [label, m] : rows)
-    l.note("  " + label + std::string(52 - label.size(), ' ') + show(record(l, m.first, *m.second, "us")));
+    l.note("  " + label + std::string(52 - label.size(), ' ') +
+           show(record(l, m.first, *m.second, "us")));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -877,7 +908,8 @@ void corruption_test(lab::Lesson& l, const fs::path& filled, const fs::path& dir
   const std::string name = "new process, cache files " + what;
   const Child c = run_child({"first-call", dir.string(), arch, "0", std::to_string(seed)});
   if (!c.ok) {
-    l.check("exercise", name, false, c.why() + ": a damaged cache entry must be detected, not used");
+    l.check("exercise", name, false,
+            c.why() + ": a damaged cache entry must be detected, not used");
     return;
   }
   if (c.text("correct") != "1") {
@@ -918,9 +950,10 @@ void cache_tests(lab::Lesson& l, const fs::path& root, const std::string& arch, 
     for (int k = 0; k < processes; ++k) {
       const fs::path dir = root / ("first-call-" + std::to_string(k));
       if (!filled) fs::create_directories(dir);
-      const std::string name = std::string("new process, ") +
-                               (filled ? "cache folder filled by an earlier one" : "empty cache folder") +
-                               " (" + std::to_string(k + 1) + ")";
+      const std::string name =
+          std::string("new process, ") +
+          (filled ? "cache folder filled by an earlier one" : "empty cache folder") + " (" +
+          std::to_string(k + 1) + ")";
       const Child c = run_child({"first-call", dir.string(), arch, "0", std::to_string(++seed)});
       if (!c.ok) {
         l.check("exercise", name, false, c.why());
@@ -945,8 +978,9 @@ void cache_tests(lab::Lesson& l, const fs::path& root, const std::string& arch, 
 
   const fs::path filled = root / "first-call-0";
   if (files_in(filled).empty()) {
-    l.note("the cache folder holds no file after a first call: the tests of damaged entries "
-           "were skipped (there is nothing to damage)");
+    l.note(
+        "the cache folder holds no file after a first call: the tests of damaged entries "
+        "were skipped (there is nothing to damage)");
     return;
   }
   corruption_test(l, filled, root / "truncated", arch, ++seed, "cut to half their size",
@@ -962,24 +996,27 @@ void cache_tests(lab::Lesson& l, const fs::path& root, const std::string& arch, 
   const fs::path stale = root / "stale";
   fs::create_directories(stale);
   const Child setup = run_child({"first-call", stale.string(), arch, "1", std::to_string(++seed)});
-  l.check("exercise", "new process, program 1, empty cache folder", setup.ok && setup.text("correct") == "1",
-          setup.ok ? setup.text("wrong") : setup.why());
+  l.check("exercise", "new process, program 1, empty cache folder",
+          setup.ok && setup.text("correct") == "1", setup.ok ? setup.text("wrong") : setup.why());
   if (!setup.ok) return;
   const fs::path from = largest_file(filled), to = largest_file(stale);
   if (from.empty() || to.empty() || fs::relative(from, filled) == fs::relative(to, stale)) {
-    l.note("the stale-entry test was skipped: the cache keeps both programs in a file of the same "
-           "name, so there is no other entry's file to swap in");
+    l.note(
+        "the stale-entry test was skipped: the cache keeps both programs in a file of the same "
+        "name, so there is no other entry's file to swap in");
     return;
   }
   const std::string planted = files_in(filled)[from];
   write_bytes(to, planted);
   const std::string name = "new process, program 1's cache file replaced by program 0's";
   const Child c = run_child({"first-call", stale.string(), arch, "1", std::to_string(++seed)});
-  if (!c.ok) l.check("exercise", name, false, c.why());
+  if (!c.ok)
+    l.check("exercise", name, false, c.why());
   else if (c.text("correct") != "1")
     l.check("exercise", name, false,
-            c.text("wrong") + ": the entry was another program's, and was used: store the key "
-                              "in the entry and compare it");
+            c.text("wrong") +
+                ": the entry was another program's, and was used: store the key "
+                "in the entry and compare it");
   else {
     std::ifstream in(to, std::ios::binary);
     const bool left = std::string(std::istreambuf_iterator<char>(in), {}) == planted;
@@ -1038,8 +1075,9 @@ int main(int argc, char** argv) {
 
   lab::Lesson lesson("11-one-time-costs",
                      "One-time costs: context, module loading, runtime compilation, allocation");
-  lesson.declare("prebuilt", lab::Role::Reference,
-                 "the kernels compiled once, launched from their module, intermediate preallocated");
+  lesson.declare(
+      "prebuilt", lab::Role::Reference,
+      "the kernels compiled once, launched from their module, intermediate preallocated");
   lesson.declare("malloc_each_call", lab::Role::Baseline,
                  "prebuilt kernels, cudaMalloc + cudaFree of the intermediate in every call");
   lesson.declare("pool_no_threshold", lab::Role::Baseline,
@@ -1047,9 +1085,11 @@ int main(int argc, char** argv) {
   lesson.declare("exercise", lab::Role::Exercise, "your Operator::apply (exercise.cu)");
 
   long long n_opt = 0, processes_opt = 0, one_time_opt = 1, keep_opt = 0;
-  lesson.option("--n", &n_opt, "floats per call at the timing size (0: 2^26, or 2^20 with --quick)");
-  lesson.option("--processes", &processes_opt,
-                "new processes per one-time measurement and per cache test (0: 5, or 2 with --quick)");
+  lesson.option("--n", &n_opt,
+                "floats per call at the timing size (0: 2^26, or 2^20 with --quick)");
+  lesson.option(
+      "--processes", &processes_opt,
+      "new processes per one-time measurement and per cache test (0: 5, or 2 with --quick)");
   lesson.option("--one-time-costs", &one_time_opt,
                 "1: measure part A, the one-time costs of context, loading, NVRTC, nvJitLink, "
                 "cuBLAS and allocation; 0: only the exercise (the checker passes 0)");
@@ -1069,7 +1109,8 @@ int main(int argc, char** argv) {
     // This run's cache folders: under the working directory (the checker's work folder is the
     // one place a graded program may write), one per run, removed at the end.
     std::mt19937_64 name_rng(std::random_device{}());
-    const fs::path root = fs::absolute("lab11-cache") / ("run-" + std::to_string(name_rng() % 1000000000));
+    const fs::path root =
+        fs::absolute("lab11-cache") / ("run-" + std::to_string(name_rng() % 1000000000));
     fs::create_directories(root);
     struct Cleanup {
       fs::path root;
@@ -1091,13 +1132,14 @@ int main(int argc, char** argv) {
     ReleasingPool releasing;
     std::unique_ptr<exercise::Operator> op;
     fs::create_directories(root / "main");
-    if (l.selected("exercise")) op = std::make_unique<exercise::Operator>((root / "main").string(), arch);
+    if (l.selected("exercise"))
+      op = std::make_unique<exercise::Operator>((root / "main").string(), arch);
 
     const exercise::Program& p0 = progs[0].program;
     using Call = std::function<void(const float*, float*, int, cudaStream_t)>;
     const std::vector<std::pair<std::string, Call>> variants = {
-        {"prebuilt",
-         [&](const float* x, float* out, int n, cudaStream_t st) { ref0.launch(x, t_prebuilt.data(), out, n, st); }},
+        {"prebuilt", [&](const float* x, float* out, int n,
+                         cudaStream_t st) { ref0.launch(x, t_prebuilt.data(), out, n, st); }},
         {"malloc_each_call",
          [&](const float* x, float* out, int n, cudaStream_t st) {
            float* t = nullptr;
@@ -1109,7 +1151,8 @@ int main(int argc, char** argv) {
          [&](const float* x, float* out, int n, cudaStream_t st) {
            float* t = nullptr;
            LAB_CHECK(cudaMallocFromPoolAsync(reinterpret_cast<void**>(&t),
-                                             sizeof(float) * static_cast<std::size_t>(n), releasing.get(), st));
+                                             sizeof(float) * static_cast<std::size_t>(n),
+                                             releasing.get(), st));
            ref0.launch(x, t, out, n, st);
            LAB_CHECK(cudaFreeAsync(t, st));
          }},
@@ -1127,7 +1170,8 @@ int main(int argc, char** argv) {
       refs[0]->launch(b.x.data(), b.out.data(), 4096, s);
       refs[1]->launch(b.x.data(), b.want.data(), 4096, s);
       if (mismatches(b.out.data(), b.want.data(), 4096, s).count == 0)
-        throw std::logic_error("programs 0 and 1 give the same bits: the options test shows nothing");
+        throw std::logic_error(
+            "programs 0 and 1 give the same bits: the options test shows nothing");
 
       for (const auto& [name, call] : variants) {
         if (!l.selected(name) || name == "exercise") continue;
@@ -1138,14 +1182,17 @@ int main(int argc, char** argv) {
         struct Case {
           int program, n;
         };
-        const Case cases[] = {{0, 1000}, {1, 1000}, {2, 4097}, {0, 1}, {1, 65537}, {2, 257}, {0, N}};
+        const Case cases[] = {{0, 1000},  {1, 1000}, {2, 4097}, {0, 1},
+                              {1, 65537}, {2, 257},  {0, N}};
         auto run_cases = [&](exercise::Operator& o, const std::string& label) {
           for (const Case& c : cases) {
             if (c.n > N) continue;
             const exercise::Program& p = progs[c.program].program;
             validate(l, "exercise", progs[c.program].name + ", n=" + std::to_string(c.n) + label, b,
                      c.n, ++seed, *refs[c.program],
-                     [&](const float* x, float* out, int n, cudaStream_t st) { o.apply(p, x, out, n, st); });
+                     [&](const float* x, float* out, int n, cudaStream_t st) {
+                       o.apply(p, x, out, n, st);
+                     });
           }
         };
         run_cases(*op, "");
@@ -1165,14 +1212,18 @@ int main(int argc, char** argv) {
           ref_a.launch(b.x.data(), b.out.data(), 4096, s);
           ref_b.launch(b.x.data(), b.want.data(), 4096, s);
           if (mismatches(b.out.data(), b.want.data(), 4096, s).count == 0)
-            throw std::logic_error(arch + " and " + other + " give the same bits: the test shows nothing");
+            throw std::logic_error(arch + " and " + other +
+                                   " give the same bits: the test shows nothing");
           const fs::path dir = root / "two-targets";
           fs::create_directories(dir);
-          for (const auto& [target, ref] : {std::pair<std::string, Prebuilt*>{arch, &ref_a}, {other, &ref_b}}) {
+          for (const auto& [target, ref] :
+               {std::pair<std::string, Prebuilt*>{arch, &ref_a}, {other, &ref_b}}) {
             exercise::Operator o(dir.string(), target);
-            validate(l, "exercise", ap.name + " for " + target + " (one cache folder for both targets)",
-                     b, 4097, ++seed, *ref,
-                     [&](const float* x, float* out, int n, cudaStream_t st) { o.apply(ap.program, x, out, n, st); });
+            validate(l, "exercise",
+                     ap.name + " for " + target + " (one cache folder for both targets)", b, 4097,
+                     ++seed, *ref, [&](const float* x, float* out, int n, cudaStream_t st) {
+                       o.apply(ap.program, x, out, n, st);
+                     });
             LAB_CHECK(cudaDeviceSynchronize());
           }
         }
@@ -1209,14 +1260,15 @@ int main(int argc, char** argv) {
     for (const auto& [name, call] : variants) {
       if (!l.selected(name)) continue;
       if (l.result().mode == lab::Mode::Graph && name != "prebuilt") {
-        l.note(name + " not timed in graph mode: a captured call hides the host work this lesson "
+        l.note(name +
+               " not timed in graph mode: a captured call hides the host work this lesson "
                "measures (and cannot hold cudaMalloc, a compile or a synchronization)");
         continue;
       }
       const Call& c = call;
-      const lab::Measurement* m =
-          l.measure(name, {16.0 * N, 0}, [&](cudaStream_t st) { c(b.x.data(), b.out.data(), N, st); },
-                    options, name == "exercise" ? checks : lab::TimedCallChecks{});
+      const lab::Measurement* m = l.measure(
+          name, {16.0 * N, 0}, [&](cudaStream_t st) { c(b.x.data(), b.out.data(), N, st); },
+          options, name == "exercise" ? checks : lab::TimedCallChecks{});
       if (m) measured[name] = m;
     }
 

@@ -34,7 +34,8 @@ std::vector<char> compile(const Program& program, const std::string& arch) {
   options.push_back("--gpu-architecture=" + arch);
   std::vector<const char*> argv;
   for (const std::string& o : options) argv.push_back(o.c_str());
-  const nvrtcResult compiled = nvrtcCompileProgram(prog, static_cast<int>(argv.size()), argv.data());
+  const nvrtcResult compiled =
+      nvrtcCompileProgram(prog, static_cast<int>(argv.size()), argv.data());
   if (compiled != NVRTC_SUCCESS) {
     std::size_t size = 0;
     nvrtcGetProgramLogSize(prog, &size);
@@ -81,10 +82,10 @@ std::string cache_key(const Program& program, const std::string& arch,
 
 // One entry on disk: this header, the key, the cubin.
 struct EntryHeader {
-  char magic[8];               // the format: another version of this code writes another magic
-  std::uint64_t key_bytes;     // the key that follows
-  std::uint64_t cubin_bytes;   // the cubin after it: the file ends there
-  std::uint64_t checksum;      // fnv1a over key and cubin
+  char magic[8];              // the format: another version of this code writes another magic
+  std::uint64_t key_bytes;    // the key that follows
+  std::uint64_t cubin_bytes;  // the cubin after it: the file ends there
+  std::uint64_t checksum;     // fnv1a over key and cubin
 };
 constexpr char kMagic[8] = {'L', 'A', 'B', '1', '1', 'C', 'U', '1'};
 constexpr std::uint64_t kMaxCubinBytes = std::uint64_t{1} << 30;
@@ -99,8 +100,9 @@ bool read_entry(const std::string& path, const std::string& key, std::vector<cha
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) return false;
   EntryHeader h{};
-  bool ok = std::fread(&h, sizeof h, 1, f) == 1 && std::memcmp(h.magic, kMagic, sizeof kMagic) == 0 &&
-            h.key_bytes == key.size() && h.cubin_bytes > 0 && h.cubin_bytes <= kMaxCubinBytes;
+  bool ok = std::fread(&h, sizeof h, 1, f) == 1 &&
+            std::memcmp(h.magic, kMagic, sizeof kMagic) == 0 && h.key_bytes == key.size() &&
+            h.cubin_bytes > 0 && h.cubin_bytes <= kMaxCubinBytes;
   std::string stored;
   if (ok) {
     stored.resize(key.size());
@@ -186,7 +188,8 @@ class KernelCache {
     Kernels k;
     if (!(read_entry(path, key, cubin) && load(cubin, k))) {
       cubin = compile(program, arch_);
-      if (!load(cubin, k)) throw std::runtime_error("the driver refused NVRTC's own cubin for " + arch_);
+      if (!load(cubin, k))
+        throw std::runtime_error("the driver refused NVRTC's own cubin for " + arch_);
       write_entry(path, key, cubin);  // replaces whatever was there: a damaged entry is rebuilt
     }
     return loaded_.emplace(std::move(key), k).first->second;
@@ -227,8 +230,9 @@ void Operator::apply(const Program& program, const float* x, float* out, int n,
                      cudaStream_t stream) {
   const Kernels& k = state_->kernels.get(program);
   float* t = nullptr;
-  LAB_CHECK(cudaMallocFromPoolAsync(reinterpret_cast<void**>(&t), sizeof(float) * static_cast<std::size_t>(n),
-                                    state_->pool, stream));
+  LAB_CHECK(cudaMallocFromPoolAsync(reinterpret_cast<void**>(&t),
+                                    sizeof(float) * static_cast<std::size_t>(n), state_->pool,
+                                    stream));
   const float* t_in = t;
   void* map_args[] = {&x, &t, &n};
   void* smooth_args[] = {&t_in, &out, &n};
