@@ -26,7 +26,31 @@ struct Attempt {
   std::string reason, message, output;
   json doc;
   double program_s = 0;  // wall time of the lesson program itself
+  json corroboration;    // corroboration_json of this run (null when it gave no result)
+  bool untraceable = false;  // the tracer cannot run here and grading requires it: no re-runs
 };
+
+// The tracer for one lesson's runs: the library copied into the work folder (a lesson program
+// sees nothing of the checker's own folders), or why there is none.
+struct Tracing {
+  fs::path library;
+  std::string missing;
+};
+
+Tracing stage_tracer(const JudgeOptions& opt, const fs::path& work) {
+  Tracing t;
+  if (opt.corroborate == Corroborate::off) return t;
+  if (opt.tracer.empty()) {
+    t.missing = "lab-check was built without its tracer (CUPTI was not found when it was configured)";
+    return t;
+  }
+  std::error_code ec;
+  const fs::path copy = work / "lab-tracer.so";
+  fs::copy_file(opt.tracer, copy, fs::copy_options::overwrite_existing, ec);
+  if (ec) t.missing = "its tracer " + opt.tracer.string() + " could not be copied: " + ec.message();
+  else t.library = copy;
+  return t;
+}
 
 std::string first_line(const std::string& text) {
   std::istringstream in(text);
@@ -89,9 +113,10 @@ void trust_only_the_checker(json& doc, const GpuObservation& seen) {
 namespace {
 
 Attempt run_once(const Lesson& lesson, const fs::path& program, const JudgeOptions& opt,
-                 const fs::path& work, int index, double timeout) {
+                 const Tracing& tracing, const fs::path& work, int index, double timeout) {
   Attempt a;
   const fs::path json_path = work / ("result-" + std::to_string(index) + ".json");
+  const fs::path trace_path = work / ("trace-" + std::to_string(index) + ".txt");
   const fs::path log = work / ("output-" + std::to_string(index) + ".txt");
   const std::string nonce = random_hex(16);
   const std::uint32_t seed = random_seed();
@@ -109,6 +134,10 @@ Attempt run_once(const Lesson& lesson, const fs::path& program, const JudgeOptio
   p.workdir = work;
   p.timeout_s = timeout;
   p.stdout_path = p.stderr_path = log;
+  // The CUDA driver loads the tracer into the program at its first CUDA call (cuInit), before
+  // any code of the exercise can run.
+  if (!tracing.library.empty())
+    p.env = {"CUDA_INJECTION64_PATH=" + tracing.library.string(), "LAB_TRACE_FILE=" + trace_path.string()};
   GpuWatch watch;  // the checker's own eyes on the GPU while the program runs
   const ProcessResult r = run_process(p);
   const GpuObservation seen = watch.stop();
@@ -165,9 +194,26 @@ Attempt run_once(const Lesson& lesson, const fs::path& program, const JudgeOptio
     a.message = why;
     return a;
   }
+  // Every reported time against the checker's own instrument.
+  CorroborationResult c{Corroboration::off, "", {}};
+  if (opt.corroborate != Corroborate::off)
+    c = tracing.library.empty() ? CorroborationResult{Corroboration::unavailable, tracing.missing, {}}
+                                : corroborate(loaded.doc, read_trace(trace_path));
+  a.corroboration = corroboration_json(c);
+  if (c.state == Corroboration::disagrees) {
+    a.reason = reason::unverified_time;
+    a.message = "unverified time: " + c.message;
+    return a;
+  }
   a.ok = true;
   a.doc = std::move(loaded.doc);
   trust_only_the_checker(a.doc, seen);
+  // Grading takes no time on the program's word alone: not corroborated, not judged.
+  if (c.state == Corroboration::unavailable && opt.corroborate == Corroborate::required) {
+    a.doc["environment_ok"] = false;
+    a.doc["diagnostics"].push_back("its times could not be corroborated: " + c.message);
+    a.untraceable = true;
+  }
   return a;
 }
 
@@ -476,6 +522,7 @@ LessonOutcome judge_program(const Lesson& lesson, const fs::path& program, const
   const double timeout = opt.timeout_s > 0 ? opt.timeout_s : lesson.timeout_s;
   TempDir work("lab-check-" + lesson.name);
   const auto t0 = std::chrono::steady_clock::now();
+  const Tracing tracing = stage_tracer(opt, work.path());
 
   LessonOutcome out;
   out.lesson = lesson.name;
@@ -485,22 +532,25 @@ LessonOutcome judge_program(const Lesson& lesson, const fs::path& program, const
   const int max_runs = opt.quick ? 1 : std::max(1, opt.max_runs);
   double program_s = 0;
   for (int i = 0; i < max_runs; ++i) {
-    Attempt a = run_once(lesson, program, opt, work.path(), i, timeout);
+    Attempt a = run_once(lesson, program, opt, tracing, work.path(), i, timeout);
     program_s += a.program_s;
     out.runs = i + 1;
     out.output = a.output;
+    if (!a.corroboration.is_null()) out.corroboration.push_back(a.corroboration);
     if (!a.ok) {
       const std::string when = i == 0 ? "" : " (on re-run " + std::to_string(i + 1) + ")";
       LessonOutcome failed = lesson_outcome(lesson, opt.build, a.verdict, a.reason, a.message + when);
       failed.output = a.output;
       failed.runs = out.runs;
+      failed.corroboration = std::move(out.corroboration);
       out = std::move(failed);
       break;
     }
     runs.push_back(std::move(a.doc));
     bool split = false;
     out.rules = evaluate_all(lesson, runs, split);
-    if (!needs_rerun(out.rules, split)) break;
+    // A tracer that cannot run here will not run on a re-run either.
+    if (!needs_rerun(out.rules, split) || a.untraceable) break;
   }
   if (!runs.empty() && out.reason.empty())
     judge_counters(lesson, program, opt, work.path(), 2 * timeout, combine_runs(runs), out.rules);

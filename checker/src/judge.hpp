@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "corroborate.hpp"
 #include "rules.hpp"
 
 namespace lab {
@@ -37,6 +38,8 @@ inline constexpr const char* sanitizer = "sanitizer";        ///< compute-saniti
 inline constexpr const char* implausible = "implausible";    ///< faster than the hardware can be
 inline constexpr const char* forbidden = "forbidden";        ///< the exercise defines or calls
                                                              ///< what it may not (inspect.hpp)
+inline constexpr const char* unverified_time = "unverified-time";  ///< a reported time disagrees
+                                                             ///< with the checker's tracer
 }  // namespace reason
 
 struct LessonOutcome {
@@ -55,7 +58,17 @@ struct LessonOutcome {
   double score = 0, max_score = 0;
   std::string output;           ///< the program's (or compiler's) last output, for feedback
   json device = json::object(); ///< from the result file
+  json corroboration = json::array();  ///< per run: the tracer's reading of each reported time
+                                       ///< (corroborate.hpp: corroboration_json)
   std::vector<std::string> diagnostics;
+};
+
+/// Whether reported times are checked against the checker's tracer (corroborate.hpp).
+enum class Corroborate {
+  off,           ///< not traced (--no-corroborate); the record says so
+  if_available,  ///< traced where the tracer runs; where it cannot, the times are judged anyway
+                 ///< and the record says why they were not corroborated (run)
+  required,      ///< where the tracer cannot run, every timed rule is `environment` (grade)
 };
 
 struct JudgeOptions {
@@ -69,6 +82,8 @@ struct JudgeOptions {
   bool inspect = true;             ///< check the exercise's object file before running it
                                    ///< (inspect.hpp); off only for stand-in programs in tests
   std::vector<std::string> ncu_cmd = {"ncu"};  ///< the tool (tests swap it)
+  Corroborate corroborate = Corroborate::required;
+  fs::path tracer = built_tracer();  ///< the tracer library; empty: built without CUPTI
 };
 
 /// Runs `program` (a lesson built from some exercise.cu) and judges it by the lesson's rules.

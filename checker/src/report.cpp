@@ -108,7 +108,7 @@ json outcome_json(const LessonOutcome& l) {
             {"score", l.score}, {"max_score", l.max_score}, {"runs", l.runs},
             {"wall_s", l.wall_s}, {"program_s", l.program_s}, {"build_s", l.build_s},
             {"rules", rules}, {"diagnostics", l.diagnostics}, {"device", l.device},
-            {"output", l.output}};
+            {"output", l.output}, {"corroboration", l.corroboration}};
   if (l.sanitizer) {
     j["sanitizer"] = rule_json(*l.sanitizer);
     json findings = json::array();
@@ -285,6 +285,8 @@ std::string table_text(const std::vector<LessonOutcome>& lessons, bool colour) {
       if (!l.message.empty()) out << "    note: " << l.message << "\n";
     }
     for (const auto& d : l.diagnostics) out << "    diagnostic: " << d << "\n";
+    if (const std::string times = corroboration_line(l.corroboration); !times.empty() && !lesson_level)
+      out << "    " << times << "\n";
   }
   if (lessons.size() > 1)
     out << "total " << points_text(score) << "/" << points_text(max_score) << "\n";

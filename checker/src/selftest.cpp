@@ -57,7 +57,8 @@ std::vector<Expectation> load_expectations(const fs::path& file) {
       } else if (key == "reason") {
         static const char* known[] = {reason::compile, reason::timeout,   reason::crash,
                                       reason::exit,    reason::result,    reason::no_gpu,
-                                      reason::sanitizer, reason::forbidden, reason::implausible};
+                                      reason::sanitizer, reason::forbidden, reason::implausible,
+                                      reason::unverified_time};
         if (std::none_of(std::begin(known), std::end(known), [&](const char* r) { return value == r; }))
           throw ConfigError(fat + ": unknown reason \"" + value +
                             "\" (compile, timeout, crash, exit, result, no-gpu, sanitizer, forbidden, implausible)");
@@ -108,6 +109,7 @@ std::vector<SelftestCheck> selftest_lesson(const Lesson& lesson, const SelftestO
   base.sanitizer_cmd = opt.sanitizer_cmd;
   base.counters = opt.counters;
   base.inspect = opt.inspect;
+  base.corroborate = opt.corroborate;
 
   {  // The solution passes every rule (ambiguous counts: that is the rule for students too).
     SelftestCheck c{lesson.name, "solution", "passes every rule", false, ""};

@@ -52,6 +52,7 @@ struct SelftestOptions {
   bool mutants = true;   ///< false: solution and starter only (later rounds of --repeat)
   bool counters = true;  ///< read counters through ncu for counter rules
   bool inspect = true;   ///< check each exercise's object file first (off for stand-ins in tests)
+  Corroborate corroborate = Corroborate::required;  ///< times against the tracer (judge.hpp)
 };
 
 /// Judges the lesson's solution, starter and every mutant. Compile-error mutants are built

@@ -15,6 +15,9 @@
 //   noisy       print 50 MB on stdout, then write a valid result
 // Built with -DFAKE_COURSE (checker/tests/fake-course), the default mode and the exercise's time
 // come from the student's exercise.cu instead: const char* exercise_mode(); double exercise_ms().
+// Where the checker asks for a trace (LAB_TRACE_FILE), it also plays the tracer: with the times it
+// reported, or --trace-exercise-ms for the exercise's; --trace none|early|garbage writes none, one
+// without its end line, or a damaged one.
 #include <signal.h>
 #include <unistd.h>
 
@@ -40,11 +43,43 @@ std::string arg_lesson = FAKE_LESSON_NAME;
 #else
 std::string arg_lesson = "90-fake";
 #endif
-double arg_baseline = 4.0, arg_spread = 0.01;
+double arg_baseline = 4.0, arg_spread = 0.01, arg_trace_exercise = 0;
+std::string arg_trace = "ok";
 bool arg_wrong = false, arg_env_bad = false, arg_quick = false;
 long arg_seed = 0;
 
+// What checker/tracer would write for a ceiling, the baseline and the exercise, 30 samples each
+// spread evenly around their median, each opened by a lead-in and closed 2 us late by a probe.
+void write_trace(double exercise_ms) {
+  const char* path = std::getenv("LAB_TRACE_FILE");
+  if (!path || arg_trace == "none") return;
+  std::ofstream t(path);
+  t << "lab-trace 1\n";
+  std::ostringstream kernels;
+  unsigned correlation = 100;
+  unsigned long long now = 1000000;
+  auto edge = [&](int measurement, int variant, int sample, int kind, double ms) {
+    t << "T " << correlation + 1 << " " << correlation << " " << measurement << " " << variant << " "
+      << sample << " 1 " << kind << "\n";
+    const unsigned long long length = static_cast<unsigned long long>(ms * 1e6);
+    kernels << "K " << correlation + 1 << " 7 " << now << " " << now + length << "\n";
+    now += length;
+    correlation += 2;
+  };
+  const double medians[] = {0.5, arg_baseline, arg_trace_exercise > 0 ? arg_trace_exercise : exercise_ms};
+  for (int m = 0; m < 3; ++m)
+    for (int sample = -1; sample < 30; ++sample) {
+      edge(m, m - 1, sample, 0, 0.020);
+      now += static_cast<unsigned long long>(1e6 * medians[m] * (1 + arg_spread * (sample - 14.5) / 14.5)) + 2000;
+      edge(m, m - 1, sample, 1, 0.003);
+    }
+  t << kernels.str();
+  if (arg_trace == "garbage") t << "K 12 seven\n";
+  if (arg_trace != "early") t << "E 0\n";
+}
+
 void write_result(const std::string& nonce, double exercise_ms, bool wrong) {
+  write_trace(exercise_ms);
   auto q = [](double m, double f) { return m * f; };
   std::ostringstream o;
   auto timing = [&](double m) {
@@ -116,6 +151,8 @@ int main(int argc, char** argv) {
     else if (a == "--exercise-ms") arg_exercise = next();
     else if (a == "--baseline-ms") arg_baseline = std::atof(next().c_str());
     else if (a == "--spread") arg_spread = std::atof(next().c_str());
+    else if (a == "--trace") arg_trace = next();
+    else if (a == "--trace-exercise-ms") arg_trace_exercise = std::atof(next().c_str());
     else if (a == "--lesson") arg_lesson = next();
     else if (a == "--wrong") arg_wrong = true;
     else if (a == "--env-bad") arg_env_bad = true;

@@ -129,6 +129,7 @@ const Measurement* Lesson::measure(const std::string& variant, Work work,
     options.stop.target_precision = std::max(options.stop.target_precision, 0.02);
   }
   if (options.working_set_bytes == 0) options.working_set_bytes = work.bytes;
+  options.variant_index = static_cast<int>(&v - state_->result.variants.data());  // the tracer's tag
   // --budget-s: an equal share of what is left for this variant and each one not measured yet.
   double share_s = 0;
   if (state_->budget_s > 0) {

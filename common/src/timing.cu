@@ -14,6 +14,7 @@
 #include "lab/data.hpp"
 #include "lab/device.hpp"
 #include "lab/timing.hpp"
+#include "lab/trace_tag.hpp"
 
 namespace lab {
 namespace {
@@ -52,10 +53,16 @@ struct SmStart {
   long long ns;            // %globaltimer then
 };
 
+}  // namespace
+
+// The kernels that open and close a sample take its TraceTag first, for the checker's tracer,
+// which knows them by these C names (lab/trace_tag.hpp). They do nothing with it.
+
 // The lead-in of a cold or batched sample: one thread per block, one block per SM, each spinning
 // for `ns`, so the stream is busy while the host records the start event and enqueues the work.
 // Each block also notes its SM's clock and the global time: the start of the clock window.
-__global__ void lead_in_kernel(long long ns, SmStart* starts, unsigned long long tag) {
+extern "C" __global__ void lab_lead_in_kernel(TraceTag, long long ns, SmStart* starts,
+                                              unsigned long long tag) {
   const long long t0 = global_ns();
   const long long c0 = clock64();
   const unsigned sm = sm_id();
@@ -68,8 +75,8 @@ __global__ void lead_in_kernel(long long ns, SmStart* starts, unsigned long long
 // same SM (clock64 is per SM, so only same-SM pairs mean anything) and keeps the highest rate in
 // kHz. The highest, because an SM the timed kernel left idle may stop counting; throttling lowers
 // the clock of every SM.
-__global__ void clock_probe_kernel(const SmStart* starts, unsigned long long tag,
-                                   unsigned long long* khz) {
+extern "C" __global__ void lab_clock_probe_kernel(TraceTag, const SmStart* starts,
+                                                  unsigned long long tag, unsigned long long* khz) {
   const long long c1 = clock64();
   const long long t1 = global_ns();
   const unsigned sm = sm_id();
@@ -79,6 +86,13 @@ __global__ void clock_probe_kernel(const SmStart* starts, unsigned long long tag
   const double rate = 1e6 * static_cast<double>(c1 - s.clock) / static_cast<double>(t1 - s.ns);
   atomicMax(khz, static_cast<unsigned long long>(rate));
 }
+
+// Opens and closes a sample that has no lead-in (and so no probe).
+extern "C" __global__ void lab_trace_mark_kernel(TraceTag) {}
+
+namespace {
+
+int g_measurements = 0;  // lab::benchmark calls so far: TraceTag::measurement
 
 // The L2 flush: reads every 16 bytes of a buffer twice the L2 size. Reading (unlike a memset)
 // leaves only clean lines, so the flush's own data is never written back during the timed kernel;
@@ -186,6 +200,7 @@ Measurement benchmark(const std::function<void(cudaStream_t)>& launch, cudaStrea
   LAB_CHECK(cudaMemsetAsync(ring.data(), 0, ring.bytes(), stream));
   LAB_CHECK(cudaMemsetAsync(starts.data(), 0, starts.bytes(), stream));
   unsigned long long tag = 0;
+  const int measurement = g_measurements++;
   Event start, stop;
   double lead_in_us = options.lead_in_us;
   int batch = 1;
@@ -201,12 +216,21 @@ Measurement benchmark(const std::function<void(cudaStream_t)>& launch, cudaStrea
     if (options.before_sample) options.before_sample(stream, slot);
     if (options.mode == Mode::Cold) flush_l2(stream);
     unsigned long long* khz = ring.data() + (slot >= 0 ? slot % kRing : kRing);
+    auto trace = [&](TraceEdge edge) {
+      return TraceTag{measurement, options.variant_index, slot, batched ? batch : 1, edge};
+    };
     if (lead_in_us > 0) LAB_CHECK(cudaMemsetAsync(khz, 0, sizeof *khz, stream));
+    // Without a lead-in, a mark opens the sample for the tracer; before the wait, so the start
+    // event is still recorded on an idle stream.
+    if (lead_in_us <= 0) {
+      lab_trace_mark_kernel<<<1, 1, 0, stream>>>(trace(kTraceOpenMark));
+      LAB_CHECK_LAUNCH();
+    }
     LAB_CHECK(cudaStreamSynchronize(stream));
     ++tag;
     if (lead_in_us > 0) {
-      lead_in_kernel<<<device.sms, 1, 0, stream>>>(static_cast<long long>(lead_in_us * 1e3),
-                                                   starts.data(), tag);
+      lab_lead_in_kernel<<<device.sms, 1, 0, stream>>>(
+          trace(kTraceLeadIn), static_cast<long long>(lead_in_us * 1e3), starts.data(), tag);
       LAB_CHECK_LAUNCH();
     }
     start.record(stream);
@@ -221,7 +245,11 @@ Measurement benchmark(const std::function<void(cudaStream_t)>& launch, cudaStrea
     stop.record(stream);
     // After the stop event, so it adds nothing to the timed window, yet its window holds it.
     if (lead_in_us > 0) {
-      clock_probe_kernel<<<device.sms, 1, 0, stream>>>(starts.data(), tag, khz);
+      lab_clock_probe_kernel<<<device.sms, 1, 0, stream>>>(trace(kTraceClockProbe), starts.data(),
+                                                           tag, khz);
+      LAB_CHECK_LAUNCH();
+    } else {
+      lab_trace_mark_kernel<<<1, 1, 0, stream>>>(trace(kTraceCloseMark));
       LAB_CHECK_LAUNCH();
     }
     gpu_ms = elapsed_ms(start, stop);

@@ -78,6 +78,8 @@ struct BenchmarkOptions {
   int max_batch = 1000;        ///< ... but at most this many
   double working_set_bytes = 0;  ///< bytes one launch touches, if known: Hot and Graph modes warn
                                  ///< when they fit in L2 (then DRAM bandwidth can be exceeded)
+  int variant_index = -1;  ///< the variant's place in the result file (lab::Lesson::measure sets
+                           ///< it): tags the samples for the checker's tracer (lab/trace_tag.hpp)
   /// Called before every sample, warm-up included, before the L2 flush and so outside the timed
   /// window, with the sample's index (-1 in warm-up): a harness re-poisons the outputs and changes
   /// the inputs here, so that no timed call can reuse an earlier call's answer.
@@ -121,6 +123,9 @@ double time_budget_left_s();
 /// no dirty lines to be written back later), wait, lead-in spin kernel on every SM (it records
 /// each SM's clock and the global timer), start event, launch, stop event, clock-probe kernel
 /// (the SM clock over the whole interval, timed work included), read the time, after_sample.
+/// Without a lead-in, a mark kernel is launched before the wait and another after the stop event
+/// instead, so that the checker's tracer can time every sample (lab/trace_tag.hpp); the lead-in,
+/// the probe and the marks all lie outside the event pair.
 /// Samples taken below 75% of the default SM clock are dropped before the stopping rule sees
 /// them; the rule judges the median's order-statistic interval (lab::converged).
 /// @param launch enqueues the work once on the given stream

@@ -1,0 +1,347 @@
+// Corroboration: the tracer's file read back, every reported median held against it, and the
+// judge's verdicts when the two disagree, when there is no trace, and when it is turned off.
+#include <doctest/doctest.h>
+
+#include "corroborate.hpp"
+#include "helpers.hpp"
+#include "judge.hpp"
+#include "lab/trace_tag.hpp"
+#include "process.hpp"
+
+using namespace lab;
+using namespace lab::test;
+
+namespace {
+
+// Writes what checker/tracer writes: tagged launches as they happen, kernel records later.
+struct TraceWriter {
+  std::ostringstream launches, kernels;
+  unsigned correlation = 10;
+  unsigned long long now = 5'000'000;
+  bool runtime_ids = false;  // kernel records carry the runtime call's id instead of the driver's
+
+  void kernel(int measurement, int variant, int sample, int batch, int edge, double ms, unsigned stream) {
+    launches << "T " << correlation + 1 << " " << correlation << " " << measurement << " " << variant
+             << " " << sample << " " << batch << " " << edge << "\n";
+    const auto length = static_cast<unsigned long long>(ms * 1e6);
+    kernels << "K " << (runtime_ids ? correlation : correlation + 1) << " " << stream << " " << now
+            << " " << now + length << "\n";
+    now += length;
+    correlation += 2;
+  }
+  // One sample: its opening kernel, `span_ms` on the GPU between the two, its closing kernel.
+  void sample(int measurement, int variant, int index, double span_ms, int batch = 1,
+              bool lead_in = true, unsigned close_stream = 7) {
+    kernel(measurement, variant, index, batch, lead_in ? kTraceLeadIn : kTraceOpenMark, 0.02, 7);
+    now += static_cast<unsigned long long>(span_ms * 1e6);
+    kernel(measurement, variant, index, batch, lead_in ? kTraceClockProbe : kTraceCloseMark, 0.003,
+           close_stream);
+  }
+  // `n` samples spread evenly (+-1%) around `median_ms` per launch, plus `gap_ms` per sample.
+  void samples(int measurement, int variant, int n, double median_ms, double gap_ms = 0.002,
+               int batch = 1, bool lead_in = true) {
+    sample(measurement, variant, -1, batch * median_ms * 3, batch, lead_in);  // a slow warm-up
+    for (int i = 0; i < n; ++i) {
+      const double spread = n > 1 ? 0.01 * (2.0 * i / (n - 1) - 1) : 0;
+      sample(measurement, variant, i, batch * median_ms * (1 + spread) + gap_ms, batch, lead_in);
+    }
+  }
+  std::string text(bool end = true) const {
+    return "lab-trace 1\n" + launches.str() + kernels.str() + (end ? "E 0\n" : "");
+  }
+  // A run's beginning: the ceilings (no variant), then the baseline, 4 ms; the exercise next.
+  static TraceWriter base(double baseline_ms = 4.0) {
+    TraceWriter w;
+    w.samples(0, -1, 10, 0.5);
+    w.samples(1, 0, 30, baseline_ms);
+    return w;
+  }
+  static TraceWriter lesson(double baseline_ms = 4.0, double exercise_ms = 1.0) {
+    TraceWriter w = base(baseline_ms);
+    w.samples(2, 1, 30, exercise_ms);
+    return w;
+  }
+};
+
+Trace parsed(const std::string& text) {
+  std::istringstream in(text);
+  return parse_trace(in);
+}
+
+CorroborationResult check(const json& result, const std::string& trace) {
+  return corroborate(result, parsed(trace));
+}
+
+}  // namespace
+
+TEST_SUITE("corroborate") {
+
+TEST_CASE("a trace is read into samples: span from the opening kernel's end to the closing one's start") {
+  TraceWriter w;
+  w.sample(3, 1, 0, 0.250);
+  w.sample(3, 1, 1, 0.500, 4);
+  w.sample(3, 1, -1, 1.0);  // warm-up: not a sample
+  const Trace t = parsed(w.text());
+  CHECK(t.loaded);
+  CHECK(t.set_up);
+  CHECK(t.ended);
+  CHECK(t.unusable.empty());
+  CHECK(t.conflicts.empty());
+  CHECK(t.launches == 6);
+  CHECK(t.kernels == 6);
+  REQUIRE(t.samples.size() == 2);
+  CHECK(t.samples[0].measurement == 3);
+  CHECK(t.samples[0].variant == 1);
+  CHECK(t.samples[0].span_ms == doctest::Approx(0.250));
+  CHECK(t.samples[1].batch == 4);
+  CHECK(t.samples[1].span_ms == doctest::Approx(0.500));
+  CHECK(t.samples[1].lead_in);
+
+  TraceWriter runtime;  // kernel records that carry the runtime call's correlation id
+  runtime.runtime_ids = true;
+  runtime.sample(0, 0, 0, 0.1);
+  CHECK(parsed(runtime.text()).samples.size() == 1);
+}
+
+TEST_CASE("a reported median that agrees with the trace is corroborated, with both numbers kept") {
+  const CorroborationResult c = check(sample_result(1.0, 4.0), TraceWriter::lesson().text());
+  CHECK(c.state == Corroboration::agrees);
+  CHECK(c.message.empty());
+  REQUIRE(c.variants.size() == 2);
+  CHECK(c.variants[0].name == "naive");
+  CHECK(c.variants[0].traced_ms == doctest::Approx(4.002));
+  CHECK(c.variants[1].reported_ms == 1.0);
+  CHECK(c.variants[1].traced_ms == doctest::Approx(1.002));
+  CHECK(c.variants[1].traced_samples == 30);
+  CHECK(c.variants[1].low_ms < 1.0);
+  CHECK(c.variants[1].high_ms > 1.0);
+  const json j = corroboration_json(c);
+  CHECK(j["state"] == "agrees");
+  CHECK(j["variants"][1]["difference"].get<double>() == doctest::Approx(1.0 / 1.002 - 1));
+  CHECK(corroboration_line(json::array({j})) ==
+        "times corroborated by the checker's tracer: 2 variants, at most 0.2% apart (\"exercise\")");
+}
+
+TEST_CASE("an exercise that reports itself faster than it ran is not corroborated") {
+  const CorroborationResult c = check(sample_result(0.5, 4.0), TraceWriter::lesson(4.0, 1.0).text());
+  CHECK(c.state == Corroboration::disagrees);
+  CHECK(contains(c.message, "\"exercise\" reported a median of 500.00 us per launch"));
+  CHECK(contains(c.message, "the checker's tracer measured 1.002 ms for the same 30 samples"));
+  CHECK(c.variants[0].problem.empty());
+  CHECK_FALSE(c.variants[1].problem.empty());
+  CHECK(contains(corroboration_line(json::array({corroboration_json(c)})), "times NOT corroborated"));
+}
+
+TEST_CASE("a baseline that reports itself slower than it ran is not corroborated") {
+  const CorroborationResult c = check(sample_result(1.0, 6.0), TraceWriter::lesson(4.0, 1.0).text());
+  CHECK(c.state == Corroboration::disagrees);
+  CHECK(contains(c.message, "\"naive\" reported a median of 6.000 ms"));
+  CHECK(contains(c.message, "measured 4.002 ms"));
+  CHECK(contains(c.message, "above the traced one"));
+}
+
+TEST_CASE("the tolerance: the gap at a sample's ends and a few percent, in each direction") {
+  // A 10 us kernel whose lead-in and probe add 4 us: within the 5 us gap a lead-in allows ...
+  TraceWriter w = TraceWriter::base();
+  w.samples(2, 1, 30, 0.010, 0.004);
+  CHECK(check(sample_result(0.010), w.text()).state == Corroboration::agrees);
+  // ... 8 us is not.
+  TraceWriter far = TraceWriter::base();
+  far.samples(2, 1, 30, 0.010, 0.008);
+  CHECK(check(sample_result(0.010), far.text()).state == Corroboration::disagrees);
+  // A sample opened by a mark (no lead-in: the host's wait is in the gap) may differ by 20 us.
+  TraceWriter marks = TraceWriter::base();
+  marks.samples(2, 1, 30, 2.0, 0.020, 1, /*lead_in=*/false);
+  CHECK(check(sample_result(2.0), marks.text()).state == Corroboration::agrees);
+  // Relative: 1% either way passes, 3% faster or slower than traced does not.
+  TraceWriter plain = TraceWriter::base();
+  plain.samples(2, 1, 30, 1.0, 0.0);
+  CHECK(check(sample_result(0.99), plain.text()).state == Corroboration::agrees);
+  CHECK(check(sample_result(1.01), plain.text()).state == Corroboration::agrees);
+  CHECK(check(sample_result(0.97 - 0.005), plain.text()).state == Corroboration::disagrees);
+  CHECK(check(sample_result(1.03), plain.text()).state == Corroboration::disagrees);
+}
+
+TEST_CASE("batched samples (hot, graph) are compared per launch, and their gap is shared by the batch") {
+  TraceWriter w = TraceWriter::base();
+  w.samples(2, 1, 30, 0.010, 0.004, 100);  // 100 launches of 10 us, 4 us at the ends
+  const CorroborationResult ok = check(sample_result(0.010), w.text());
+  CHECK(ok.state == Corroboration::agrees);
+  CHECK(ok.variants[1].traced_ms == doctest::Approx(0.01004));
+  // Per launch the ends weigh 100x less, and so does what they allow.
+  CHECK(check(sample_result(0.0095), w.text()).state == Corroboration::disagrees);
+  CHECK(check(sample_result(0.0105), w.text()).state == Corroboration::disagrees);
+}
+
+TEST_CASE("a variant with missing samples, or none, is not corroborated") {
+  TraceWriter w = TraceWriter::base();
+  w.samples(2, 1, 20, 1.0);  // 20 of the 30 the exercise reports
+  CorroborationResult c = check(sample_result(1.0), w.text());
+  CHECK(c.state == Corroboration::disagrees);
+  CHECK(contains(c.message, "\"exercise\" reports 30 timed samples, but the checker's tracer saw 20"));
+
+  c = check(sample_result(1.0), TraceWriter::base().text());
+  CHECK(c.state == Corroboration::disagrees);
+  CHECK(contains(c.message, "\"exercise\" reports 30 timed samples, and the checker's tracer saw none"));
+}
+
+TEST_CASE("samples dropped as throttled: the kept median lies between the fastest and the slowest kept") {
+  TraceWriter w = TraceWriter::base();
+  w.samples(2, 1, 27, 1.0, 0.0);
+  for (int i = 27; i < 30; ++i) w.sample(2, 1, i, 1.6);  // three throttled samples, much slower
+  json r = sample_result(1.0);
+  r["variants"][1]["time_ms"]["n"] = 27;
+  r["variants"][1]["discarded_throttled"] = 3;
+  CHECK(check(r, w.text()).state == Corroboration::agrees);
+  // Without the drops declared, 30 traced samples for 27 reported do not add up.
+  r["variants"][1].erase("discarded_throttled");
+  CHECK(contains(check(r, w.text()).message, "reports 27 timed samples, but the checker's tracer saw 30"));
+  // More than a tenth dropped is too many to pin the median.
+  r["variants"][1]["time_ms"]["n"] = 20;
+  r["variants"][1]["discarded_throttled"] = 10;
+  CHECK(contains(check(r, w.text()).message, "dropped 10 of its 30 samples as throttled"));
+}
+
+TEST_CASE("a variant measured twice is held to its last measurement") {
+  TraceWriter w = TraceWriter::base();
+  w.samples(2, 1, 30, 1.0);
+  w.samples(4, 1, 30, 2.0);
+  CHECK(check(sample_result(2.0), w.text()).state == Corroboration::agrees);
+  CHECK(check(sample_result(1.0), w.text()).state == Corroboration::disagrees);
+}
+
+TEST_CASE("no trace, or a tracer that could not set up, leaves the times unavailable, not wrong") {
+  CorroborationResult c = check(sample_result(), "");
+  CHECK(c.state == Corroboration::unavailable);
+  CHECK(contains(c.message, "the tracer wrote nothing"));
+  c = check(sample_result(), "lab-trace 1\nF cuptiSubscribe: CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED\n");
+  CHECK(c.state == Corroboration::unavailable);
+  CHECK(contains(c.message, "could not set CUPTI up (cuptiSubscribe: CUPTI_ERROR_MULTIPLE_SUBSCRIBERS"));
+  // Tags and kernel records that never join (even the ceilings', taken before any exercise code).
+  c = check(sample_result(), "lab-trace 1\nT 5 4 0 -1 0 1 0\nT 7 6 0 -1 0 1 1\nK 99 7 10 20\nE 0\n");
+  CHECK(c.state == Corroboration::unavailable);
+  CHECK(contains(c.message, "2 tagged launches, 1 kernel records, none joined"));
+}
+
+TEST_CASE("a damaged or truncated trace is not corroboration") {
+  const std::string good = TraceWriter::lesson().text();
+  CorroborationResult c = check(sample_result(), TraceWriter::lesson().text(/*end=*/false));
+  CHECK(c.state == Corroboration::disagrees);
+  CHECK(contains(c.message, "the trace ends early"));
+  c = check(sample_result(), good + "K 1 2 3 4\n");
+  CHECK(contains(c.message, "goes on after its end line"));
+  const std::vector<std::string> damaged = {"K 12 seven 1 2\n", "T 1 2 3\n", "K 1 2 30 20\n", "X 1\n",
+                                           "E 0 1\n", std::string("K 1 2 3 4\0garbage\n", 18)};
+  for (const std::string& bad : damaged) {
+    const std::string text = "lab-trace 1\n" + bad + "E 0\n";
+    c = check(sample_result(), text);
+    CHECK(c.state == Corroboration::disagrees);
+    CHECK(contains(c.message, "the trace is damaged at line 2"));
+  }
+  c = check(sample_result(), std::string("lab-trace 1") + "\xff\xfe\n");
+  CHECK(c.state == Corroboration::unavailable);  // no header: the tracer never wrote it
+}
+
+TEST_CASE("kernels the library did not launch: a sample opened twice, or across two streams") {
+  TraceWriter w = TraceWriter::lesson();
+  w.sample(2, 1, 5, 0.1);  // the exercise's sample 5 again
+  CorroborationResult c = check(sample_result(), w.text());
+  CHECK(c.state == Corroboration::disagrees);
+  CHECK(contains(c.message, "sample 5 of measurement 2 was opened twice"));
+
+  TraceWriter streams;
+  streams.samples(0, -1, 10, 0.5);
+  streams.sample(1, 0, 0, 4.0, 1, true, /*close_stream=*/9);
+  c = check(sample_result(), streams.text());
+  CHECK(contains(c.message, "sample 0 of measurement 1 was opened and closed on two different streams"));
+
+  c = check(sample_result(), "lab-trace 1\nT 5 4 0 -1 0 1 0\nT 5 6 0 -1 0 1 1\nE 0\n");
+  CHECK(contains(c.message, "two launches have the correlation id 5"));
+}
+
+TEST_CASE("a program's environment gets the checker's additions, replacing its own of the same name") {
+  TempDir dir;
+  ::setenv("LAB_TEST_REPLACED", "old", 1);
+  ProcessOptions p;
+  p.argv = {"/usr/bin/env"};
+  p.env = {"LAB_TEST_ADDED=1", "LAB_TEST_REPLACED=new"};
+  p.stdout_path = dir.path() / "env.txt";
+  p.kind = ProcessKind::tool;
+  REQUIRE(run_process(p).exited_ok());
+  const std::string env = read_text(p.stdout_path);
+  ::unsetenv("LAB_TEST_REPLACED");
+  CHECK(contains(env, "\nLAB_TEST_ADDED=1\n"));
+  CHECK(contains(env, "LAB_TEST_REPLACED=new\n"));
+  CHECK_FALSE(contains(env, "LAB_TEST_REPLACED=old"));
+}
+
+}  // TEST_SUITE
+
+TEST_SUITE("corroborate") {
+
+// The judge, with the fake lesson playing the tracer (it writes the trace the checker asks for).
+namespace {
+
+LessonOutcome judge_traced(std::vector<std::string> extra, Corroborate mode = Corroborate::required,
+                           const fs::path& tracer = LAB_TEST_FAKE_LESSON) {
+  std::vector<std::string> args{"--mode", "result"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  JudgeOptions opt;
+  opt.inspect = false;
+  opt.build = "test";
+  opt.corroborate = mode;
+  opt.tracer = tracer;  // any file: only the CUDA driver would load it, and there is none here
+  return judge_program(fake_lesson(args, standard_rules()), LAB_TEST_FAKE_LESSON, opt);
+}
+
+}  // namespace
+
+TEST_CASE("judge: corroborated times are judged, and the record keeps the tracer's numbers") {
+  const LessonOutcome o = judge_traced({"--exercise-ms", "1.0"});
+  CHECK(o.verdict == Verdict::pass);
+  REQUIRE(o.corroboration.size() == 1);
+  CHECK(o.corroboration[0]["state"] == "agrees");
+  CHECK(o.corroboration[0]["variants"][1]["name"] == "exercise");
+  CHECK(o.corroboration[0]["variants"][1]["traced_ms"].get<double>() == doctest::Approx(1.002));
+}
+
+TEST_CASE("judge: a time the tracer does not corroborate is an error naming the variant") {
+  const LessonOutcome o = judge_traced({"--exercise-ms", "1.0", "--trace-exercise-ms", "3.0"});
+  CHECK(o.verdict == Verdict::error);
+  CHECK(o.reason == reason::unverified_time);
+  CHECK(contains(o.message, "\"exercise\" reported a median of 1.000 ms"));
+  CHECK(contains(o.message, "measured 3.002 ms"));
+  CHECK(o.score == 0);
+  CHECK(o.corroboration[0]["state"] == "disagrees");
+  // So is a trace cut short after the tracer was set up.
+  const LessonOutcome early = judge_traced({"--trace", "early"});
+  CHECK(early.reason == reason::unverified_time);
+  CHECK(judge_traced({"--trace", "garbage"}).reason == reason::unverified_time);
+}
+
+TEST_CASE("judge: without a trace, grading judges no time (environment, once) and `run` says why") {
+  const LessonOutcome graded = judge_traced({"--trace", "none"});
+  CHECK(graded.verdict == Verdict::environment);
+  CHECK(graded.runs == 1);  // a tracer that cannot run here will not on a re-run
+  for (const auto& r : graded.rules) {
+    CHECK(r.verdict == (r.id == "correct" ? Verdict::pass : Verdict::environment));
+    if (r.id != "correct") CHECK(contains(r.message, "its times could not be corroborated: the tracer wrote nothing"));
+  }
+  const LessonOutcome ran = judge_traced({"--trace", "none"}, Corroborate::if_available);
+  CHECK(ran.verdict == Verdict::pass);
+  CHECK(ran.corroboration[0]["state"] == "unavailable");
+  CHECK(contains(corroboration_line(ran.corroboration), "times not corroborated: the tracer wrote nothing"));
+
+  const LessonOutcome unbuilt = judge_traced({}, Corroborate::required, "");
+  CHECK(unbuilt.verdict == Verdict::environment);
+  CHECK(contains(unbuilt.rules.back().message, "lab-check was built without its tracer"));
+}
+
+TEST_CASE("judge: --no-corroborate judges the times as reported and says so") {
+  const LessonOutcome o = judge_traced({"--trace-exercise-ms", "3.0"}, Corroborate::off);
+  CHECK(o.verdict == Verdict::pass);
+  CHECK(o.corroboration[0]["state"] == "off");
+  CHECK(corroboration_line(o.corroboration) == "times not corroborated (--no-corroborate)");
+}
+
+}  // TEST_SUITE
