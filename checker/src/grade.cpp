@@ -1,8 +1,11 @@
 #include "grade.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <iostream>
 #include <regex>
 #include <sstream>
 
@@ -24,6 +27,71 @@ std::string read_all(const fs::path& p) {
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+// A limit the build went over, in words for the student. Where a cgroup bounds memory and
+// processes the kernel says so (r.limit); the rlimits leave only what the tool that ran into one
+// said about the call that failed (the compiler's own "out of memory" names no file of theirs).
+std::string build_limit_hit(const ProcessResult& r, const std::string& log, const ResourceLimits& l) {
+  if (!r.limit.empty()) return r.limit;
+  auto said = [&](const char* text) { return log.find(text) != std::string::npos; };
+  if (l.file_bytes > 0 && (said("File too large") || said("File size limit exceeded")))
+    return "a file it wrote grew past " + byte_size(l.file_bytes) +
+           ", the most one file may hold here (a huge initialised array?)";
+  if (l.address_space_bytes > 0 && (said("out of memory") || said("memory exhausted") ||
+                                    said("Cannot allocate memory") || said("bad_alloc")))
+    return "a compiler needed more than " + byte_size(l.address_space_bytes) +
+           " of memory, the limit of each build process (code that grows without end at compile time?)";
+  if (l.open_files > 0 && said("Too many open files"))
+    return "a compiler had more than " + std::to_string(l.open_files) + " files open at once, the limit here";
+  return "";
+}
+
+// Whoever owns the grading build can change what every later student is built with, so it
+// belongs to the build user, which runs no student code (programs run as another user).
+void give_to_build_user(const fs::path& dir) {
+  std::error_code ec;
+  ::lchown(dir.c_str(), kBuildUser, kBuildUser);
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec))
+    ::lchown(it->path().c_str(), kBuildUser, kBuildUser);
+}
+
+// As root, builds run as the build user (docs/grading-security.md). The grading build is brought
+// up to date as root first (a changed course re-runs CMake, which may write outside the build),
+// then given to that user, and one real compile as it (a lesson's starter) shows that it can
+// build here. Where it cannot (the course or a compiler out of its reach), builds run as root
+// from then on, and lab-check says so and why.
+void hand_to_build_user(const fs::path& cmake, const fs::path& dir, const std::string& lesson) {
+  const fs::path log = dir / "build-user.log";
+  if (fs::exists(dir / "build.ninja")) {
+    ProcessOptions regenerate;
+    regenerate.kind = ProcessKind::tool;  // the course's own CMake code
+    regenerate.argv = {cmake.string(), "--build", dir.string(), "--target", "build.ninja"};
+    regenerate.stdout_path = regenerate.stderr_path = log;
+    regenerate.timeout_s = kConfigureTimeout;
+    if (const ProcessResult r = run_process(regenerate); !r.exited_ok())
+      throw ConfigError("re-running CMake in the grading build " + dir.string() + " failed (" +
+                        describe(r, kConfigureTimeout) + "); the end of " + log.string() + ":\n" +
+                        file_tail(log, 3000));
+  }
+  give_to_build_user(dir);
+  ProcessOptions p;
+  p.kind = ProcessKind::build;
+  p.argv = {cmake.string(), "--build", dir.string(), "--target", lesson + "-starter-exercise"};
+  p.stdout_path = p.stderr_path = log;
+  p.timeout_s = kBuildTimeout;
+  p.max_output_bytes = 4u << 20;
+  const ProcessResult r = run_process(p);
+  if (r.exited_ok()) return;
+  SandboxPolicy policy = sandbox_policy();
+  policy.unprivileged_builds = false;
+  set_sandbox_policy(policy);
+  std::cerr << "lab-check: builds run as root: as uid " << kBuildUser << " the grading build could not "
+            << "compile " << lesson << "'s starter (" << describe(r, kBuildTimeout) << "); the end of "
+            << log.string() << ":\n" << file_tail(log, 1500) << "\nlab-check: to build as uid " << kBuildUser
+            << ", every folder a build reads (the course, its dependencies, the compilers, the grading "
+               "build) must be reachable by other users (docs/grading-security.md)\n";
 }
 
 fs::path cmake_program(const std::map<std::string, std::string>& cache) {
@@ -178,8 +246,12 @@ void GradingBuild::prepare() {
   const auto cache = read_cmake_cache(dir_);
   const fs::path staging = fs::absolute(dir_ / "staging");
   auto cached = [&](const std::string& key) { return cache.count(key) ? cache.at(key) : std::string(); };
+  const auto lessons = lessons_with_starter();
   if (!staged_new && cached("LAB_SUBMISSION_DIR") == staging.string() && cached("LAB_GRADING_BUILD") == "ON") {
-    prepared_ = true;  // configured by an earlier run; the build re-runs CMake if needed
+    // Configured by an earlier run; the build re-runs CMake if needed.
+    if (builds_run_as_build_user() && !lessons.empty())
+      hand_to_build_user(cmake_program(main_cache), dir_, lessons.front());
+    prepared_ = true;
     return;
   }
   ProcessOptions p;
@@ -208,6 +280,8 @@ void GradingBuild::prepare() {
     throw ConfigError("configuring the grading build " + dir_.string() + " failed (" +
                       describe(r, kConfigureTimeout) + "); the end of " + log.string() + ":\n" +
                       file_tail(log, 3000));
+  if (builds_run_as_build_user() && !lessons.empty())
+    hand_to_build_user(cmake_program(main_cache), dir_, lessons.front());
   prepared_ = true;
 }
 
@@ -258,8 +332,11 @@ GradingBuild::Built GradingBuild::build(const Lesson& lesson, const fs::path& ex
                       log.string() + ")");
   const std::string prefix = fs::absolute(dir_ / "staging").string() + "/";
   b.output = compiler_errors(text, prefix, 25, lesson.name + "/exercise.cu");
+  const bool limited = sandbox_policy().mode != Containment::none && !r.timed_out;
+  const std::string limit = limited ? build_limit_hit(r, text, sandbox_policy().build_limits) : "";
   b.message = r.timed_out ? "building your exercise.cu " + describe(r, kBuildTimeout)
-                          : "your exercise.cu did not compile; the first errors are below";
+              : !limit.empty() ? "building your exercise.cu went over a limit: " + limit + "; the first errors are below"
+                               : "your exercise.cu did not compile; the first errors are below";
   return b;
 }
 

@@ -227,10 +227,11 @@ int cmd_grade(const Common& c, const std::vector<std::string>& submissions, cons
   }
   const fs::path gdir = fs::absolute(grading_dir.empty() ? bdir / "grading" : fs::path(grading_dir));
   // What a student's build and program must not see (they are hidden behind empty read-only
-  // folders; a program still sees its own binary and work folder).
+  // folders; a program still sees its own binary and work folder, a build what it reads).
   SandboxPolicy policy;
   policy.private_tmp = true;
   policy.run_as_nobody = true;
+  policy.unprivileged_builds = true;
   const fs::path source = fs::absolute(c.source_dir);
   policy.hide_from_builds = {fs::absolute(out), source / "solutions", bdir / "lessons"};
   policy.hide_from_programs = {fs::absolute(out), source, bdir, gdir};
@@ -239,7 +240,13 @@ int cmd_grade(const Common& c, const std::vector<std::string>& submissions, cons
     policy.hide_from_programs.push_back(fs::absolute(s));
   }
   for (const char* var : {"HOME", "TMPDIR"})
-    if (const char* dir = std::getenv(var); dir && *dir) policy.hide_from_programs.push_back(dir);
+    if (const char* dir = std::getenv(var); dir && *dir) {
+      policy.hide_from_builds.push_back(dir);
+      policy.hide_from_programs.push_back(dir);
+    }
+  policy.show_to_builds = {source, gdir, bdir / "_deps"};
+  if (const auto cache = read_cmake_cache(bdir); cache.count("LAB_DEPS_DIR"))
+    policy.show_to_builds.push_back(cache.at("LAB_DEPS_DIR"));
   const std::string containment = set_containment(c, "namespaces", policy);
   GradingBuild build(c.source_dir, bdir, gdir,
                      jobs > 0 ? jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));

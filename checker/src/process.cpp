@@ -8,13 +8,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <thread>
 
+#include "cgroup.hpp"
 #include "sandbox.hpp"
 
 namespace lab {
@@ -119,17 +122,31 @@ ProcessResult run_process(const ProcessOptions& options) {
   // The containment is planned here, before the fork: the child may not allocate.
   const SandboxPolicy& policy = sandbox_policy();
   const bool contained = options.kind != ProcessKind::tool && policy.mode != Containment::none;
+  const bool build = options.kind == ProcessKind::build;
   sandbox_detail::ChildPlan plan;
+  std::optional<RunCgroup> cgroup;  // memory and processes of the whole run; removed after it
   if (contained) {
-    plan = sandbox_detail::plan_for(options.kind == ProcessKind::build ? sandbox_detail::Role::build
-                                                                       : sandbox_detail::Role::program,
+    plan = sandbox_detail::plan_for(build ? sandbox_detail::Role::build : sandbox_detail::Role::program,
                                     options.argv, options.workdir);
-    // The program writes its result into its work folder, as uid 65534.
-    if (plan.drop_to_nobody && !options.workdir.empty() && ::chown(options.workdir.c_str(), 65534, 65534) != 0) {
-      result.start_error = "cannot give the work folder to uid 65534: " + std::string(std::strerror(errno));
+    cgroup.emplace(build ? policy.build_limits : policy.program_limits);
+    plan.cgroup_procs = cgroup->join_fds();
+    // The program writes its result into its work folder, as its own user.
+    if (plan.user != 0 && !options.workdir.empty() && ::chown(options.workdir.c_str(), plan.user, plan.user) != 0) {
+      result.start_error = "cannot give the work folder to uid " + std::to_string(plan.user) + ": " +
+                           std::strerror(errno);
       for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1], exec_pipe[0], exec_pipe[1]})
         ::close(fd);
       return result;
+    }
+    // The private /tmp is the run's temporary space (the checker's own TMPDIR may be hidden).
+    if (plan.private_tmp) {
+      static char private_tmpdir[] = "TMPDIR=/tmp";
+      envp.pop_back();  // the terminating nullptr
+      envp.erase(std::remove_if(envp.begin(), envp.end(),
+                                [](const char* e) { return std::strncmp(e, "TMPDIR=", 7) == 0; }),
+                 envp.end());
+      envp.push_back(private_tmpdir);
+      envp.push_back(nullptr);
     }
   }
 
@@ -257,21 +274,26 @@ ProcessResult run_process(const ProcessOptions& options) {
   result.started = true;
   if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
+  if (contained)
+    result.limit = limit_hit(build ? policy.build_limits : policy.program_limits, result.signal,
+                             cgroup->memory_events(), cgroup->process_events());
   return result;
 }
 
 std::string describe(const ProcessResult& r, double timeout_s) {
   if (!r.started) return "could not start: " + r.start_error;
+  std::string how;
   if (r.timed_out) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%g", timeout_s);
-    return std::string("timed out after ") + buf + " s (its process group was killed)";
-  }
-  if (r.signal != 0) {
+    how = std::string("timed out after ") + buf + " s (its process group was killed)";
+  } else if (r.signal != 0) {
     const char* name = ::strsignal(r.signal);
-    return "killed by signal " + std::to_string(r.signal) + " (" + (name ? name : "?") + ")";
+    how = "killed by signal " + std::to_string(r.signal) + " (" + (name ? name : "?") + ")";
+  } else {
+    how = "exited with code " + std::to_string(r.exit_code);
   }
-  return "exited with code " + std::to_string(r.exit_code);
+  return r.limit.empty() ? how : how + ": " + r.limit;
 }
 
 }  // namespace lab

@@ -37,6 +37,9 @@ struct ProcessResult {
   bool timed_out = false;    ///< killed by the checker at the wall-clock limit
   double wall_s = 0;
   bool output_truncated = false;
+  /// A resource limit it went over, in words ("it wrote a file of more than 256 MiB, ..."), from
+  /// what the kernel says (the signal that ended it, the run's cgroup); "" if none is known.
+  std::string limit;
 
   bool exited_ok() const { return started && !timed_out && signal == 0 && exit_code == 0; }
 };
@@ -47,7 +50,8 @@ struct ProcessResult {
 ProcessResult run_process(const ProcessOptions& options);
 
 /// One line about how it ended: "exited with code 3", "killed by signal 11 (Segmentation
-/// fault)", "timed out after 10 s (the process group was killed)", "could not start: ...".
+/// fault)", "timed out after 10 s (the process group was killed)", "could not start: ...", and
+/// the limit it went over, if any ("killed by signal 25 (File size limit exceeded): it wrote ...").
 std::string describe(const ProcessResult& result, double timeout_s);
 
 /// Installs SIGINT/SIGTERM/SIGHUP handlers that kill the running child's process group (if any)

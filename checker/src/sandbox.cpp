@@ -9,6 +9,7 @@
 #include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,6 +22,7 @@
 #include <map>
 #include <thread>
 
+#include "cgroup.hpp"
 #include "rules.hpp"
 
 namespace lab {
@@ -28,7 +30,6 @@ namespace lab {
 namespace {
 
 SandboxPolicy g_policy;
-constexpr uid_t kNobody = 65534;
 
 // ---- helpers for the forked child: no allocation, no locks, no stdio.
 
@@ -114,7 +115,7 @@ void set_up_mounts(sandbox_detail::ChildPlan& plan, int report_fd) {
     for (const char* dir : {"/tmp", "/dev/shm"}) {
       struct stat st;
       if (::stat(dir, &st) == 0 && S_ISDIR(st.st_mode) &&
-          ::mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") != 0)
+          ::mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV, plan.tmp_options.c_str()) != 0)
         fail(report_fd, "sandbox: a private /tmp or /dev/shm (tmpfs)");
     }
   // A hidden folder that is gone now was inside the private /tmp: hidden already.
@@ -145,8 +146,16 @@ void set_up_mounts(sandbox_detail::ChildPlan& plan, int report_fd) {
     char source[64];
     append_number(append_text(source, "/proc/self/fd/"), reveal_fd[i]);
     if (::mount(source, path, nullptr, MS_BIND | MS_REC, nullptr) != 0)
-      fail(report_fd, "sandbox: showing the program or its work folder (bind mount)");
+      fail(report_fd, "sandbox: showing a file or folder the run needs (bind mount)");
     ::close(reveal_fd[i]);
+  }
+  // A revealed folder came back whole, with what was hidden inside it (the solutions inside the
+  // course, when the course is shown inside a hidden home): covered again, on top.
+  for (const auto& again : plan.hidden_again) {
+    struct stat st;
+    if (::stat(again.c_str(), &st) == 0 &&
+        ::mount("tmpfs", again.c_str(), "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "mode=0755,size=1m") != 0)
+      fail(report_fd, "sandbox: hiding a folder inside a shown one (tmpfs)");
   }
 
   for (std::size_t i = 0; i < hides; ++i)
@@ -161,14 +170,35 @@ void set_up_mounts(sandbox_detail::ChildPlan& plan, int report_fd) {
 }
 
 void drop_privileges(const sandbox_detail::ChildPlan& plan, int report_fd) {
-  if (plan.drop_to_nobody) {
+  if (plan.user != 0) {
     if (::setgroups(0, nullptr) != 0) fail(report_fd, "sandbox: dropping supplementary groups");
-    if (::setgid(kNobody) != 0) fail(report_fd, "sandbox: switching to gid 65534");
-    if (::setuid(kNobody) != 0) fail(report_fd, "sandbox: switching to uid 65534");
+    if (::setgid(plan.user) != 0) fail(report_fd, "sandbox: switching to the unprivileged gid");
+    if (::setuid(plan.user) != 0) fail(report_fd, "sandbox: switching to the unprivileged uid");
   }
   // No setuid program (su, mount, ...) can give the student's code its privileges back.
-  if (plan.role == sandbox_detail::Role::program && ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
-    fail(report_fd, "sandbox: setting no_new_privs");
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail(report_fd, "sandbox: setting no_new_privs");
+}
+
+// Joins the run's cgroup and sets the plan's rlimits. The first thing the child does, so that
+// every process of the run (the namespace's PID 1 included) is inside both.
+void apply_limits(const sandbox_detail::ChildPlan& plan, int report_fd) {
+  for (int fd : plan.cgroup_procs)
+    if (::write(fd, "0", 1) != 1) fail(report_fd, "sandbox: joining the run's cgroup");
+  const ResourceLimits& l = plan.limits;
+  const std::pair<int, std::uint64_t> limits[] = {{RLIMIT_FSIZE, l.file_bytes}, {RLIMIT_NOFILE, l.open_files},
+                                                  {RLIMIT_AS, l.address_space_bytes}, {RLIMIT_NPROC, l.processes}};
+  for (const auto& [resource, value] : limits) {
+    if (value == 0) continue;
+    struct rlimit now;
+    if (::getrlimit(resource, &now) != 0) fail(report_fd, "sandbox: getrlimit");
+    // Only lowered: an ordinary user cannot raise a hard limit, and a lower one already holds.
+    const rlim_t bound = now.rlim_max != RLIM_INFINITY && now.rlim_max < value ? now.rlim_max : value;
+    const struct rlimit lowered {bound, bound};
+    if (::setrlimit(resource, &lowered) != 0) fail(report_fd, "sandbox: setting a resource limit");
+  }
+  // A build's tools then say "File too large" where the limit stops them, instead of dying
+  // without a word (the default action of SIGXFSZ); a program's end by SIGXFSZ names the limit.
+  if (plan.role == sandbox_detail::Role::build) ::signal(SIGXFSZ, SIG_IGN);
 }
 
 bool is_under(const fs::path& path, const fs::path& dir) {
@@ -262,13 +292,46 @@ Containment choose_containment(const std::string& requested, std::string& note) 
                     "itself is killed");
 }
 
+bool builds_run_as_build_user() {
+  return g_policy.mode != Containment::none && g_policy.unprivileged_builds && ::geteuid() == 0;
+}
+
 std::string describe_policy(const SandboxPolicy& p) {
   std::string s = to_string(p.mode);
+  if (p.mode == Containment::none) return s;
   if (p.mode == Containment::namespaces)
     s += ::geteuid() == 0 ? " (PID + mount)" : " (user + PID + mount)";
   if (p.mode == Containment::weak) s += " (subreaper)";
-  if (p.run_as_nobody && ::geteuid() == 0) s += "; lesson programs run as uid 65534";
+  if (::geteuid() == 0) {
+    if (p.unprivileged_builds) s += "; builds run as uid 65533";
+    if (p.run_as_nobody) s += p.unprivileged_builds ? ", lesson programs as uid 65534" : "; lesson programs run as uid 65534";
+  }
+  const CgroupSupport& cg = cgroup_support();
+  if (cg.memory && cg.processes) s += "; memory and processes bounded by " + cg.how;
+  else s += "; " + std::string(cg.memory ? "processes" : cg.processes ? "memory" : "memory and processes") +
+            " not bounded by a cgroup (" + cg.why_not + ")";
   return s;
+}
+
+std::string byte_size(std::uint64_t bytes) {
+  if (bytes >= (1ull << 30) && bytes % (1ull << 30) == 0) return std::to_string(bytes >> 30) + " GiB";
+  if (bytes >= (1ull << 20) && bytes % (1ull << 20) == 0) return std::to_string(bytes >> 20) + " MiB";
+  if (bytes >= (1ull << 10) && bytes % (1ull << 10) == 0) return std::to_string(bytes >> 10) + " KiB";
+  return std::to_string(bytes) + " bytes";
+}
+
+std::string limit_hit(const ResourceLimits& limits, int signal, long memory_events, long process_events) {
+  std::string said;
+  auto add = [&](const std::string& s) { said += (said.empty() ? "" : "; ") + s; };
+  if (signal == SIGXFSZ && limits.file_bytes > 0)
+    add("it wrote a file of more than " + byte_size(limits.file_bytes) + ", the most one file may hold here");
+  if (memory_events > 0)
+    add("its processes used more than " + byte_size(limits.memory_bytes) +
+        " of memory together, the limit here, and were killed");
+  if (process_events > 0)
+    add("it tried to run more than " + std::to_string(limits.processes) +
+        " processes and threads at once, the limit here, and was refused");
+  return said;
 }
 
 FileLock::FileLock(const fs::path& path, const std::string& waiting_message) {
@@ -306,11 +369,21 @@ ChildPlan plan_for(Role role, const std::vector<std::string>& argv, const fs::pa
   ChildPlan plan;
   plan.role = role;
   plan.namespaces = policy.mode == Containment::namespaces;
-  plan.drop_to_nobody = role == Role::program && policy.run_as_nobody && ::geteuid() == 0;
+  if (::geteuid() == 0) {
+    if (role == Role::program && policy.run_as_nobody) plan.user = kProgramUser;
+    if (role == Role::build && policy.unprivileged_builds) plan.user = kBuildUser;
+  }
+  const ResourceLimits& limits = role == Role::build ? policy.build_limits : policy.program_limits;
+  plan.limits = limits;
+  // RLIMIT_NPROC counts every process of the real user, not the run's: only a bound where the
+  // run has a user of its own, and only where no cgroup bounds the run's processes.
+  if (plan.user == 0 || cgroup_support().processes) plan.limits.processes = 0;
   if (!plan.namespaces) return plan;
-  // Builds keep the host's /tmp: the grading build may live there, and compilers run no
-  // student code. Programs get their own, with their work folder shown in it.
-  plan.private_tmp = role == Role::program && policy.private_tmp;
+  // A fresh /tmp for each run, with the folders it needs shown in it: the grading build may
+  // live in /tmp, and so may a program's work folder. Four of the largest files fit in it.
+  plan.private_tmp = policy.private_tmp;
+  plan.tmp_options = "mode=1777";
+  if (limits.file_bytes > 0) plan.tmp_options += ",size=" + std::to_string(4 * limits.file_bytes);
 
   // Canonical, existing, and none inside another (the outer tmpfs already covers it).
   std::vector<fs::path> hidden;
@@ -327,6 +400,7 @@ ChildPlan plan_for(Role role, const std::vector<std::string>& argv, const fs::pa
   }
   std::vector<fs::path> reveal;
   if (!workdir.empty()) reveal.push_back(workdir);
+  if (role == Role::build) reveal.insert(reveal.end(), policy.show_to_builds.begin(), policy.show_to_builds.end());
   // The program, and the program a tool runs (compute-sanitizer, ncu): the executable files the
   // checker put on the command line. Data files named there stay hidden.
   for (const auto& a : argv)
@@ -334,7 +408,10 @@ ChildPlan plan_for(Role role, const std::vector<std::string>& argv, const fs::pa
       reveal.push_back(a);
   for (const auto& r : reveal) {
     const fs::path c = canonical_or_empty(r);
-    if (!c.empty()) plan.reveal.push_back(c.string());
+    if (c.empty()) continue;
+    plan.reveal.push_back(c.string());
+    for (const auto& h : hidden)
+      if (h != c && is_under(h, c)) plan.hidden_again.push_back(h.string());
   }
   plan.reveal_fd.assign(plan.reveal.size(), -1);
   plan.hidden_mounted.assign(plan.hidden.size(), 0);
@@ -342,6 +419,7 @@ ChildPlan plan_for(Role role, const std::vector<std::string>& argv, const fs::pa
 }
 
 void enter(ChildPlan& plan, int report_fd) {
+  apply_limits(plan, report_fd);
   if (!plan.namespaces) {
     drop_privileges(plan, report_fd);
     return;

@@ -5,6 +5,9 @@
 // ProcessKind::tool (the checker's own helpers, such as configuring the grading build).
 #pragma once
 
+#include <sys/types.h>
+
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -20,16 +23,43 @@ enum class Containment {
 };
 std::string to_string(Containment c);
 
+/// Bounds on one build or one lesson program, for all of its processes (docs/grading-security.md,
+/// "Resource limits"). 0 = no bound.
+struct ResourceLimits {
+  std::uint64_t memory_bytes = 0;         ///< together, through a cgroup where one can be made
+  std::uint64_t address_space_bytes = 0;  ///< RLIMIT_AS of each process (never a CUDA program's)
+  std::uint64_t file_bytes = 0;           ///< RLIMIT_FSIZE: the largest file a process may write
+  std::uint64_t processes = 0;            ///< at once, threads too: pids.max, else RLIMIT_NPROC
+  std::uint64_t open_files = 0;           ///< RLIMIT_NOFILE of each process
+};
+/// A lesson program, alone or under compute-sanitizer or ncu. CUDA reserves address space far
+/// beyond the memory it uses (the GPU's memory is mapped into it), so RLIMIT_AS would break it:
+/// only a cgroup bounds its memory.
+inline constexpr ResourceLimits kProgramLimits{16ull << 30, 0, 256ull << 20, 1024, 4096};
+/// A build of a student's file: cmake, ninja and several nvcc and host compilers at once.
+inline constexpr ResourceLimits kBuildLimits{32ull << 30, 8ull << 30, 1ull << 30, 2048, 4096};
+
+/// The users student-facing processes run as when the checker is root: lesson programs as
+/// nobody, builds as a second user that owns only the grading build (so a program, which runs
+/// the student's code, can never change what the next student is built with).
+inline constexpr uid_t kProgramUser = 65534;
+inline constexpr uid_t kBuildUser = 65533;
+
 /// What a student-facing process may see, set once per command (grade, run, selftest).
 struct SandboxPolicy {
   Containment mode = Containment::none;
-  /// Folders replaced by an empty read-only folder (namespaces mode only). A build needs the
-  /// course and its grading build; a lesson program needs only its own binary and work folder,
-  /// which stay visible even inside a hidden folder.
+  /// Folders replaced by an empty read-only folder (namespaces mode only). A lesson program needs
+  /// only its own binary and work folder, which stay visible even inside a hidden folder.
   std::vector<fs::path> hide_from_builds;
   std::vector<fs::path> hide_from_programs;
-  bool private_tmp = false;    ///< a fresh, empty /tmp and /dev/shm for each lesson program
+  /// What a build reads or writes (the course, the grading build, its dependencies): shown to
+  /// it even inside a hidden folder or the private /tmp.
+  std::vector<fs::path> show_to_builds;
+  bool private_tmp = false;    ///< a fresh, empty /tmp and /dev/shm for each build and program
   bool run_as_nobody = false;  ///< as root: lesson programs run as uid/gid 65534, no new privileges
+  bool unprivileged_builds = false;  ///< as root: builds run as uid/gid 65533, no new privileges
+  ResourceLimits program_limits = kProgramLimits;
+  ResourceLimits build_limits = kBuildLimits;
 };
 
 void set_sandbox_policy(SandboxPolicy policy);
@@ -44,8 +74,20 @@ bool namespaces_available(std::string& why);
 /// naming the weaker mode as the way out. `note` gets one line for the user when auto fell back.
 Containment choose_containment(const std::string& requested, std::string& note);
 
-/// One line for output and records: "namespaces (PID + mount; programs as uid 65534)".
+/// Whether builds run as kBuildUser under the current policy (root, and the policy asks for it).
+bool builds_run_as_build_user();
+
+/// One line for output and records: "namespaces (PID + mount); builds run as uid 65533, lesson
+/// programs as uid 65534; memory and processes bounded by cgroup v2".
 std::string describe_policy(const SandboxPolicy& policy);
+
+/// A limit a run went over, in words a student can act on ("it wrote a file of more than
+/// 256 MiB, ..."), or "". From what the kernel says: the signal that ended the process, and the
+/// run's cgroup events (`memory_events`, `process_events`: how often each limit was hit).
+std::string limit_hit(const ResourceLimits& limits, int signal, long memory_events, long process_events);
+
+/// "256 MiB", "8 GiB".
+std::string byte_size(std::uint64_t bytes);
 
 /// An exclusive flock(2) on `path` (created if needed), held until the object dies. The kernel
 /// releases it when the process dies however it dies, so a killed checker never leaves it stale.
@@ -71,16 +113,21 @@ enum class Role { build, program };
 struct ChildPlan {
   Role role = Role::program;
   bool namespaces = false;
-  bool drop_to_nobody = false;
+  uid_t user = 0;  ///< 0: stays the checker's user; else uid = gid = user, no groups
   bool private_tmp = false;
+  std::string tmp_options;           ///< the private /tmp's mount options (its size)
+  ResourceLimits limits;             ///< set as rlimits in the child (the cgroup's are set outside)
+  std::vector<int> cgroup_procs;     ///< the run's cgroup.procs files; the child joins them first
   std::vector<std::string> hidden;   ///< canonical, existing folders, none inside another
   std::vector<std::string> reveal;   ///< canonical paths of files and folders
+  std::vector<std::string> hidden_again;  ///< hidden folders inside a revealed one: covered after
   std::vector<int> reveal_fd;        ///< the child's scratch space, one per reveal
   std::vector<char> hidden_mounted;  ///< the child's scratch space, one per hidden folder
 };
-/// The plan of the current policy for a process of `role`. `reveal` gets the work folder and every
+/// The plan of the current policy for a process of `role`. `reveal` gets the work folder, every
 /// executable file the command line names by absolute path (the program, and the program under
-/// compute-sanitizer or ncu): they stay visible even inside a hidden folder.
+/// compute-sanitizer or ncu) and, for a build, the policy's show_to_builds: they stay visible even
+/// inside a hidden folder or the private /tmp.
 ChildPlan plan_for(Role role, const std::vector<std::string>& argv, const fs::path& workdir);
 
 /// Called in the forked child (one thread: async-signal-safe calls only) right before exec. Sets

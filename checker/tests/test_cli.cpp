@@ -277,8 +277,16 @@ TEST_CASE("grade: no #include of another submission, the solutions or a host fil
   const FakeCourse& c = course();
   const fs::path subs = c.tmp.path() / "includers";
   const fs::path out = c.tmp.path() / "includers-graded";
-  const fs::path host_file = c.tmp.path() / "host-secret.h";
+  // A host file any user may read, where builds look (their /tmp is their own): the compiler
+  // reads it, and only the feedback filter keeps it out.
+  const fs::path host_file = fs::path("/var/tmp") / ("lab-check-cli-" + random_hex(6) + "-host-secret.h");
   write_text(host_file, "HOSTSECRET_TOKEN root:x:0:0 here\n");
+  fs::permissions(host_file, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
+                                 fs::perms::others_read);
+  struct RemoveAfter {
+    fs::path p;
+    ~RemoveAfter() { fs::remove(p); }
+  } remove_after{host_file};
   write_text(subs / "alice" / "90-fake" / "exercise.cu",
              "// ALICE-MARKER\nconst char* exercise_mode() { return \"result\"; }\ndouble exercise_ms() { return 1.0; }\n");
   write_text(subs / "alice" / "91-other" / "exercise.cu",

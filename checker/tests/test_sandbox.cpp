@@ -1,5 +1,7 @@
 // Containment (docs/grading-security.md): nothing a student's program starts outlives it, however
-// it detaches; it cannot reach hidden folders; a killed checker takes every process with it.
+// it detaches; it cannot reach hidden folders; a killed checker takes every process with it; each
+// build and program is bounded (processes, file size, open files, memory where a cgroup can be
+// made) and told which bound it hit; as root, builds run as a user of their own.
 // Where the kernel gives no namespaces (a container without CAP_SYS_ADMIN), the namespace cases
 // say why and stop; the weak mode (a subreaper) is tested everywhere.
 #include <doctest/doctest.h>
@@ -11,8 +13,13 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
+#include <iostream>
+#include <sstream>
 #include <thread>
 
+#include "cgroup.hpp"
+#include "grade.hpp"
 #include "helpers.hpp"
 #include "process.hpp"
 #include "sandbox.hpp"
@@ -76,6 +83,40 @@ ProcessResult run_escaper(const std::vector<std::string>& args, const fs::path& 
   return run_process(p);
 }
 
+// The strongest containment this machine allows: namespaces, else the subreaper.
+SandboxPolicy contained_policy() {
+  std::string why;
+  return policy_of(namespaces_available(why) ? Containment::namespaces : Containment::weak);
+}
+
+// The number after `word` in `text` ("started 23 processes"), or -1.
+long number_after(const std::string& text, const std::string& word) {
+  const auto at = text.find(word);
+  return at == std::string::npos ? -1 : std::atol(text.c_str() + at + word.size());
+}
+
+// A folder the build user may write, as the grading build is.
+void give_to_build_user(const fs::path& dir) {
+  REQUIRE(chown(dir.c_str(), kBuildUser, kBuildUser) == 0);
+}
+
+const fs::path kFakeCourse = fs::path(LAB_TEST_DATA_DIR) / "fake-course";
+
+// The fake course's main build, configured (a grading build takes its compilers from there).
+fs::path configured_fake_course(const fs::path& dir) {
+  const fs::path main_build = dir / "build";
+  ProcessOptions configure;
+  configure.kind = ProcessKind::tool;
+  configure.argv = {LAB_TEST_CMAKE, "-S", kFakeCourse.string(), "-B", main_build.string(), "-G", LAB_TEST_GENERATOR};
+  configure.stdout_path = configure.stderr_path = dir / "configure.log";
+  configure.timeout_s = 120;
+  REQUIRE_MESSAGE(run_process(configure).exited_ok(), read_text(configure.stdout_path));
+  return main_build;
+}
+
+const std::string kGoodExercise =
+    "const char* exercise_mode() { return \"result\"; }\ndouble exercise_ms() { return 1.0; }\n";
+
 void detached_processes_die() {
   TempDir dir("lab-sandbox");
   fs::permissions(dir.path(), fs::perms::all);  // writable for anyone: only death stops the write
@@ -133,6 +174,31 @@ TEST_CASE("namespaces: a hidden folder cannot be read or written; the work folde
   r = run_escaper({token, "write", (work / "result.json").string()}, out, work);
   CHECK(contains(read_text(out), "wrote"));
   CHECK(fs::exists(work / "result.json"));
+}
+
+TEST_CASE("namespaces: a build sees the folders shown to it, but not what is hidden inside them") {
+  if (!have_namespaces()) return;
+  TempDir dir("lab-sandbox");
+  const fs::path home = dir.path() / "home", course = home / "course";
+  write_text(course / "lessons" / "harness.txt", "HARNESS\n");
+  write_text(course / "solutions" / "answer.txt", "ANSWER\n");
+  write_text(home / "private.txt", "PRIVATE\n");
+  SandboxPolicy policy = policy_of(Containment::namespaces);
+  policy.hide_from_builds = {home, course / "solutions"};  // as grade hides $HOME and the solutions
+  policy.show_to_builds = {course};
+  PolicyScope scope(policy);
+  const fs::path out = dir.path() / "out.txt";  // written by the checker, outside the namespace
+  auto build_reads = [&](const fs::path& file) {
+    ProcessOptions p;
+    p.kind = ProcessKind::build;
+    p.argv = {kEscaper, new_token(), "read", file.string()};
+    p.stdout_path = out;
+    CHECK(run_process(p).exited_ok());
+    return read_text(out);
+  };
+  CHECK(build_reads(course / "lessons" / "harness.txt") == "HARNESS\n");
+  CHECK(contains(build_reads(course / "solutions" / "answer.txt"), "cannot read"));
+  CHECK(contains(build_reads(home / "private.txt"), "cannot read"));
 }
 
 TEST_CASE("namespaces: a private /tmp, and as root a program runs as uid 65534") {
@@ -220,6 +286,197 @@ TEST_CASE("containment is chosen or refused with the reason") {
     CHECK(choose_containment("auto", note) == Containment::weak);
     CHECK(contains(note, "containment: weak"));
   }
+}
+
+TEST_CASE("limits: a program that starts processes without end is stopped at its process limit") {
+  SandboxPolicy policy = contained_policy();
+  policy.run_as_nobody = true;
+  policy.program_limits.processes = 24;
+  PolicyScope scope(policy);
+  if (geteuid() != 0 && !cgroup_support().processes) {
+    MESSAGE("neither root nor a cgroup here (" << cgroup_support().why_not << "): nothing bounds processes");
+    return;
+  }
+  TempDir work("lab-sandbox-work");
+  const fs::path out = work.path() / "out.txt";
+  const std::string token = new_token();
+  // Stops by itself at 200, so that a checker without the limit fails here instead of forking on.
+  const ProcessResult r = run_escaper({token, "fork-many", "200"}, out, work.path());
+  const std::string said = read_text(out);
+  INFO(said);
+  CHECK(r.exited_ok());
+  const long started = number_after(said, "started ");
+  CHECK(started >= 0);
+  CHECK(started < 24);
+  CHECK(contains(said, "fork: Resource temporarily unavailable"));
+  if (cgroup_support().processes) {  // the kernel counted the refusals: the checker can say why
+    CHECK(contains(r.limit, "tried to run more than 24 processes and threads at once"));
+    CHECK(contains(describe(r, 10), "exited with code 0: it tried to run more than 24 processes"));
+  }
+  CHECK(processes_with(token) == 0);  // and every one of them is gone
+}
+
+TEST_CASE("limits: a program that writes a huge file is killed at the file size limit, and told so") {
+  SandboxPolicy policy = contained_policy();
+  policy.run_as_nobody = true;
+  policy.program_limits.file_bytes = 1 << 20;
+  PolicyScope scope(policy);
+  TempDir work("lab-sandbox-work");
+  const fs::path big = work.path() / "big.bin";
+  const ProcessResult r = run_escaper({new_token(), "write-big", big.string(), "64"}, work.path() / "out.txt", work.path());
+  CHECK(r.signal == SIGXFSZ);
+  CHECK(fs::file_size(big) == 1 << 20);
+  CHECK(contains(describe(r, 10), "killed by signal 25 (File size limit exceeded): it wrote a file of more "
+                                  "than 1 MiB, the most one file may hold here"));
+}
+
+TEST_CASE("limits: a program that opens files without end is refused past its limit") {
+  SandboxPolicy policy = contained_policy();
+  policy.program_limits.open_files = 32;
+  PolicyScope scope(policy);
+  TempDir work("lab-sandbox-work");
+  const fs::path out = work.path() / "out.txt";
+  const ProcessResult r = run_escaper({new_token(), "open-many", "1000"}, out, work.path());
+  const std::string said = read_text(out);
+  INFO(said);
+  CHECK(r.exited_ok());
+  // The standard streams (and whatever else it inherited) count too; its own output says why.
+  const long opened = number_after(said, "opened ");
+  CHECK(opened > 0);
+  CHECK(opened <= 32 - 3);
+  CHECK(contains(said, "then: Too many open files"));
+}
+
+TEST_CASE("limits: a program over its memory limit is killed, and told so (where a cgroup can be made)") {
+  if (!cgroup_support().memory) {
+    MESSAGE("no cgroup for memory here (" << cgroup_support().why_not << "): memory is not bounded");
+    return;
+  }
+  SandboxPolicy policy = contained_policy();
+  policy.program_limits.memory_bytes = 64 << 20;
+  PolicyScope scope(policy);
+  TempDir work("lab-sandbox-work");
+  const fs::path out = work.path() / "out.txt";
+  const ProcessResult r = run_escaper({new_token(), "allocate", "512"}, out, work.path());
+  INFO(read_text(out));
+  CHECK(r.signal == SIGKILL);
+  CHECK(contains(describe(r, 10), "its processes used more than 64 MiB of memory together, the limit here"));
+  CHECK_FALSE(contains(read_text(out), "allocated"));
+}
+
+TEST_CASE("builds: as root a build runs as uid 65533; a file it writes is bounded, and its tools say so") {
+  if (geteuid() != 0) {
+    MESSAGE("not root: builds run as the grader's own user");
+    return;
+  }
+  TempDir dir("lab-sandbox-build");
+  give_to_build_user(dir.path());
+  SandboxPolicy policy = contained_policy();
+  policy.unprivileged_builds = true;
+  policy.private_tmp = true;
+  policy.show_to_builds = {dir.path()};  // in the private /tmp, as the grading build can be
+  policy.build_limits.file_bytes = 1 << 20;
+  PolicyScope scope(policy);
+  CHECK(builds_run_as_build_user());
+  CHECK(contains(describe_policy(policy), "builds run as uid 65533"));
+
+  ProcessOptions p;
+  p.kind = ProcessKind::build;
+  p.argv = {"/usr/bin/id", "-u"};
+  p.stdout_path = dir.path() / "id.txt";
+  CHECK(run_process(p).exited_ok());
+  CHECK(read_text(dir.path() / "id.txt") == "65533\n");
+
+  // A build's file size limit does not kill the tool (the grading build's logs say the rest).
+  p.argv = {kEscaper, new_token(), "write-big", (dir.path() / "huge.o").string(), "8"};
+  p.stdout_path = dir.path() / "out.txt";
+  const ProcessResult r = run_process(p);
+  CHECK(r.exited_ok());
+  CHECK(contains(read_text(p.stdout_path), "wrote 1 MiB, then: File too large"));
+  struct stat st {};
+  CHECK(stat((dir.path() / "huge.o").c_str(), &st) == 0);
+  CHECK(st.st_uid == kBuildUser);
+}
+
+TEST_CASE("grading build: as root the student's file compiles as uid 65533, which cannot read root's files") {
+  if (geteuid() != 0) {
+    MESSAGE("not root: builds run as the grader's own user");
+    return;
+  }
+  TempDir tmp("lab-sandbox-course");
+  fs::permissions(tmp.path(), fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                  fs::perms::others_read | fs::perms::others_exec);  // weak mode: reachable
+  const fs::path source = kFakeCourse, main_build = configured_fake_course(tmp.path());
+  const fs::path grading = tmp.path() / "grading";
+
+  SandboxPolicy policy = contained_policy();
+  policy.unprivileged_builds = true;
+  policy.private_tmp = true;
+  policy.hide_from_builds = {source / "solutions"};
+  policy.show_to_builds = {source, grading};
+  policy.build_limits.file_bytes = 3 << 20;
+  PolicyScope scope(policy);
+  GradingBuild build(source, main_build, grading, 2);
+  build.prepare();
+  INFO(read_text(grading / "build-user.log"));
+  REQUIRE(builds_run_as_build_user());  // the starter compiled as uid 65533: no fallback to root
+
+  Lesson lesson;
+  lesson.name = "90-fake";
+  const fs::path exercise = tmp.path() / "alice" / "90-fake" / "exercise.cu";
+  write_text(exercise, kGoodExercise);
+  const GradingBuild::Built ok = build.build(lesson, exercise);
+  CHECK_MESSAGE(ok.ok, ok.message << ok.output);
+  struct stat st {};
+  CHECK(stat(ok.program.c_str(), &st) == 0);
+  CHECK(st.st_uid == kBuildUser);
+
+  // A file only root may read, in a folder the build sees: the compiler, as uid 65533, cannot.
+  const fs::path secret = grading / "secret.h";
+  write_text(secret, "ROOT_ONLY_TOKEN\n");
+  fs::permissions(secret, fs::perms::owner_read | fs::perms::owner_write);
+  write_text(exercise, "#include \"" + secret.string() + "\"\n");
+  const GradingBuild::Built refused = build.build(lesson, exercise);
+  CHECK_FALSE(refused.ok);
+  CHECK(contains(refused.output, "Permission denied"));
+  CHECK_FALSE(contains(refused.output + read_text(grading / "logs" / "90-fake.log"), "ROOT_ONLY_TOKEN"));
+
+  // An object file past the build's file size limit: the student is told which limit.
+  write_text(exercise, "char big[16 << 20] = {1};\nconst char* exercise_mode() { return big; }\n"
+                       "double exercise_ms() { return 1.0; }\n");
+  const GradingBuild::Built huge = build.build(lesson, exercise);
+  CHECK_FALSE(huge.ok);
+  CHECK(contains(huge.message, "went over a limit: a file it wrote grew past 3 MiB, the most one file may hold here"));
+  build.clear_student_files();
+}
+
+TEST_CASE("grading build: where uid 65533 cannot reach the course, builds run as root, and say why") {
+  if (geteuid() != 0) {
+    MESSAGE("not root: builds run as the grader's own user");
+    return;
+  }
+  TempDir tmp("lab-sandbox-course");  // mode 0700: in weak mode nothing hides or shows folders
+  const fs::path main_build = configured_fake_course(tmp.path()), grading = tmp.path() / "grading";
+  SandboxPolicy policy = policy_of(Containment::weak);
+  policy.unprivileged_builds = true;
+  PolicyScope scope(policy);
+  GradingBuild build(kFakeCourse, main_build, grading, 2);
+  std::ostringstream said;
+  std::streambuf* const saved = std::cerr.rdbuf(said.rdbuf());
+  build.prepare();
+  std::cerr.rdbuf(saved);
+  CHECK_FALSE(builds_run_as_build_user());
+  CHECK_FALSE(contains(describe_policy(sandbox_policy()), "uid 65533"));
+  CHECK(contains(said.str(), "lab-check: builds run as root: as uid 65533 the grading build could not compile"));
+  CHECK(contains(said.str(), "must be reachable by other users"));
+
+  Lesson lesson;
+  lesson.name = "90-fake";
+  const fs::path exercise = tmp.path() / "alice" / "90-fake" / "exercise.cu";
+  write_text(exercise, kGoodExercise);
+  const GradingBuild::Built ok = build.build(lesson, exercise);
+  CHECK_MESSAGE(ok.ok, ok.message << ok.output);
+  build.clear_student_files();
 }
 
 TEST_CASE("two commands on one grading build or output folder take turns (flock)") {
