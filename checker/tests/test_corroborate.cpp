@@ -1,6 +1,7 @@
 // Corroboration: the tracer's file read back, every reported median held against it, and the
 // judge's verdicts when the two disagree, when there is no trace, and when it is turned off.
 #include <doctest/doctest.h>
+#include <dlfcn.h>
 
 #include "corroborate.hpp"
 #include "helpers.hpp"
@@ -257,6 +258,30 @@ TEST_CASE("kernels the library did not launch: a sample opened twice, or across 
 
   c = check(sample_result(), "lab-trace 1\nT 5 4 0 -1 0 1 0\nT 5 6 0 -1 0 1 1\nE 0\n");
   CHECK(contains(c.message, "two launches have the correlation id 5"));
+}
+
+TEST_CASE("the tracer loads from a copy and puts its header on disk at once") {
+  if (built_tracer().empty()) {
+    MESSAGE("lab-check was built without CUPTI: no tracer to load");
+    return;
+  }
+  // As the driver does in cuInit: load the library (from the copy a program's work folder gets,
+  // so CUPTI must be found through its own RUNPATH) and call InitializeInjection. Without a
+  // driver CUPTI refuses, and the tracer says so in its file.
+  TempDir dir;
+  const fs::path copy = dir.path() / "lab-tracer.so", trace = dir.path() / "trace.txt";
+  fs::copy_file(built_tracer(), copy);
+  void* library = ::dlopen(copy.c_str(), RTLD_NOW | RTLD_LOCAL);
+  REQUIRE_MESSAGE(library, ::dlerror());
+  void* entry = ::dlsym(library, "InitializeInjection");
+  REQUIRE(entry != nullptr);
+  auto initialize = reinterpret_cast<int (*)()>(entry);
+  ::setenv("LAB_TRACE_FILE", trace.c_str(), 1);
+  CHECK(initialize() == 1);
+  ::unsetenv("LAB_TRACE_FILE");
+  const Trace t = read_trace(trace);
+  CHECK(t.loaded);
+  if (!t.set_up) CHECK(contains(t.unusable, "the tracer could not set CUPTI up ("));
 }
 
 TEST_CASE("a program's environment gets the checker's additions, replacing its own of the same name") {
