@@ -144,6 +144,22 @@ std::vector<std::string> own_file_lines(const std::vector<std::string>& lines, c
   return out;
 }
 
+// The architectures CMake detected for "native" when it configured @p main_build (recorded in
+// CMakeFiles/<version>/CMakeCUDACompiler.cmake, e.g. "90-real"); none if it found none.
+std::optional<std::string> native_architectures(const fs::path& main_build) {
+  const std::string prefix = "set(CMAKE_CUDA_ARCHITECTURES_NATIVE \"";
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(main_build / "CMakeFiles", ec)) {
+    std::ifstream in(e.path() / "CMakeCUDACompiler.cmake");
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind(prefix, 0) != 0) continue;
+      const auto end = line.find('"', prefix.size());
+      if (end != std::string::npos && end > prefix.size()) return line.substr(prefix.size(), end - prefix.size());
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::string compiler_errors(const std::string& log, const std::string& staging_prefix,
@@ -267,7 +283,13 @@ void GradingBuild::prepare() {
   for (const char* key : {"CMAKE_CUDA_ARCHITECTURES", "CMAKE_BUILD_TYPE", "CMAKE_CUDA_COMPILER",
                           "CMAKE_CXX_COMPILER", "LAB_DEPS_DIR", "FETCHCONTENT_FULLY_DISCONNECTED"}) {
     auto it = main_cache.find(key);
-    if (it != main_cache.end() && !it->second.empty()) p.argv.push_back(std::string("-D") + key + "=" + it->second);
+    if (it == main_cache.end() || it->second.empty()) continue;
+    std::string value = it->second;
+    // "native" would be resolved again where the build runs, and a contained build may see no
+    // GPU (nvcc then falls back to its default architecture): use what the main build found.
+    if (std::string(key) == "CMAKE_CUDA_ARCHITECTURES" && value == "native")
+      value = native_architectures(main_build_).value_or(value);
+    p.argv.push_back(std::string("-D") + key + "=" + value);
   }
   if (fs::is_directory(main_build_ / "_deps"))
     p.argv.push_back("-DFETCHCONTENT_BASE_DIR=" + (main_build_ / "_deps").string());

@@ -10,7 +10,7 @@
 //     new processes that find your cache folder, and after the harness damaged its files;
 //   * steady: a call costs at most 1.15x the same two kernels launched from a prebuilt module
 //     with a preallocated intermediate (rule `steady`: exercise at least 0.87x as fast);
-//   * disk_cache: a new process that finds your cache folder gets its first result at least 10x
+//   * disk_cache: a new process that finds your cache folder gets its first result at least 2x
 //     faster than one that starts with an empty folder and must compile.
 //
 // Build and run (from the repository root):
