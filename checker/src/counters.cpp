@@ -19,6 +19,10 @@ constexpr const char* kSharedLoadWaves = "l1tex__data_pipe_lsu_wavefronts_mem_sh
 constexpr const char* kSharedStoreWaves = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum";
 constexpr const char* kSharedLoadConflicts = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum";
 constexpr const char* kSharedStoreConflicts = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum";
+// Warp-level instructions: those the tensor cores execute (HMMA: mma.sync, which WMMA compiles
+// to), and all of them. Not yet checked with `ncu --query-metrics` on the H100 (lesson 12).
+constexpr const char* kTensorInstructions = "sm__inst_executed_pipe_tensor_op_hmma.sum";
+constexpr const char* kInstructions = "smsp__inst_executed.sum";
 
 std::vector<std::string> split_csv_line(const std::string& line) {
   std::vector<std::string> fields;
@@ -74,6 +78,10 @@ const std::vector<CounterMeasure>& counter_measures() {
        CounterMeasure::Formula::conflicts_per_needed,
        {kSharedLoadWaves, kSharedStoreWaves, kSharedLoadConflicts, kSharedStoreConflicts},
        "shared-memory accesses"},
+      {"tensor_instruction_share",
+       "tensor-core (HMMA) instructions per instruction executed, warp-wide (how much of what the "
+       "kernel issues feeds the tensor cores, rather than loading, storing and indexing for them)",
+       CounterMeasure::Formula::share, {kTensorInstructions, kInstructions}, "instructions"},
   };
   return all;
 }
@@ -120,6 +128,14 @@ std::optional<double> measure_value(const CounterMeasure& m, const std::map<std:
       return std::nullopt;
     }
     return sums.at(m.metrics[0]) / (32.0 * sectors);
+  }
+  if (m.formula == CounterMeasure::Formula::share) {
+    const double all = sums.at(m.metrics[1]);
+    if (all <= 0) {
+      why = "the kernels executed no " + m.accesses;
+      return std::nullopt;
+    }
+    return sums.at(m.metrics[0]) / all;
   }
   double waves = 0, conflicts = 0;  // the first half are wavefronts, the second conflicts
   const std::size_t half = m.metrics.size() / 2;

@@ -1,7 +1,8 @@
 // Hardware-counter checks: a lesson program run once under Nsight Compute (ncu) in its
 // --profile mode, and a few named measures of *how* a variant uses memory (is it coalesced, does
-// it hit shared-memory bank conflicts). Counters are nearly immune to noise and to which GPU it
-// is, so they judge the mechanism where a time can only judge the outcome.
+// it hit shared-memory bank conflicts) and the tensor cores (how much of what it issues feeds
+// them). Counters are nearly immune to noise and to which GPU it is, so they judge the mechanism
+// where a time can only judge the outcome.
 #pragma once
 
 #include <filesystem>
@@ -23,14 +24,15 @@ struct CounterMeasure {
   std::string meaning;  ///< what the number says
   /// bytes_per_sector: metrics = {bytes asked for, sectors fetched}, value bytes / (32 sectors);
   /// conflicts_per_needed: metrics = {wavefronts..., conflicts...} (as many of each), value
-  /// conflicts / (wavefronts - conflicts).
-  enum class Formula { bytes_per_sector, conflicts_per_needed } formula;
+  /// conflicts / (wavefronts - conflicts);
+  /// share: metrics = {some instructions, all instructions}, value some / all.
+  enum class Formula { bytes_per_sector, conflicts_per_needed, share } formula;
   std::vector<std::string> metrics;  ///< the ncu metrics it needs (summed over the kernels)
   std::string accesses;              ///< "global loads", for "the kernels made no ..."
 };
 
 /// The measures the checker knows: global_load_efficiency, global_store_efficiency,
-/// shared_bank_conflicts.
+/// shared_bank_conflicts, tensor_instruction_share.
 const std::vector<CounterMeasure>& counter_measures();
 const CounterMeasure* find_counter_measure(const std::string& name);
 

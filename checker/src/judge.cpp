@@ -67,7 +67,10 @@ std::string implausible_rates(const json& doc) {
   auto ceiling = [&](const char* key) {
     return ceilings.contains(key) && ceilings[key].is_number() ? ceilings[key].get<double>() : 0.0;
   };
-  const double copy = ceiling("copy_gbs"), flops_roof = ceiling("fp32_gflops");
+  // The compute roof is the FP32 FMA rate, or the tensor-core rate where the lesson measured
+  // one (lesson 12): a rate past the higher of the two is past every pipe of the GPU.
+  const double copy = ceiling("copy_gbs");
+  const double flops_roof = std::max(ceiling("fp32_gflops"), ceiling("bf16_tensor_gflops"));
   // The link is full duplex: copies in and out at once (lesson 07's overlap) may add up.
   const double link = ceiling("h2d_pinned_gbs") + ceiling("d2h_pinned_gbs");
   for (const auto& v : doc.value("variants", json::array())) {
@@ -95,7 +98,9 @@ std::string implausible_rates(const json& doc) {
       return say(gbs, "GB/s", copy, "copy ceiling", kCopyMargin);
     }
     if (flops_roof > 0 && gflops > kFlopsMargin * flops_roof)
-      return say(gflops, "GFLOP/s", flops_roof, "FP32 roof", kFlopsMargin);
+      return say(gflops, "GFLOP/s", flops_roof,
+                 ceiling("bf16_tensor_gflops") > ceiling("fp32_gflops") ? "tensor roof" : "FP32 roof",
+                 kFlopsMargin);
   }
   return "";
 }

@@ -79,7 +79,7 @@ TEST_CASE("ncu's CSV: kernels summed, its own lines and the units row skipped") 
   CHECK(parse_ncu_csv("==PROF== nothing profiled\n").kernels == 0);
 }
 
-TEST_CASE("the measures: coalescing of loads and stores, bank conflicts") {
+TEST_CASE("the measures: coalescing of loads and stores, bank conflicts, tensor instructions") {
   // Strided loads alone: 4 bytes used of each 32-byte sector.
   std::map<std::string, double> strided = {
       {"smsp__sass_data_bytes_mem_global_op_ld.sum", 67108864},
@@ -107,6 +107,14 @@ TEST_CASE("the measures: coalescing of loads and stores, bank conflicts") {
   CHECK_FALSE(measure_value(*find_counter_measure("global_load_efficiency"), no_loads, why));
   CHECK(why == "the kernels made no global loads");
   CHECK(find_counter_measure("sectors_per_request") == nullptr);
+
+  // Tensor-core instructions among all: 32 HMMA in 128 instructions.
+  std::map<std::string, double> tensor = {{"sm__inst_executed_pipe_tensor_op_hmma.sum", 32},
+                                          {"smsp__inst_executed.sum", 128}};
+  CHECK(value_of("tensor_instruction_share", tensor) == doctest::Approx(0.25));
+  tensor["smsp__inst_executed.sum"] = 0;
+  CHECK_FALSE(measure_value(*find_counter_measure("tensor_instruction_share"), tensor, why));
+  CHECK(why == "the kernels executed no instructions");
 }
 
 TEST_CASE("what an ncu log means: counters, no permission, nothing profiled, a failed program") {
@@ -177,7 +185,8 @@ TEST_CASE("check.toml: a counter rule must name a known measure") {
     FAIL("no error");
   } catch (const ConfigError& e) {
     CHECK(contains(e.what(), "check.toml:2: rule \"c\" is a counter rule and needs \"counter\", one of: "
-                             "global_load_efficiency, global_store_efficiency, shared_bank_conflicts"));
+                             "global_load_efficiency, global_store_efficiency, shared_bank_conflicts, "
+                             "tensor_instruction_share"));
   }
   write_text(file, "lesson = \"90-fake\"\n[[rule]]\nid = \"c\"\nkind = \"counter\"\nvariant = \"exercise\"\n"
                    "counter = \"global_load_efficiency\"\nmin = 0.8\npoints = 1\n");

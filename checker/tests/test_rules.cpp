@@ -134,6 +134,10 @@ TEST_CASE("implausible: faster than a ceiling of the same run is an error, not a
   flops["ceilings"]["fp32_gflops"] = 60000.0;
   flops["variants"][1]["flops"] = 1e11;  // 100 TFLOP/s
   CHECK(contains(implausible_rates(flops), "FP32 roof"));
+  flops["ceilings"]["bf16_tensor_gflops"] = 600000.0;  // lesson 12: tensor cores do 100 TFLOP/s
+  CHECK(implausible_rates(flops).empty());
+  flops["variants"][1]["flops"] = 1e12;  // 1000 TFLOP/s: past the tensor roof too
+  CHECK(contains(implausible_rates(flops), "1.67x the tensor roof"));
 }
 
 TEST_CASE("error: a rule naming a variant the lesson does not report") {

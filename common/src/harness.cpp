@@ -80,7 +80,9 @@ void Lesson::option(const std::string& flag, long long* value, const std::string
 bool Lesson::quick() const { return state_->result.quick; }
 std::uint64_t Lesson::seed() const { return state_->result.seed; }
 cudaStream_t Lesson::stream() const { return state_->stream->get(); }
-const Ceilings& Lesson::ceilings() const { return lab::ceilings(); }
+const Ceilings& Lesson::ceilings() const {
+  return state_->result.ceilings ? *state_->result.ceilings : lab::ceilings();
+}
 bool Lesson::profiling() const { return state_->profile; }
 const Result& Lesson::result() const { return state_->result; }
 void Lesson::size(const std::string& text) { state_->result.sizes.push_back(text); }
@@ -177,6 +179,21 @@ const Measurement* Lesson::measure(const std::string& variant, Work work,
   return &*v.measurement;
 }
 
+void Lesson::measure_tensor_roof(const std::function<void(cudaStream_t)>& gemm, double flops) {
+  if (state_->profile || !state_->result.ceilings) return;
+  // As the FP32 roof (lab::ceilings): back to back, a short rule; a big product is steady.
+  BenchmarkOptions hot;
+  hot.mode = Mode::Hot;
+  hot.stop.min_samples = 10;
+  hot.stop.min_total_ms = 5;
+  hot.stop.target_precision = 0.01;
+  hot.timeout_s = 0.5;
+  hot.warmup_runs = 1;
+  hot.warmup_ms = 0;
+  const Measurement m = benchmark(gemm, stream(), hot);
+  state_->result.ceilings->bf16_tensor_gflops = flops / (m.gpu_ms.median * 1e6);
+}
+
 void Lesson::metric(const std::string& name, double value, double low, double high,
                     const std::string& unit) {
   state_->result.metrics[name] = Metric{value, low, high, unit};
@@ -231,6 +248,9 @@ void print_table(const Result& r, const std::string& title, const std::vector<st
                 100 * r.ceilings->copy_gbs / r.device->peak_bandwidth_gbs(),
                 r.device->peak_bandwidth_gbs(), r.ceilings->fp32_gflops * 1e-3, r.ceilings->launch_us,
                 static_cast<unsigned long long>(r.seed), r.build.c_str(), r.quick ? " (quick)" : "");
+  if (r.ceilings && r.ceilings->bf16_tensor_gflops > 0)
+    std::printf("tensor roof (BF16 in, FP32 accumulate) %.1f TFLOP/s\n",
+                r.ceilings->bf16_tensor_gflops * 1e-3);
   for (const std::string& s : r.sizes) std::printf("size: %s\n", s.c_str());
   std::printf("\n%-22s %-9s %-7s %12s %8s %9s %7s %9s %8s\n", "variant", "role", "correct",
               "median", "spread", "GB/s", "%copy", "GFLOP/s", "speedup");

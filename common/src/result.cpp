@@ -132,7 +132,8 @@ std::string to_json_text(const Result& r) {
                        {"d2h_pinned_gbs", c.d2h_pinned_gbs},
                        {"h2d_pageable_gbs", c.h2d_pageable_gbs},
                        {"d2h_pageable_gbs", c.d2h_pageable_gbs}, {"launch_us", c.launch_us},
-                       {"fp32_gflops", c.fp32_gflops}};
+                       {"fp32_gflops", c.fp32_gflops},
+                       {"bf16_tensor_gflops", c.bf16_tensor_gflops}};
   }
   doc["config"] = {{"seed", r.seed}, {"quick", r.quick}, {"mode", to_string(r.mode)},
                    {"sizes", r.sizes}};
@@ -186,7 +187,8 @@ Result parse_result(const std::string& text) {
       r.ceilings = Ceilings{c.at("copy_gbs"),         c.at("h2d_pinned_gbs"),
                             c.at("d2h_pinned_gbs"),   c.at("h2d_pageable_gbs"),
                             c.at("d2h_pageable_gbs"), c.at("launch_us"),
-                            c.value("fp32_gflops", 0.0)};  // absent in files from before it
+                            c.value("fp32_gflops", 0.0),  // absent in files from before it
+                            c.value("bf16_tensor_gflops", 0.0)};
     }
     const json& cfg = doc.at("config");
     r.seed = cfg.at("seed");

@@ -28,7 +28,7 @@ lab::Result sample_result() {
   d.driver_version = 13000;
   d.runtime_version = 13000;
   r.device = d;
-  r.ceilings = lab::Ceilings{2800, 55, 54, 12, 9, 2.5, 61000};
+  r.ceilings = lab::Ceilings{2800, 55, 54, 12, 9, 2.5, 61000, 750000};
   r.seed = 42;
   r.sizes = {"16384x16384"};
   lab::VariantResult v;
@@ -69,6 +69,7 @@ TEST_CASE("the result file round-trips through JSON") {
   CHECK(back.device->peak_bandwidth_gbs() == doctest::Approx(3352.32));
   CHECK(back.ceilings->copy_gbs == 2800);
   CHECK(back.ceilings->fp32_gflops == 61000);
+  CHECK(back.ceilings->bf16_tensor_gflops == 750000);
   CHECK_FALSE(back.variants[0].host_link);
   CHECK(back.variants[1].host_link);
   CHECK(back.seed == 42);
@@ -133,6 +134,14 @@ TEST_CASE("a file written before the median interval and the samples still reads
   CHECK(m.gpu_ms.median_low == m.gpu_ms.median);
   CHECK(m.gpu_ms.median_coverage == 0);  // unknown
   CHECK(m.stop_reason.empty());
+}
+
+TEST_CASE("a file written before the tensor roof still reads, with the roof unknown (0)") {
+  nlohmann::json doc = nlohmann::json::parse(lab::to_json_text(sample_result()));
+  doc["ceilings"].erase("bf16_tensor_gflops");
+  const lab::Result back = lab::parse_result(doc.dump());
+  CHECK(back.ceilings->bf16_tensor_gflops == 0);
+  CHECK(back.ceilings->fp32_gflops == 61000);
 }
 
 TEST_CASE("reading a bad result file says what is wrong") {

@@ -48,6 +48,9 @@ struct Ceilings {
   double d2h_pageable_gbs = 0;  ///< device-to-host into ordinary (pageable, touched) memory
   double launch_us = 0;         ///< per-launch cost of back-to-back empty kernels on one stream
   double fp32_gflops = 0;       ///< FP32 fused multiply-add throughput (the roofline's compute roof)
+  /// BF16 tensor-core matrix-multiply throughput with FP32 accumulation (the tensor roof); 0
+  /// unless the lesson measured it (Lesson::measure_tensor_roof: lesson 12)
+  double bf16_tensor_gflops = 0;
 };
 
 /// @return the ceilings, measured on first call (well under a second) and then cached

@@ -97,7 +97,7 @@ class Lesson {
   std::uint64_t seed() const;
   /// @return the stream every variant runs on
   cudaStream_t stream() const;
-  /// @return the ceilings measured in this process
+  /// @return the ceilings measured in this process (with the tensor roof, once measured)
   const Ceilings& ceilings() const;
   /// @param variant a declared variant
   /// @return false if --variant excluded it
@@ -137,6 +137,15 @@ class Lesson {
   const Measurement* measure(const std::string& variant, Work work,
                              const std::function<void(cudaStream_t)>& launch,
                              BenchmarkOptions options = {}, const TimedCallChecks& checks = {});
+
+  /// @brief Measures the tensor-core roof of this run: @p gemm, a large BF16 matrix product with
+  /// FP32 accumulation doing @p flops per launch (a library's, e.g. cuBLAS), timed back to back;
+  /// its rate becomes ceilings().bf16_tensor_gflops in the table and the result file. Only
+  /// lessons about tensor cores call it (it costs tens of milliseconds), first thing in their
+  /// body, before any exercise code has run. Does nothing with --profile.
+  /// @param gemm enqueues one product on the given stream
+  /// @param flops floating-point operations of one product (2 M N K)
+  void measure_tensor_roof(const std::function<void(cudaStream_t)>& gemm, double flops);
 
   /// @brief Records a lesson-specific number for the checker's rules.
   /// @param name e.g. "overlap_efficiency"

@@ -1,0 +1,814 @@
+// Lesson 12, the harness: tensor cores. From the FP32 SGEMM to mixed precision, and what accuracy
+// it costs.
+//
+// Every variant computes C = A B (M x K times K x N, row-major, C in float32) from the same random
+// data: A and B are drawn in FP32 once, and rounded to BF16 once (on the device, round to
+// nearest even) for the variants that take BF16. Which inputs each variant sees (see --list):
+//
+//   variant        inputs                         multiplies in             accumulates in
+//   sgemm_fp32     the FP32 data                  FP32 (FMA pipes)          FP32
+//   cublas_fp32    the FP32 data                  FP32 (FMA pipes)          FP32
+//   cublas_tf32    the FP32 data                  TF32 (tensor cores round  FP32
+//                                                 each input to 10 bits)
+//   cublas_bf16    the BF16 copies                BF16 (tensor cores)       FP32
+//   wmma_naive     the BF16 copies                BF16 (tensor cores)       FP32
+//   exercise       the BF16 copies                BF16 (tensor cores)       FP32
+//
+// sgemm_fp32 is lesson 05's register-tiled SGEMM (its solution's design); wmma_naive is the
+// starter of this lesson's exercise: one 16 x 16 output tile per warp, nothing shared between
+// warps.
+//
+// Accuracy is a result of its own: every variant is checked against an FP64 reference computed
+// on the host from the very inputs it multiplied (the FP32 data, or its BF16 copies), with a
+// tolerance derived from K and from the rounding the variant does inside (tolerance() below);
+// then, at the timing size, its error against the FP32 data shows what the precision costs.
+//
+// Students read this file; they do not edit it. The checker compiles your exercise.cu against it.
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <mma.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "exercise.cuh"
+#include "lab/check.hpp"
+#include "lab/data.hpp"
+#include "lab/harness.hpp"
+#include "lab/memory.hpp"
+#include "lab/validate.hpp"
+
+namespace {
+
+using bf16 = __nv_bfloat16;
+namespace wmma = nvcuda::wmma;
+
+// ---------------------------------------------------------------------------------------------
+// Outputs carry a guard zone: kGuard floats after their last element (one 2 MiB page), filled
+// with a canary and checked to their last element after every validated run and every verified
+// timed call (as in lesson 05).
+constexpr std::size_t kGuard = (std::size_t{2} << 20) / sizeof(float);
+constexpr float kCanary = -12345.5f;
+
+std::string fixed(double v, int digits) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+std::string sci(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2e", v);
+  return buf;
+}
+
+// C poisoned (NaN: C is write-only) in front of its guard zone, and the canary in the zone.
+void arm_output(float* out, std::size_t n, cudaStream_t s) {
+  lab::poison(out, n * sizeof(float), s);
+  static const std::vector<float> canaries(kGuard, kCanary);
+  LAB_CHECK(
+      cudaMemcpyAsync(out + n, canaries.data(), kGuard * sizeof(float), cudaMemcpyHostToDevice, s));
+}
+
+// Adds the guard zone's verdict to @p c. @p guard holds the kGuard floats after the output.
+void check_guard(lab::Comparison& c, const float* guard, std::size_t n) {
+  std::size_t hits = 0, first = 0;
+  for (std::size_t i = 0; i < kGuard; ++i)
+    if (std::memcmp(&guard[i], &kCanary, sizeof(float)) != 0) {
+      if (hits++ == 0) first = i;
+    }
+  if (hits == 0) return;
+  const std::string values = c.ok ? "" : "; also " + c.summary();
+  c.ok = false;
+  c.mismatches += hits;
+  c.note = "wrote past the end of the output: element " + std::to_string(n + first) + " and " +
+           std::to_string(hits - 1) + " more after the last one were changed" + values;
+}
+
+// A ratio of two medians with its pessimistic and optimistic readings from the quartiles:
+// time of @p slow / time of @p fast (how many times faster @p fast is).
+struct Ratio {
+  double value = 0, low = 0, high = 0;
+};
+Ratio speed_ratio(const lab::Measurement& slow, const lab::Measurement& fast) {
+  const lab::Stats& a = slow.gpu_ms;
+  const lab::Stats& b = fast.gpu_ms;
+  return {a.median / b.median, a.q1 / b.q3, a.q3 / b.q1};
+}
+
+// The value lab::fill_random(p, n, seed) writes at p[i] (its default range, [-1, 1)): the same
+// bits on host and device (2u is exact, and -1 + 2u is one rounding on both).
+__host__ __device__ inline float random_input(std::uint64_t seed, std::uint64_t i) {
+#ifdef __CUDA_ARCH__
+  return __fadd_rn(-1.0f, __fmul_rn(2.0f, lab::uniform01(seed, i)));
+#else
+  return -1.0f + 2.0f * lab::uniform01(seed, i);
+#endif
+}
+
+// The BF16 copy of an FP32 value, as the harness makes it: round to nearest even (the host and
+// device versions of __float2bfloat16_rn give the same bits).
+__host__ __device__ inline bf16 to_bf16(float x) { return __float2bfloat16_rn(x); }
+
+__global__ void round_to_bf16(const float* __restrict__ in, bf16* __restrict__ out, std::size_t n) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
+    out[i] = to_bf16(in[i]);
+}
+
+void convert_to_bf16(const float* in, bf16* out, std::size_t n, cudaStream_t s) {
+  round_to_bf16<<<1024, 256, 0, s>>>(in, out, n);
+  LAB_CHECK_LAUNCH();
+}
+
+// stats[0] += the number of elements of p[0 .. n) that are not, bit for bit, the BF16 copy of
+// what lab::fill_random(p32, n, seed) wrote; stats[1] = the smallest such index.
+__global__ void count_changed(const bf16* __restrict__ p, std::size_t n, std::uint64_t seed,
+                              unsigned long long* stats) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
+    if (__bfloat16_as_ushort(p[i]) != __bfloat16_as_ushort(to_bf16(random_input(seed, i)))) {
+      atomicAdd(&stats[0], 1ull);
+      atomicMin(&stats[1], static_cast<unsigned long long>(i));
+    }
+}
+
+// "" if the read-only BF16 input p[0 .. n) still holds the copy of fill_random(.., seed), else
+// what changed.
+std::string changed_input(const char* name, const bf16* p, std::size_t n, std::uint64_t seed,
+                          cudaStream_t s) {
+  lab::DeviceBuffer<unsigned long long> stats(2);
+  const unsigned long long init[2] = {0ull, ~0ull};
+  LAB_CHECK(cudaMemcpyAsync(stats.data(), init, sizeof init, cudaMemcpyHostToDevice, s));
+  count_changed<<<1024, 256, 0, s>>>(p, n, seed, stats.data());
+  LAB_CHECK_LAUNCH();
+  unsigned long long found[2];
+  LAB_CHECK(cudaMemcpyAsync(found, stats.data(), sizeof found, cudaMemcpyDeviceToHost, s));
+  LAB_CHECK(cudaStreamSynchronize(s));
+  if (found[0] == 0) return "";
+  return std::string(name) + " was written: " + std::to_string(found[0]) + " of its " +
+         std::to_string(n) + " elements changed, the first at [" + std::to_string(found[1]) + "]";
+}
+
+// =============================================================================================
+// sgemm_fp32: lesson 05's register-tiled SGEMM, C = A B in FP32. A 128 x 128 tile of C per block
+// of 256 threads, an 8 x 8 piece of it per thread in registers; A and B tiles of depth 8 staged
+// in two shared-memory buffers (the next one loaded into registers while the current one is
+// used). Lesson 05's README explains each choice.
+
+constexpr int kSgemmTile = 128, kSgemmBK = 8, kSgemmThreads = 256;
+
+__device__ __forceinline__ float4 load4(const float* __restrict__ P, int rows, int cols, int r,
+                                        int c, bool vec) {
+  float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  if (r >= rows) return v;
+  const float* p = P + static_cast<std::size_t>(r) * cols + c;
+  if (vec && c + 3 < cols) return *reinterpret_cast<const float4*>(p);
+  if (c < cols) v.x = p[0];
+  if (c + 1 < cols) v.y = p[1];
+  if (c + 2 < cols) v.z = p[2];
+  if (c + 3 < cols) v.w = p[3];
+  return v;
+}
+
+__global__ void __launch_bounds__(kSgemmThreads, 2)
+    sgemm_fp32(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
+               float* __restrict__ C, bool vec_a, bool vec_b) {
+  constexpr int T = kSgemmTile, BK = kSgemmBK;
+  __shared__ __align__(16) float As[2][BK][T + 4];  // A transposed: As[k][m]; +4 against conflicts
+  __shared__ __align__(16) float Bs[2][BK][T];
+  const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
+  const int row0 = blockIdx.y * T, col0 = blockIdx.x * T;
+
+  float4 a_next, b_next;  // one float4 of each tile per thread: 256 x 4 = 128 x 8
+  auto load_tiles = [&](int k0) {
+    a_next = load4(A, M, K, row0 + tid / 2, k0 + (tid % 2) * 4, vec_a);
+    b_next = load4(B, K, N, k0 + tid / 32, col0 + (tid % 32) * 4, vec_b);
+  };
+  auto store_tiles = [&](int buf) {
+    const int m = tid / 2, k = (tid % 2) * 4;
+    As[buf][k + 0][m] = a_next.x;
+    As[buf][k + 1][m] = a_next.y;
+    As[buf][k + 2][m] = a_next.z;
+    As[buf][k + 3][m] = a_next.w;
+    *reinterpret_cast<float4*>(&Bs[buf][tid / 32][(tid % 32) * 4]) = b_next;
+  };
+
+  float acc[8][8] = {};
+  const int steps = (K + BK - 1) / BK;
+  load_tiles(0);
+  store_tiles(0);
+  __syncthreads();
+  for (int step = 0; step < steps; ++step) {
+    const int cur = step & 1;
+    const bool more = step + 1 < steps;
+    if (more) load_tiles((step + 1) * BK);
+#pragma unroll
+    for (int k = 0; k < BK; ++k) {
+      const float4 a0 = *reinterpret_cast<const float4*>(&As[cur][k][ty * 4]);
+      const float4 a1 = *reinterpret_cast<const float4*>(&As[cur][k][T / 2 + ty * 4]);
+      const float4 b0 = *reinterpret_cast<const float4*>(&Bs[cur][k][tx * 4]);
+      const float4 b1 = *reinterpret_cast<const float4*>(&Bs[cur][k][T / 2 + tx * 4]);
+      const float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+      const float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+#pragma unroll
+        for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+    }
+    if (more) store_tiles(cur ^ 1);  // the other buffer: nobody reads it this step
+    __syncthreads();
+  }
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const int r = row0 + (i < 4 ? ty * 4 + i : T / 2 + ty * 4 + (i - 4));
+    if (r >= M) continue;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const int c = col0 + (j < 4 ? tx * 4 + j : T / 2 + tx * 4 + (j - 4));
+      if (c < N) C[static_cast<std::size_t>(r) * N + c] = acc[i][j];
+    }
+  }
+}
+
+bool aligned(const void* p, std::size_t bytes) {
+  return reinterpret_cast<std::uintptr_t>(p) % bytes == 0;
+}
+
+void launch_sgemm_fp32(int M, int N, int K, const float* A, const float* B, float* C,
+                       cudaStream_t s) {
+  const dim3 grid((N + kSgemmTile - 1) / kSgemmTile, (M + kSgemmTile - 1) / kSgemmTile);
+  sgemm_fp32<<<grid, kSgemmThreads, 0, s>>>(M, N, K, A, B, C, K % 4 == 0 && aligned(A, 16),
+                                            N % 4 == 0 && aligned(B, 16));
+  LAB_CHECK_LAUNCH();
+}
+
+// =============================================================================================
+// wmma_naive: the exercise's starter. A warp computes one 16 x 16 tile of C with the warp-level
+// matrix API (nvcuda::wmma): per step of 16 along K, the warp copies its 16 x 16 piece of A and of
+// B into a staging tile of its own in shared memory (zeros past M, N or K), loads them as
+// fragments and does one 16 x 16 x 16 multiply-accumulate on the tensor cores. Nothing a warp
+// loads is shared with another: every element of A is loaded N / 16 times, every element of B
+// M / 16 times, 2 x 512 bytes for each 8192-FLOP tensor-core instruction.
+
+constexpr int kNaiveWarps = 8;  // a block of 2 x 4 warps covers a 32 x 64 tile of C
+
+__global__ void __launch_bounds__(kNaiveWarps * 32)
+    wmma_naive(int M, int N, int K, const bf16* __restrict__ A, const bf16* __restrict__ B,
+               float* __restrict__ C) {
+  __shared__ __align__(32) bf16 a_stage[kNaiveWarps][16 * 16];
+  __shared__ __align__(32) bf16 b_stage[kNaiveWarps][16 * 16];
+  __shared__ __align__(32) float c_stage[kNaiveWarps][16 * 16];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int row0 = blockIdx.y * 32 + (warp / 4) * 16;
+  const int col0 = blockIdx.x * 64 + (warp % 4) * 16;
+  if (row0 >= M || col0 >= N) return;  // the whole warp: no block-wide barrier below
+  const bf16 zero = __float2bfloat16_rn(0.0f);
+
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+  wmma::fill_fragment(acc, 0.0f);
+  for (int k0 = 0; k0 < K; k0 += 16) {
+    for (int e = lane; e < 16 * 16; e += 32) {
+      const int r = e / 16, c = e % 16;
+      a_stage[warp][e] =
+          row0 + r < M && k0 + c < K ? A[static_cast<std::size_t>(row0 + r) * K + k0 + c] : zero;
+      b_stage[warp][e] =
+          k0 + r < K && col0 + c < N ? B[static_cast<std::size_t>(k0 + r) * N + col0 + c] : zero;
+    }
+    __syncwarp();  // the staging tiles are complete before the fragments are loaded
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::row_major> a;
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::row_major> b;
+    wmma::load_matrix_sync(a, a_stage[warp], 16);
+    wmma::load_matrix_sync(b, b_stage[warp], 16);
+    wmma::mma_sync(acc, a, b, acc);
+    __syncwarp();  // and read before the next step overwrites them
+  }
+  wmma::store_matrix_sync(c_stage[warp], acc, 16, wmma::mem_row_major);
+  __syncwarp();
+  for (int e = lane; e < 16 * 16; e += 32) {
+    const int r = row0 + e / 16, c = col0 + e % 16;
+    if (r < M && c < N) C[static_cast<std::size_t>(r) * N + c] = c_stage[warp][e];
+  }
+}
+
+void launch_wmma_naive(int M, int N, int K, const bf16* A, const bf16* B, float* C,
+                       cudaStream_t s) {
+  const dim3 grid((N + 63) / 64, (M + 31) / 32);
+  wmma_naive<<<grid, kNaiveWarps * 32, 0, s>>>(M, N, K, A, B, C);
+  LAB_CHECK_LAUNCH();
+}
+
+// =============================================================================================
+// cuBLAS, one handle, created once; each call says its compute type, so nothing depends on the
+// handle's math mode or on NVIDIA_TF32_OVERRIDE.
+
+void cublas_check(cublasStatus_t status, const char* call) {
+  if (status != CUBLAS_STATUS_SUCCESS)
+    throw std::runtime_error(std::string(call) + ": " + cublasGetStatusString(status));
+}
+
+class Cublas {
+ public:
+  Cublas() { cublas_check(cublasCreate(&handle_), "cublasCreate"); }
+  ~Cublas() { cublasDestroy(handle_); }
+  Cublas(const Cublas&) = delete;
+  Cublas& operator=(const Cublas&) = delete;
+
+  // Row-major C (M x N, float) = A B, A and B of type @p in. cuBLAS is column-major: our
+  // row-major C is, to it, the column-major C^T = B^T A^T, so "B" (N x K, ld N) times "A"
+  // (K x M, ld K) into "C" (N x M, ld N).
+  //  * CUBLAS_COMPUTE_32F_PEDANTIC with FP32 data: true FP32 FMAs, never TF32 (cublas_fp32);
+  //  * CUBLAS_COMPUTE_32F_FAST_TF32 with FP32 data: tensor cores, inputs rounded to TF32
+  //    inside, FP32 accumulation (cublas_tf32);
+  //  * CUBLAS_COMPUTE_32F with BF16 data: tensor cores, FP32 accumulation (cublas_bf16).
+  void gemm(int M, int N, int K, const void* A, const void* B, cudaDataType in, float* C,
+            cublasComputeType_t compute, cudaStream_t s) const {
+    const float one = 1.0f, zero = 0.0f;
+    cublas_check(cublasSetStream(handle_, s), "cublasSetStream");
+    cublas_check(cublasGemmEx(handle_, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one, B, in, N, A, in,
+                              K, &zero, C, CUDA_R_32F, N, compute, CUBLAS_GEMM_DEFAULT),
+                 "cublasGemmEx");
+  }
+
+ private:
+  cublasHandle_t handle_ = nullptr;
+};
+
+// =============================================================================================
+// The problem, the variants and the accuracy model.
+
+struct Gemm {
+  int M = 0, N = 0, K = 0;
+  lab::DeviceBuffer<float> A32, B32;  // the FP32 data
+  lab::DeviceBuffer<bf16> A16, B16;   // its BF16 copies (round to nearest even)
+  lab::DeviceBuffer<float> C;         // M * N + kGuard floats
+};
+
+// Fresh random data from @p seed (A) and seed + 1 (B), and its BF16 copies.
+void fill_gemm(Gemm& g, std::uint64_t seed, cudaStream_t s) {
+  lab::fill_random(g.A32.data(), g.A32.size(), seed, s);
+  lab::fill_random(g.B32.data(), g.B32.size(), seed + 1, s);
+  convert_to_bf16(g.A32.data(), g.A16.data(), g.A16.size(), s);
+  convert_to_bf16(g.B32.data(), g.B16.data(), g.B16.size(), s);
+}
+
+Gemm make_gemm(int M, int N, int K, std::uint64_t seed, cudaStream_t s) {
+  Gemm g;
+  g.M = M;
+  g.N = N;
+  g.K = K;
+  const std::size_t mk = static_cast<std::size_t>(M) * K, kn = static_cast<std::size_t>(K) * N;
+  g.A32 = lab::DeviceBuffer<float>(mk);
+  g.B32 = lab::DeviceBuffer<float>(kn);
+  g.A16 = lab::DeviceBuffer<bf16>(mk);
+  g.B16 = lab::DeviceBuffer<bf16>(kn);
+  g.C = lab::DeviceBuffer<float>(static_cast<std::size_t>(M) * N + kGuard);
+  fill_gemm(g, seed, s);
+  return g;
+}
+
+// Tolerance. Each C[i][j] is a dot product of length K. Let S = sum_k |a_ik b_kj| over the
+// inputs the variant was given. Two sources of error:
+//  * accumulation in FP32 (every variant here): a sum of K terms in any order, FMAs or not, is
+//    within lambda sqrt(K) u_acc S of the exact sum with overwhelming probability (Higham and
+//    Mary, SIAM J. Sci. Comput. 2019), u_acc = 2^-24, lambda = 4 as in lesson 05;
+//  * rounding the variant applies to its inputs on the way in (u_in): each product a b becomes
+//    a(1 + d1) b(1 + d2), |d| <= u_in, so the sum moves by at most (2 u_in + u_in^2) S, whatever
+//    the order. u_in = 0 for a variant that multiplies what it was given (FP32 data, or the BF16
+//    copies: a product of two BF16 numbers is exact in FP32); 2^-10 for cuBLAS TF32, which
+//    rounds the FP32 data to 10 fraction bits inside the tensor cores (one whole TF32 ulp: the
+//    conversion may truncate rather than round).
+//    atol = (lambda sqrt(K) u_acc + 2 u_in + u_in^2) max S over the checked elements,
+//    rtol = 1e-6 (the rounding of the result itself).
+// At K = 4096 and inputs in [-1, 1), S is about 1100 and the FP32 term allows 0.017; the BF16
+// copies are each off the FP32 data by up to 2^-9 relative, which moves a result by about 0.07
+// (one standard deviation): against the FP32 data and this FP32 tolerance a BF16 result fails,
+// as it should; against its own inputs it passes, as it should. An FP16 accumulator (u = 2^-11
+// on every partial sum of size ~20) is off by about 0.2 and fails.
+constexpr double kLambda = 4.0;
+constexpr double kFp32 = 0x1p-24;  // unit roundoff of FP32
+constexpr double kTf32 = 0x1p-10;  // one TF32 ulp, relative (10 fraction bits)
+
+lab::Tolerance tolerance(int K, double u_in, double s) {
+  return lab::Tolerance{1e-6, (kLambda * std::sqrt(static_cast<double>(K)) * kFp32 +
+                               2.0 * u_in + u_in * u_in) * s};
+}
+
+enum class Kind { sgemm_fp32, cublas_fp32, cublas_tf32, cublas_bf16, wmma_naive, exercise };
+
+struct Variant {
+  const char* name;
+  Kind kind;
+  lab::Role role;
+  bool bf16_inputs;  // reads the BF16 copies (else the FP32 data)
+  double u_in;       // rounding of its inputs inside (see tolerance())
+  const char* description;
+};
+
+const Variant kVariants[] = {  // in the order of Kind
+    {"sgemm_fp32", Kind::sgemm_fp32, lab::Role::Baseline, false, 0.0,
+     "lesson 05's register-tiled SGEMM: FP32 data, FP32 FMA pipes"},
+    {"cublas_fp32", Kind::cublas_fp32, lab::Role::Reference, false, 0.0,
+     "cuBLAS, CUBLAS_COMPUTE_32F_PEDANTIC: FP32 data, FP32 FMA pipes"},
+    {"cublas_tf32", Kind::cublas_tf32, lab::Role::Reference, false, kTf32,
+     "cuBLAS, CUBLAS_COMPUTE_32F_FAST_TF32: FP32 data rounded to TF32 in the tensor cores"},
+    {"cublas_bf16", Kind::cublas_bf16, lab::Role::Reference, true, 0.0,
+     "cuBLAS, BF16 copies, CUBLAS_COMPUTE_32F: tensor cores, FP32 accumulation"},
+    {"wmma_naive", Kind::wmma_naive, lab::Role::Baseline, true, 0.0,
+     "WMMA, one 16x16 fragment per warp, nothing shared (the starter): BF16 copies"},
+    {"exercise", Kind::exercise, lab::Role::Exercise, true, 0.0,
+     "your tensor-core GEMM (exercise.cu): BF16 copies, FP32 accumulation"},
+};
+
+void launch(const Variant& v, const Cublas* cublas, const Gemm& g, cudaStream_t s) {
+  switch (v.kind) {
+    case Kind::sgemm_fp32:
+      launch_sgemm_fp32(g.M, g.N, g.K, g.A32.data(), g.B32.data(), g.C.data(), s);
+      break;
+    case Kind::cublas_fp32:
+      cublas->gemm(g.M, g.N, g.K, g.A32.data(), g.B32.data(), CUDA_R_32F, g.C.data(),
+                   CUBLAS_COMPUTE_32F_PEDANTIC, s);
+      break;
+    case Kind::cublas_tf32:
+      cublas->gemm(g.M, g.N, g.K, g.A32.data(), g.B32.data(), CUDA_R_32F, g.C.data(),
+                   CUBLAS_COMPUTE_32F_FAST_TF32, s);
+      break;
+    case Kind::cublas_bf16:
+      cublas->gemm(g.M, g.N, g.K, g.A16.data(), g.B16.data(), CUDA_R_16BF, g.C.data(),
+                   CUBLAS_COMPUTE_32F, s);
+      break;
+    case Kind::wmma_naive:
+      launch_wmma_naive(g.M, g.N, g.K, g.A16.data(), g.B16.data(), g.C.data(), s);
+      break;
+    case Kind::exercise:
+      exercise::gemm_bf16(g.M, g.N, g.K, g.A16.data(), g.B16.data(), g.C.data(), s);
+      break;
+  }
+}
+
+// Bytes a variant must move at least: A and B once in its input type, C written once.
+double min_bytes(const Variant& v, int M, int N, int K) {
+  const double in = v.bf16_inputs ? 2.0 : 4.0;
+  return in * (double(M) * K + double(K) * N) + 4.0 * double(M) * N;
+}
+
+// sum_k a[k] b[k] in double, and sum_k |a[k] b[k]| in @p magnitude. Four chains: the host is not
+// the bottleneck.
+double dot_product(const float* a, const float* b, int K, double& magnitude) {
+  double s4[4] = {0, 0, 0, 0}, m4[4] = {0, 0, 0, 0};
+  int k = 0;
+  for (; k + 4 <= K; k += 4)
+    for (int u = 0; u < 4; ++u) {
+      const double t = static_cast<double>(a[k + u]) * b[k + u];
+      s4[u] += t;
+      m4[u] += std::fabs(t);
+    }
+  for (; k < K; ++k) {
+    const double t = static_cast<double>(a[k]) * b[k];
+    s4[0] += t;
+    m4[0] += std::fabs(t);
+  }
+  magnitude = (m4[0] + m4[1]) + (m4[2] + m4[3]);
+  return (s4[0] + s4[1]) + (s4[2] + s4[3]);
+}
+
+// The FP64 references for a set of elements of C: from the FP32 data (what every variant should
+// approximate) and from its BF16 copies (what the BF16 variants multiplied), both computed from
+// the device's own input buffers, read back before any variant ran.
+struct Reference {
+  int K = 0;
+  std::vector<std::size_t> index;  // flat indices i * N + j of the checked elements
+  std::vector<double> exact;       // C from the FP32 data
+  std::vector<double> rounded;     // C from the BF16 copies
+  double s_exact = 0, s_rounded = 0;  // max over the elements of sum_k |a_ik b_kj|
+};
+
+// Which elements to check: every one up to 5e8 multiply-adds of host work (twice: two
+// references), else rows 0 and M-1, columns 0 and N-1 in full, and 1024 random elements.
+std::vector<std::size_t> sample(int M, int N, int K, std::uint64_t seed) {
+  std::vector<std::size_t> idx;
+  if (static_cast<double>(M) * N * K <= 5e8) {
+    idx.resize(static_cast<std::size_t>(M) * N);
+    for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+    return idx;
+  }
+  for (int r : {0, M - 1})
+    for (int j = 0; j < N; ++j) idx.push_back(static_cast<std::size_t>(r) * N + j);
+  for (int c : {0, N - 1})
+    for (int i = 0; i < M; ++i) idx.push_back(static_cast<std::size_t>(i) * N + c);
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> any_row(0, M - 1), any_col(0, N - 1);
+  for (int s = 0; s < 1024; ++s)
+    idx.push_back(static_cast<std::size_t>(any_row(rng)) * N + any_col(rng));
+  return idx;
+}
+
+Reference make_reference(const Gemm& g, std::uint64_t seed, cudaStream_t s) {
+  const std::size_t mk = g.A32.size(), kn = g.B32.size();
+  std::vector<float> A(mk), B(kn);
+  std::vector<bf16> A16(mk), B16(kn);
+  LAB_CHECK(cudaMemcpyAsync(A.data(), g.A32.data(), g.A32.bytes(), cudaMemcpyDeviceToHost, s));
+  LAB_CHECK(cudaMemcpyAsync(B.data(), g.B32.data(), g.B32.bytes(), cudaMemcpyDeviceToHost, s));
+  LAB_CHECK(cudaMemcpyAsync(A16.data(), g.A16.data(), g.A16.bytes(), cudaMemcpyDeviceToHost, s));
+  LAB_CHECK(cudaMemcpyAsync(B16.data(), g.B16.data(), g.B16.bytes(), cudaMemcpyDeviceToHost, s));
+  LAB_CHECK(cudaStreamSynchronize(s));
+  // Rows of A and columns of B (B^T), in both precisions, as floats: every element of C is then
+  // a dot product of two contiguous rows.
+  const int M = g.M, N = g.N, K = g.K;
+  std::vector<float> Ar(mk), Bt(kn), Btr(kn);
+  for (std::size_t i = 0; i < mk; ++i) Ar[i] = __bfloat162float(A16[i]);
+  for (int k = 0; k < K; ++k)
+    for (int j = 0; j < N; ++j) {
+      const std::size_t from = static_cast<std::size_t>(k) * N + j,
+                        to = static_cast<std::size_t>(j) * K + k;
+      Bt[to] = B[from];
+      Btr[to] = __bfloat162float(B16[from]);
+    }
+  Reference ref;
+  ref.K = K;
+  ref.index = sample(M, N, K, seed);
+  ref.exact.resize(ref.index.size());
+  ref.rounded.resize(ref.index.size());
+  for (std::size_t e = 0; e < ref.index.size(); ++e) {
+    const std::size_t i = ref.index[e] / N, j = ref.index[e] % N;
+    double s_exact = 0, s_rounded = 0;
+    ref.exact[e] = dot_product(A.data() + i * K, Bt.data() + j * K, K, s_exact);
+    ref.rounded[e] = dot_product(Ar.data() + i * K, Btr.data() + j * K, K, s_rounded);
+    ref.s_exact = std::max(ref.s_exact, s_exact);
+    ref.s_rounded = std::max(ref.s_rounded, s_rounded);
+  }
+  return ref;
+}
+
+// What one validation says about accuracy, against the FP32 data.
+struct Accuracy {
+  double rel_l2 = 0;           // ||C - C_exact|| / ||C_exact|| over the checked elements
+  double over_fp32_tol = 0;    // max |C - C_exact| / the FP32 tolerance (u_in = 0)
+};
+
+// One call of @p v on @p g (C poisoned first), checked against the reference of the inputs it
+// multiplied with its own tolerance, and the guard zone; returns its error against the FP32 data.
+Accuracy validate(lab::Lesson& l, const Variant& v, const Cublas* cublas, const Gemm& g,
+                  const Reference& ref, const std::string& case_name) {
+  cudaStream_t s = l.stream();
+  const std::size_t mn = static_cast<std::size_t>(g.M) * g.N;
+  arm_output(g.C.data(), mn, s);
+  launch(v, cublas, g, s);
+  std::vector<float> got(g.C.size());
+  LAB_CHECK(cudaMemcpyAsync(got.data(), g.C.data(), g.C.bytes(), cudaMemcpyDeviceToHost, s));
+  LAB_CHECK(cudaStreamSynchronize(s));
+  std::vector<double> picked(ref.index.size());
+  for (std::size_t e = 0; e < ref.index.size(); ++e) picked[e] = got[ref.index[e]];
+
+  const std::vector<double>& own = v.bf16_inputs ? ref.rounded : ref.exact;
+  const double s_own = v.bf16_inputs ? ref.s_rounded : ref.s_exact;
+  lab::Comparison c =
+      lab::allclose(picked.data(), own.data(), picked.size(), tolerance(ref.K, v.u_in, s_own));
+  for (lab::Mismatch& m : c.first) m.index = ref.index[m.index];  // report C's own index
+  check_guard(c, got.data() + mn, mn);
+  l.check(v.name, case_name, c);
+
+  Accuracy a;
+  const double fp32_atol = tolerance(ref.K, 0.0, ref.s_exact).atol;
+  double err2 = 0, ref2 = 0, worst = 0;
+  for (std::size_t e = 0; e < picked.size(); ++e) {
+    const double d = picked[e] - ref.exact[e];
+    err2 += d * d;
+    ref2 += ref.exact[e] * ref.exact[e];
+    worst = std::max(worst, std::fabs(d));
+  }
+  a.rel_l2 = ref2 > 0 ? std::sqrt(err2 / ref2) : 0.0;
+  a.over_fp32_tol = fp32_atol > 0 ? worst / fp32_atol : 0.0;
+  return a;
+}
+
+// How the exercise's timed calls are prepared and checked.
+//  * prepare, before every timed call: a new A (FP32 data from the call's seed, drawn by the
+//    harness where the exercise cannot see it, and its BF16 copy; every C[i][j] depends on row i
+//    of A, so no earlier answer can be right) and C poisoned. B stays as it is.
+//  * verify, after the calls the harness picks once they are done: 32 x 32 elements of C, 32
+//    rows and 32 columns picked at random only now, against an FP64 reference from the BF16
+//    copies of the rows of A and columns of B, regenerated from their seeds (never read back:
+//    the exercise could have written into them), and the whole guard zone.
+//  * check_inputs, after timing: A16 (of the last call) and B16 still hold what the harness wrote.
+class TimedGemm {
+ public:
+  TimedGemm(lab::Lesson& l, Gemm& g, std::uint64_t b_seed) : l_(l), g_(g), b_seed_(b_seed) {}
+
+  lab::TimedCallChecks checks() {
+    return {[this](cudaStream_t s, std::uint64_t seed) {
+              prepared_ = true;
+              seed_ = seed;
+              lab::fill_random(g_.A32.data(), g_.A32.size(), seed, s);
+              convert_to_bf16(g_.A32.data(), g_.A16.data(), g_.A16.size(), s);
+              lab::poison(g_.C.data(), static_cast<std::size_t>(g_.M) * g_.N * sizeof(float), s);
+            },
+            [this](cudaStream_t s, const std::string& case_name) { verify(s, case_name); }};
+  }
+
+  void check_inputs(cudaStream_t s) {
+    if (!prepared_) return;
+    std::string what;
+    for (const std::string& c : {changed_input("A", g_.A16.data(), g_.A16.size(), seed_, s),
+                                 changed_input("B", g_.B16.data(), g_.B16.size(), b_seed_, s)})
+      if (!c.empty()) what += (what.empty() ? "" : "; ") + c;
+    l_.check("exercise", "inputs unchanged after timing", what.empty(),
+             what + " (inputs are read-only: see exercise.cuh)");
+  }
+
+ private:
+  static constexpr int kPicks = 32;  // rows, and columns
+
+  void verify(cudaStream_t s, const std::string& case_name) {
+    if (failed_) return;  // one wrong call fails the rule; more would only repeat it
+    const int M = g_.M, N = g_.N, K = g_.K;
+    std::uniform_int_distribution<int> any_row(0, M - 1), any_col(0, N - 1);
+    std::vector<int> rows(kPicks), cols(kPicks);
+    for (int& r : rows) r = any_row(pick_);
+    for (int& c : cols) c = any_col(pick_);
+    std::vector<float> got(static_cast<std::size_t>(kPicks) * N), guard(kGuard);
+    for (int p = 0; p < kPicks; ++p)
+      LAB_CHECK(cudaMemcpyAsync(got.data() + static_cast<std::size_t>(p) * N,
+                                g_.C.data() + static_cast<std::size_t>(rows[p]) * N,
+                                N * sizeof(float), cudaMemcpyDeviceToHost, s));
+    LAB_CHECK(cudaMemcpyAsync(guard.data(), g_.C.data() + static_cast<std::size_t>(M) * N,
+                              kGuard * sizeof(float), cudaMemcpyDeviceToHost, s));
+    LAB_CHECK(cudaStreamSynchronize(s));
+    const std::size_t n = static_cast<std::size_t>(kPicks) * K;
+    std::vector<float> a(n), bt(n);
+    for (int p = 0; p < kPicks; ++p)
+      for (int k = 0; k < K; ++k) {
+        a[static_cast<std::size_t>(p) * K + k] = __bfloat162float(
+            to_bf16(random_input(seed_, static_cast<std::uint64_t>(rows[p]) * K + k)));
+        bt[static_cast<std::size_t>(p) * K + k] = __bfloat162float(
+            to_bf16(random_input(b_seed_, static_cast<std::uint64_t>(k) * N + cols[p])));
+      }
+    std::vector<std::size_t> index;
+    std::vector<double> picked, expected;
+    double largest = 0;
+    for (int p = 0; p < kPicks; ++p)
+      for (int q = 0; q < kPicks; ++q) {
+        double magnitude = 0;
+        expected.push_back(dot_product(a.data() + static_cast<std::size_t>(p) * K,
+                                       bt.data() + static_cast<std::size_t>(q) * K, K, magnitude));
+        index.push_back(static_cast<std::size_t>(rows[p]) * N + cols[q]);
+        picked.push_back(got[static_cast<std::size_t>(p) * N + cols[q]]);
+        largest = std::max(largest, magnitude);
+      }
+    lab::Comparison c = lab::allclose(picked.data(), expected.data(), picked.size(),
+                                      tolerance(K, 0.0, largest));
+    for (lab::Mismatch& m : c.first) m.index = index[m.index];
+    check_guard(c, guard.data(), static_cast<std::size_t>(M) * N);
+    l_.check("exercise", case_name, c);
+    failed_ = !c.ok;
+  }
+
+  lab::Lesson& l_;
+  Gemm& g_;
+  const std::uint64_t b_seed_;  // B as make_gemm made it
+  std::uint64_t seed_ = 0;      // the last timed call's A
+  bool prepared_ = false;
+  bool failed_ = false;
+  std::mt19937_64 pick_{std::random_device{}()};  // the harness's own: which elements to check
+};
+
+std::string gemm_case(int M, int N, int K) {
+  return std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K);
+}
+
+// The tensor roof of this GPU, measured before any exercise code runs: cuBLAS's BF16 product
+// (FP32 accumulation) at n^3 on random data (zeros would draw less power and run faster),
+// back to back. The best a library reaches here; no kernel of this lesson can beat it by much.
+void measure_tensor_roof(lab::Lesson& l, const Cublas& cublas, int n) {
+  cudaStream_t s = l.stream();
+  const std::size_t nn = static_cast<std::size_t>(n) * n;
+  lab::DeviceBuffer<float> C(nn);
+  lab::DeviceBuffer<bf16> A(nn), B(nn);
+  lab::fill_random(C.data(), nn, l.seed() * 64 + 61, s);  // C as scratch for the FP32 data
+  convert_to_bf16(C.data(), A.data(), nn, s);
+  lab::fill_random(C.data(), nn, l.seed() * 64 + 62, s);
+  convert_to_bf16(C.data(), B.data(), nn, s);
+  l.measure_tensor_roof(
+      [&](cudaStream_t st) {
+        cublas.gemm(n, n, n, A.data(), B.data(), CUDA_R_16BF, C.data(), CUBLAS_COMPUTE_32F, st);
+      },
+      2.0 * nn * n);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  lab::Lesson lesson("12-tensor-cores",
+                     "Tensor cores: from the FP32 SGEMM to BF16, and what accuracy it costs");
+  for (const Variant& v : kVariants) lesson.declare(v.name, v.role, v.description);
+  long long size = 0;
+  lesson.option("--size", &size, "M = N = K of the timed product (0: 4096, or 1024 with --quick)");
+
+  return lesson.run(argc, argv, [&](lab::Lesson& l) {
+    cudaStream_t stream = l.stream();
+    if (size <= 0) size = l.quick() ? 1024 : 4096;
+    if (size > 16384) throw std::invalid_argument("--size is limited to 16384");
+    const bool profiling = l.profiling();
+    std::uint64_t seed = l.seed() * 64 + 1;
+
+    bool any_cublas = false, any_tensor = false;
+    for (const Variant& v : kVariants)
+      if (l.selected(v.name)) {
+        any_cublas = any_cublas || std::string(v.name).rfind("cublas", 0) == 0;
+        any_tensor = any_tensor || v.bf16_inputs;
+      }
+    std::unique_ptr<Cublas> cublas;
+    if (any_cublas || (any_tensor && !profiling)) cublas = std::make_unique<Cublas>();
+    if (any_tensor && !profiling) measure_tensor_roof(l, *cublas, l.quick() ? 4096 : 8192);
+
+    // 1. Validation at sizes that are not multiples of any tile: K and N odd (no 16-byte rows),
+    //    then multiples of 8 but not of 16, 32 or 128 (the vector paths with partial tiles).
+    if (!profiling) {
+      const int cases[][3] = {{1000, 777, 515}, {129, 67, 1031}, {264, 392, 520}, {1, 1, 1}};
+      for (const auto& k : cases) {
+        const Gemm g = make_gemm(k[0], k[1], k[2], seed, stream);
+        const Reference ref = make_reference(g, seed + 3, stream);
+        for (const Variant& v : kVariants)
+          if (l.selected(v.name)) validate(l, v, cublas.get(), g, ref, gemm_case(k[0], k[1], k[2]));
+        seed += 4;
+      }
+    }
+
+    // 2. Timing. The exercise's timed calls get a new A each and some are checked (TimedGemm).
+    const int n = static_cast<int>(size);
+    Gemm g = make_gemm(n, n, n, seed, stream);
+    arm_output(g.C.data(), static_cast<std::size_t>(n) * n, stream);
+    TimedGemm timed(l, g, seed + 1);
+    l.size("C = A B, M = N = K = " + std::to_string(n) + ": A and B from FP32 data (and its BF16 "
+           "copies), C float32");
+    std::vector<const lab::Measurement*> m;  // in the order of kVariants, which is Kind's
+    for (const Variant& v : kVariants) {
+      const lab::Work work{min_bytes(v, n, n, n), 2.0 * n * double(n) * n};
+      m.push_back(l.measure(v.name, work, [&](cudaStream_t s) { launch(v, cublas.get(), g, s); },
+                            {}, v.kind == Kind::exercise ? timed.checks() : lab::TimedCallChecks{}));
+    }
+    if (profiling) return;
+    timed.check_inputs(stream);
+
+    // 3. Validation again, after timing, with new inputs in the same buffers; and the accuracy
+    //    of every variant against the FP32 data.
+    fill_gemm(g, seed + 2, stream);
+    const Reference ref = make_reference(g, seed + 5, stream);
+    std::string accuracy = "accuracy at " + gemm_case(n, n, n) + " against the FP32 data (" +
+                           std::to_string(ref.index.size()) + " elements; FP32 tolerance " +
+                           sci(tolerance(n, 0.0, ref.s_exact).atol) + "): relative L2 error, and "
+                           "worst error over the FP32 tolerance:";
+    for (const Variant& v : kVariants) {
+      if (!l.selected(v.name)) continue;
+      const Accuracy a = validate(l, v, cublas.get(), g, ref, gemm_case(n, n, n) + " after timing");
+      accuracy += std::string("\n  ") + v.name + " " + sci(a.rel_l2) + ", " +
+                  fixed(a.over_fp32_tol, 2) + "x";
+      // The lesson's claim, checked on the library's BF16 product: against the FP32 data, BF16
+      // inputs cost more than the FP32 tolerance allows (if this passed, cuBLAS was not given
+      // the BF16 copies, or the tolerance could not tell the precisions apart).
+      if (v.kind == Kind::cublas_bf16)
+        l.check(v.name, "against the FP32 data: outside the FP32 tolerance", a.over_fp32_tol > 1.0,
+                "its worst error against the FP32 data is only " + fixed(a.over_fp32_tol, 2) +
+                    "x the FP32 tolerance: the BF16 inputs' rounding should be far more");
+      if (!std::isfinite(a.rel_l2) || !std::isfinite(a.over_fp32_tol)) continue;  // NaN in C:
+      l.metric(std::string("error_") + v.name, a.rel_l2, a.rel_l2, a.rel_l2);  // its check failed
+      l.metric(std::string("error_over_fp32_tolerance_") + v.name, a.over_fp32_tol,
+               a.over_fp32_tol, a.over_fp32_tol);
+    }
+    l.note(accuracy);
+
+    // Speeds: TFLOP/s, fraction of cuBLAS BF16 and of the tensor roof.
+    const double flops = 2.0 * n * double(n) * n;
+    auto measured = [&](Kind k) { return m[static_cast<std::size_t>(k)]; };
+    const lab::Measurement* bf16_ref = measured(Kind::cublas_bf16);
+    const double roof = l.ceilings().bf16_tensor_gflops;
+    std::string line = "TFLOP/s (fraction of cublas_bf16; of the tensor roof):";
+    for (std::size_t i = 0; i < m.size(); ++i) {
+      if (!m[i]) continue;
+      line += std::string("\n  ") + kVariants[i].name + " " +
+              fixed(flops / (m[i]->gpu_ms.median * 1e9), 1);
+      if (bf16_ref) line += " (" + fixed(speed_ratio(*bf16_ref, *m[i]).value, 3);
+      if (bf16_ref && roof > 0)
+        line += "; " + fixed(flops / (m[i]->gpu_ms.median * 1e6) / roof, 3);
+      if (bf16_ref) line += ")";
+    }
+    l.note(line);
+    const lab::Measurement* mine = measured(Kind::exercise);
+    if (bf16_ref && mine) {
+      const Ratio r = speed_ratio(*bf16_ref, *mine);
+      l.metric("fraction_of_cublas_bf16", r.value, r.low, r.high);
+    }
+    if (measured(Kind::sgemm_fp32) && mine) {
+      const Ratio r = speed_ratio(*measured(Kind::sgemm_fp32), *mine);
+      l.metric("speedup_over_sgemm_fp32", r.value, r.low, r.high, "x");
+    }
+  });
+}
