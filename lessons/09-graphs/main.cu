@@ -453,8 +453,8 @@ int main(int argc, char** argv) {
     }
     if (ex) {
       // The host's share of a call: how long run() kept the CPU busy (the launch calls) per
-      // unit of the call's GPU time. Near 1 the CPU sets the pace; a graph launched once makes
-      // it small whatever the CPU, so this says "the CPU is no longer the bottleneck" on any machine.
+      // unit of the call's GPU time. Near 1 the CPU sets the pace; a graph launched once keeps
+      // it well below 1 whatever the CPU, so this says "the CPU is no longer the bottleneck" on any machine.
       const lab::Stats& a = ex->gpu_ms;
       l.metric("exercise_host_share", ex->enqueue_us / (a.median * 1e3), ex->enqueue_us / (a.q3 * 1e3),
                ex->enqueue_us / (a.q1 * 1e3));
