@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A round on a GPU machine, in two phases that each fit in a few minutes:
+# A round on a GPU machine, in phases that each fit in a few minutes:
 #   scripts/gpu-round.sh build     configure (release preset; the deps/ bundle covers missing
 #                                  libraries), build, the GPU and unit tests, every lesson's
 #                                  starter and solution with result files, the roofline of
@@ -9,6 +9,12 @@
 #                                  user, where ncu may be refused the counters (the fallback)
 #   scripts/gpu-round.sh selftest  the checker's selftest: solutions pass, starters fail,
 #                                  mutants get their verdicts (REPEAT=N for N rounds)
+#   scripts/gpu-round.sh grade     a submission of every solution graded as a student's, timed
+#                                  (the grading-time goal; containment line)
+#   scripts/gpu-round.sh shared    lab-check run (LESSONS, solution and starter) while another
+#                                  CUDA process keeps the GPU busy: verdicts read environment
+#   scripts/gpu-round.sh tracer    the checker's CUPTI tracer injected by hand into one program
+# Every phase but build expects the release build to exist (build first, in the same call).
 # Logs go to build/gpu-round/; when $OUT is set (the device tool) they are also archived there.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -64,8 +70,35 @@ case $phase in
     [ "${MUTANTS:-1}" = 0 ] && mutants=--no-mutants
     step selftest "$build/checker/lab-check" selftest ${LESSONS:-} --repeat "${REPEAT:-1}" $mutants
     ;;
+  grade)
+    sub=$(mktemp -d)/alice
+    for d in solutions/[0-9][0-9]-*/; do
+      mkdir -p "$sub/$(basename "$d")" && cp "$d/exercise.cu" "$sub/$(basename "$d")/"
+    done
+    step grade bash -c "time $build/checker/lab-check grade '$sub' --out '$log/graded'"
+    ;;
+  shared)
+    # The load: a lesson program in a loop, a CUDA process that is not the checker's.
+    ( while :; do "$build/lessons/04-coalescing/solution" --quick > /dev/null 2>&1; done ) &
+    hog=$!
+    sleep 3
+    for kind in solution starter; do
+      # shellcheck disable=SC2086
+      step "shared-$kind" "$build/checker/lab-check" run ${LESSONS:-04 09} --build "$kind"
+    done
+    kill "$hog"
+    wait "$hog" 2> /dev/null
+    ;;
+  tracer)
+    step tracer env CUDA_INJECTION64_PATH="$PWD/$build/checker/tracer/liblab_tracer.so" \
+      LAB_TRACE_FILE="$log/04.trace" "$build/lessons/04-coalescing/solution" --quick --json "$log/04.json"
+    head -n 2 "$log/04.trace"
+    echo "tagged launches $(grep -c '^T' "$log/04.trace"), kernel records $(grep -c '^K' "$log/04.trace")"
+    grep '^F' "$log/04.trace"
+    tail -n 1 "$log/04.trace"
+    ;;
   *)
-    echo "usage: scripts/gpu-round.sh build|counters|selftest" >&2
+    echo "usage: scripts/gpu-round.sh build|counters|selftest|grade|shared|tracer" >&2
     exit 2
     ;;
 esac
