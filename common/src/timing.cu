@@ -137,15 +137,6 @@ std::string percent(double x) {
 
 }  // namespace
 
-const char* to_string(Mode mode) {
-  switch (mode) {
-    case Mode::Cold: return "cold";
-    case Mode::Hot: return "hot";
-    case Mode::Graph: return "graph";
-  }
-  return "?";
-}
-
 void set_time_budget(double seconds) {
   if (seconds > 0)
     g_deadline = std::chrono::steady_clock::now() +
