@@ -89,6 +89,7 @@ void Lesson::size(const std::string& text) { state_->result.sizes.push_back(text
 void Lesson::note(const std::string& text) { state_->notes.push_back(text); }
 
 bool Lesson::selected(const std::string& variant) const {
+  state_->variant(variant);  // a misspelt name is an error, not "not selected"
   const auto& only = state_->only;
   return only.empty() || std::find(only.begin(), only.end(), variant) != only.end();
 }
