@@ -307,7 +307,13 @@ std::vector<LessonConfig> load_lessons(const fs::path& source_dir) {
 
 std::vector<LessonConfig> select_lessons(const std::vector<LessonConfig>& all,
                                    const std::vector<std::string>& names) {
-  if (names.empty()) return all;
+  if (names.empty()) {  // every lesson, but no template (lessons/_template): never graded
+    auto out = all;
+    out.erase(std::remove_if(out.begin(), out.end(),
+                             [](const auto& l) { return l.name.rfind('_', 0) == 0; }),
+              out.end());
+    return out;
+  }
   std::vector<LessonConfig> out;
   for (const auto& name : names) {
     auto it = std::find_if(all.begin(), all.end(), [&](const LessonConfig& l) {

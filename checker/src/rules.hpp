@@ -69,8 +69,9 @@ struct LessonConfig {
 LessonConfig load_lesson(const fs::path& check_toml);
 /// Every <source>/lessons/*/check.toml, sorted by name.
 std::vector<LessonConfig> load_lessons(const fs::path& source_dir);
-/// Keeps the lessons named (either "04-coalescing" or just "04"); all of them if `names` is
-/// empty. Throws ConfigError for a name that matches no lesson.
+/// Keeps the lessons named (either "04-coalescing" or just "04"); if `names` is empty, all of
+/// them but a template (a folder whose name starts with "_", such as lessons/_template: built and
+/// self-tested when named, never graded). Throws ConfigError for a name that matches no lesson.
 std::vector<LessonConfig> select_lessons(const std::vector<LessonConfig>& all,
                                    const std::vector<std::string>& names);
 /// Applies an instructor's overrides file (see docs/check-toml.md). Unknown lessons, rules or

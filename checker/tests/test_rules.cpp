@@ -255,6 +255,15 @@ TEST_CASE("lesson selection by full name or number") {
   CHECK_THROWS_WITH_AS(select_lessons(all, {"07"}), "no lesson \"07\" (lessons: 90-fake, 91-other)", ConfigError);
 }
 
+TEST_CASE("a template (a folder whose name starts with _) is left out unless named") {
+  auto all = std::vector{fake_lesson({}, standard_rules())};
+  all.push_back(all.front());
+  all.back().name = "_template";
+  CHECK(select_lessons(all, {}).size() == 1);
+  CHECK(select_lessons(all, {}).front().name == "90-fake");
+  CHECK(select_lessons(all, {"_template"}).at(0).name == "_template");
+}
+
 TEST_CASE("overrides change thresholds, points and timeouts, and reject typos") {
   TempDir dir;
   std::vector<LessonConfig> lessons{fake_lesson({}, standard_rules())};
