@@ -5,7 +5,6 @@
 #include "files.hpp"
 #include "judge.hpp"
 #include "process.hpp"
-#include "result.hpp"
 
 namespace lab {
 

@@ -19,76 +19,7 @@ namespace lab {
 
 namespace {
 std::string errno_text() { return std::strerror(errno); }
-
-// "line 3, column 7" of byte `at` (from 0), for messages.
-std::string position(std::string_view text, std::size_t at) {
-  std::size_t line = 1, column = 1;
-  for (std::size_t i = 0; i < at && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      column = 1;
-    } else {
-      ++column;
-    }
-  }
-  return "line " + std::to_string(line) + ", column " + std::to_string(column);
-}
-
-bool number_char(char c) {
-  return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E';
-}
 }  // namespace
-
-std::optional<nlohmann::json> parse_json_limited(std::string_view text, std::string& error,
-                                                 int max_depth) {
-  // One pass over the text first: the parser itself copes with any depth, but the documents it
-  // builds are copied, compared and destroyed recursively, and it throws a bare out_of_range
-  // (no position) for a number a double cannot hold.
-  int depth = 0;
-  bool in_string = false, escaped = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > max_depth) {
-        error = "is nested more than " + std::to_string(max_depth) + " levels deep (" +
-                position(text, i) + "): not a file the course writes";
-        return std::nullopt;
-      }
-    } else if (c == ']' || c == '}') {
-      if (depth > 0) --depth;
-    } else if (c == '-' || (c >= '0' && c <= '9')) {
-      std::size_t end = i;
-      while (end < text.size() && number_char(text[end])) ++end;
-      const std::string token(text.substr(i, end - i));
-      if (!std::isfinite(std::strtod(token.c_str(), nullptr))) {
-        error = "has a number beyond the range of a double (" +
-                (token.size() > 24 ? token.substr(0, 24) + "..." : token) + ", " +
-                position(text, i) + ")";
-        return std::nullopt;
-      }
-      i = end - 1;
-    }
-  }
-  try {
-    return nlohmann::json::parse(text.begin(), text.end());
-  } catch (const nlohmann::json::parse_error& e) {
-    error = "is not valid JSON (" + position(text, e.byte > 0 ? e.byte - 1 : 0) + ")";
-  } catch (const nlohmann::json::exception& e) {
-    // Not expected after the scan above; still a sentence, never the library's exception.
-    std::string what = e.what();
-    if (const auto at = what.find("] "); at != std::string::npos) what.erase(0, at + 2);
-    error = "cannot be read as JSON: " + what;
-  }
-  return std::nullopt;
-}
 
 std::optional<nlohmann::json> read_json_file(const fs::path& path, std::uintmax_t max_bytes,
                                              std::string& error) {

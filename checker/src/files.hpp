@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lab/result_reader.hpp"  // parse_json_limited: the bounded JSON parser of every reader
+
 namespace lab {
 
 namespace fs = std::filesystem;
@@ -22,18 +24,6 @@ void write_file_atomic(const fs::path& path, std::string_view content);
 /// `error` to a sentence ("does not exist", "is 30 MB, more than the 16 MB allowed", ...).
 std::optional<std::string> read_file_limited(const fs::path& path, std::uintmax_t max_bytes,
                                              std::string& error);
-
-/// How deep arrays and objects may nest in a JSON file the checker reads. Its own files nest
-/// about 5 deep; the limit keeps the recursive copies and dumps of the JSON library off the end
-/// of the stack on hostile files.
-inline constexpr int kMaxJsonDepth = 64;
-
-/// Parses `text` as JSON, refusing nesting deeper than `max_depth` and numbers beyond a double's
-/// range (1e400), before the JSON library sees them. Never throws a library exception: on
-/// failure returns nullopt and sets `error` to a phrase with the place, to follow the file's
-/// name: "is not valid JSON (line 3, column 7)".
-std::optional<nlohmann::json> parse_json_limited(std::string_view text, std::string& error,
-                                                 int max_depth = kMaxJsonDepth);
 
 /// read_file_limited, then parse_json_limited; `error` as theirs, without the file's name.
 std::optional<nlohmann::json> read_json_file(const fs::path& path, std::uintmax_t max_bytes,

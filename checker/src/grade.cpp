@@ -307,7 +307,7 @@ void GradingBuild::prepare() {
   prepared_ = true;
 }
 
-GradingBuild::Built GradingBuild::build(const Lesson& lesson, const fs::path& exercise) {
+GradingBuild::Built GradingBuild::build(const LessonConfig& lesson, const fs::path& exercise) {
   Built b;
   b.program = dir_ / "lessons" / lesson.name / "submission";
   std::error_code ec;
@@ -362,7 +362,7 @@ GradingBuild::Built GradingBuild::build(const Lesson& lesson, const fs::path& ex
   return b;
 }
 
-std::optional<fs::path> submitted_file(const fs::path& submission, const Lesson& lesson) {
+std::optional<fs::path> submitted_file(const fs::path& submission, const LessonConfig& lesson) {
   for (const fs::path& p : {submission / lesson.name / "exercise.cu",
                             submission / "lessons" / lesson.name / "exercise.cu"}) {
     std::error_code ec;
@@ -381,7 +381,7 @@ std::string submission_slug(const fs::path& submission) {
   return name;
 }
 
-std::optional<Report> grade_submission(const fs::path& submission, const std::vector<Lesson>& lessons,
+std::optional<Report> grade_submission(const fs::path& submission, const std::vector<LessonConfig>& lessons,
                                        GradingBuild& build, const GradeOptions& opt) {
   const fs::path out = opt.out / submission_slug(submission);
   // Another grading command on this output folder (another GPU, an instructor re-running one

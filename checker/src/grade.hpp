@@ -55,7 +55,7 @@ class GradingBuild {
   };
   /// Puts `exercise` in the staging folder as the lesson's exercise.cu and builds its
   /// submission program (only that target).
-  Built build(const Lesson& lesson, const fs::path& exercise);
+  Built build(const LessonConfig& lesson, const fs::path& exercise);
 
   const fs::path& dir() const { return dir_; }
 
@@ -78,14 +78,14 @@ struct GradeOptions {
 
 /// Where a submission folder keeps a lesson's file: NN-topic/exercise.cu (or, for a copy of the
 /// whole repository, lessons/NN-topic/exercise.cu). nullopt if not submitted.
-std::optional<fs::path> submitted_file(const fs::path& submission, const Lesson& lesson);
+std::optional<fs::path> submitted_file(const fs::path& submission, const LessonConfig& lesson);
 
 /// The folder name a submission's outputs go to (unsafe characters replaced).
 std::string submission_slug(const fs::path& submission);
 
 /// Grades one submission folder and writes <out>/<slug>/{result.json,gradescope.json,junit.xml},
 /// rewritten after every lesson. Returns nullopt if it was skipped (already graded).
-std::optional<Report> grade_submission(const fs::path& submission, const std::vector<Lesson>& lessons,
+std::optional<Report> grade_submission(const fs::path& submission, const std::vector<LessonConfig>& lessons,
                                        GradingBuild& build, const GradeOptions& options);
 
 }  // namespace lab

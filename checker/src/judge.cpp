@@ -12,7 +12,7 @@
 #include "gpu_watch.hpp"
 #include "inspect.hpp"
 #include "process.hpp"
-#include "result.hpp"
+#include "runs.hpp"
 
 namespace lab {
 
@@ -78,11 +78,10 @@ std::string implausible_rates(const json& doc) {
     // bound is for a variant that was validated and is still too fast to be true.
     if (!v.is_object() || !v.value("correct", true) || !v.contains("time_ms") || !v["time_ms"].is_object())
       continue;
-    const double ms = v["time_ms"].value("median", 0.0);
-    if (!(ms > 0)) continue;
     const std::string name = v.value("name", std::string("?"));
-    const bool cold = v.value("mode", doc.value("mode", std::string("cold"))) == "cold";
-    const double gbs = v.value("bytes", 0.0) / (ms * 1e6), gflops = v.value("flops", 0.0) / (ms * 1e6);
+    const bool cold = mode_of(doc, v) == Mode::Cold;
+    const Rates rates = rates_of(doc, v);
+    const double gbs = rates.gbs, gflops = rates.gflops;
     auto say = [&](double rate, const char* unit, double roof, const char* what, double margin) {
       char buf[400];
       std::snprintf(buf, sizeof buf,
@@ -117,7 +116,7 @@ void trust_only_the_checker(json& doc, const GpuObservation& seen) {
 
 namespace {
 
-Attempt run_once(const Lesson& lesson, const fs::path& program, const JudgeOptions& opt,
+Attempt run_once(const LessonConfig& lesson, const fs::path& program, const JudgeOptions& opt,
                  const Tracing& tracing, const fs::path& work, int index, double timeout) {
   Attempt a;
   const fs::path json_path = work / ("result-" + std::to_string(index) + ".json");
@@ -252,7 +251,7 @@ double goodness(const RuleOutcome& o) {
 // run, and the rule's outcome is the median run's (of an even number, the worse of the middle
 // two), so one lucky run cannot make a pass. A run the checker saw disturbed (another process on
 // the GPU, a thermal slowdown) counts for correctness only.
-std::vector<RuleOutcome> evaluate_all(const Lesson& lesson, const std::vector<json>& runs,
+std::vector<RuleOutcome> evaluate_all(const LessonConfig& lesson, const std::vector<json>& runs,
                                       bool& split) {
   split = false;
   std::vector<json> usable;
@@ -297,7 +296,7 @@ std::string short_location(const std::string& path, const std::string& line) {
   return (parent.empty() ? "" : parent + "/") + p.filename().string() + ":" + line;
 }
 
-void run_sanitizers(const Lesson& lesson, const fs::path& program, const JudgeOptions& opt,
+void run_sanitizers(const LessonConfig& lesson, const fs::path& program, const JudgeOptions& opt,
                     const fs::path& work, double timeout, LessonOutcome& out) {
   RuleOutcome line;
   line.id = "sanitizer";
@@ -363,7 +362,7 @@ void run_sanitizers(const Lesson& lesson, const fs::path& program, const JudgeOp
 
 // Counter rules: one ncu run per judged variant (only if it is correct: wrong code's counters
 // do not count), then those rules judged again with the readings in result["counters"].
-void judge_counters(const Lesson& lesson, const fs::path& program, const JudgeOptions& opt,
+void judge_counters(const LessonConfig& lesson, const fs::path& program, const JudgeOptions& opt,
                     const fs::path& work, double timeout, const json& combined,
                     std::vector<RuleOutcome>& outcomes) {
   std::map<std::string, std::vector<std::string>> measures;  // variant -> measures
@@ -483,7 +482,7 @@ std::vector<SanitizerFinding> parse_sanitizer_log(const std::string& tool, const
   return folded;
 }
 
-LessonOutcome lesson_outcome(const Lesson& lesson, const std::string& build, Verdict verdict,
+LessonOutcome lesson_outcome(const LessonConfig& lesson, const std::string& build, Verdict verdict,
                              const std::string& why, const std::string& message) {
   LessonOutcome out;
   out.lesson = lesson.name;
@@ -497,7 +496,7 @@ LessonOutcome lesson_outcome(const Lesson& lesson, const std::string& build, Ver
   return out;
 }
 
-void finalize(LessonOutcome& out, const Lesson& lesson) {
+void finalize(LessonOutcome& out, const LessonConfig& lesson) {
   Verdict v = Verdict::pass;
   double score = 0, max_score = 0;
   for (const auto& r : out.rules) {
@@ -514,7 +513,7 @@ void finalize(LessonOutcome& out, const Lesson& lesson) {
   out.max_score = out.rules.empty() ? lesson.max_points() : max_score;
 }
 
-LessonOutcome judge_program(const Lesson& lesson, const fs::path& program, const JudgeOptions& opt) {
+LessonOutcome judge_program(const LessonConfig& lesson, const fs::path& program, const JudgeOptions& opt) {
   if (!fs::exists(program))
     return lesson_outcome(lesson, opt.build, Verdict::error, reason::missing,
                           "no program at " + program.string() + ": build it first");

@@ -88,7 +88,7 @@ struct JudgeOptions {
 
 /// Runs `program` (a lesson built from some exercise.cu) and judges it by the lesson's rules.
 /// Never throws for anything the program does: a crash, a hang, garbage, all end as verdicts.
-LessonOutcome judge_program(const Lesson& lesson, const fs::path& program, const JudgeOptions& options);
+LessonOutcome judge_program(const LessonConfig& lesson, const fs::path& program, const JudgeOptions& options);
 
 /// How far past a ceiling measured in the same run a rate may go before it is an error: a cold
 /// read-mostly stream can beat the copy kernel by a few percent (the copy also writes), a timer
@@ -105,11 +105,11 @@ struct GpuObservation;
 void trust_only_the_checker(json& result, const GpuObservation& seen);
 
 /// An outcome that says the lesson could not be judged: every rule gets `verdict` and 0 points.
-LessonOutcome lesson_outcome(const Lesson& lesson, const std::string& build, Verdict verdict,
+LessonOutcome lesson_outcome(const LessonConfig& lesson, const std::string& build, Verdict verdict,
                              const std::string& reason, const std::string& message);
 
 /// Recomputes verdict, score and max_score from the rules and the sanitizer line.
-void finalize(LessonOutcome& outcome, const Lesson& lesson);
+void finalize(LessonOutcome& outcome, const LessonConfig& lesson);
 
 /// Pulls findings with file:line out of a compute-sanitizer log.
 std::vector<SanitizerFinding> parse_sanitizer_log(const std::string& tool, const std::string& log);

@@ -69,9 +69,9 @@ fs::path build_dir_of(const Common& c) {
   return fs::absolute(d);
 }
 
-std::vector<Lesson> lessons_of(const Common& c, const std::vector<std::string>& names,
+std::vector<LessonConfig> lessons_of(const Common& c, const std::vector<std::string>& names,
                                const std::string& overrides) {
-  std::vector<Lesson> all = load_lessons(c.source_dir);
+  std::vector<LessonConfig> all = load_lessons(c.source_dir);
   if (all.empty()) throw ConfigError("no lessons with a check.toml in " + c.source_dir + "/lessons");
   if (!overrides.empty()) apply_overrides(all, overrides);
   return select_lessons(all, names);
@@ -334,7 +334,7 @@ int cmd_merge(const std::vector<std::string>& dirs, const std::string& csv, cons
 }
 
 // selftest --seal-only: what every lesson program's object file defines and calls. No GPU.
-int cmd_seal(const fs::path& bdir, const std::vector<Lesson>& lessons) {
+int cmd_seal(const fs::path& bdir, const std::vector<LessonConfig>& lessons) {
   std::size_t held = 0, total = 0;
   for (const auto& l : lessons)
     for (const auto& check : seal_lesson(l, bdir)) {

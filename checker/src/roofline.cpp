@@ -9,7 +9,7 @@
 #include <utility>
 
 #include "files.hpp"
-#include "result.hpp"
+#include "runs.hpp"
 
 namespace lab {
 
@@ -35,28 +35,6 @@ std::string gflops_text(double gflops) {
   return gflops >= 1000 ? sig3(gflops / 1000) + " TFLOP/s" : sig3(gflops) + " GFLOP/s";
 }
 
-// What a number read from a result file may be: 0 (none) or within [low, high] of its unit,
-// bounds far beyond any GPU either way.
-struct Range {
-  double low, high;
-};
-constexpr Range kRateRange{1e-6, 1e9};  // GB/s, GFLOP/s
-constexpr Range kCountRange{1e-3, 1e21};  // bytes, FLOPs
-constexpr Range kTimeRange{1e-9, 1e9};  // ms
-
-// "" if obj[key] is absent, not a number (validate_result's business) or plausible; else why.
-std::string out_of_range(const json& obj, const std::string& where, const char* key,
-                         const Range& range, const char* unit) {
-  const auto it = obj.find(key);
-  if (it == obj.end() || !it->is_number()) return "";
-  const double v = it->get<double>();
-  if (v == 0 || (v >= range.low && v <= range.high)) return "";
-  char buf[200];
-  std::snprintf(buf, sizeof buf, "\"%s%s\" is %g %s, which no GPU measures (expected 0 or %g to %g)",
-                where.c_str(), key, v, unit, range.low, range.high);
-  return buf;
-}
-
 const char* kNoComputeRoof =
     "no compute roof (ceilings.fp32_gflops): the lesson ran with an older library; re-run it "
     "with the current one";
@@ -79,11 +57,12 @@ RooflinePoint place_variant(const RooflineRun& run, const json& v) {
   p.host_link = v.value("host_link", false);
   p.bytes = v.value("bytes", 0.0);
   p.flops = v.value("flops", 0.0);
-  // The rates the harness wrote; recomputed from the median only if a file lacks them.
-  const double seconds = v["time_ms"]["median"].get<double>() * 1e-3;
-  p.gbs = v.value("gbs", p.bytes / seconds * 1e-9);
-  p.gflops = v.value("gflops", p.flops / seconds * 1e-9);
-  if (p.bytes > 0 && p.flops > 0) p.intensity = p.flops / p.bytes;
+  // From the bytes, FLOPs and median, as the lesson's table and the rules compute them.
+  const Rates rates = rates_of(p.bytes, p.flops, p.host_link,
+                               v["time_ms"]["median"].get<double>(), run.copy_gbs, 0);
+  p.gbs = rates.gbs;
+  p.gflops = rates.gflops;
+  if (p.flops > 0) p.intensity = rates.intensity;
 
   // A wrong answer computed fast is no achievement: list it, hold it against nothing.
   if (!p.correct) {
@@ -138,37 +117,11 @@ std::string add_result(Roofline& r, const std::string& file, const json& doc) {
   run.device = device.contains("name") && device["name"].is_string()
                    ? device["name"].get<std::string>()
                    : "unknown GPU";
-  // Numbers this reader computes with: a value no GPU produces (1e-320 GB/s, 1e300 bytes) would
-  // put the picture's axes hundreds of decades apart, so it is refused here, by name.
-  for (auto [key, unit] : {std::pair{"copy_gbs", "GB/s"}, {"fp32_gflops", "GFLOP/s"},
-                           {"h2d_pinned_gbs", "GB/s"}})
-    if (auto e = out_of_range(ceilings, "ceilings.", key, kRateRange, unit); !e.empty()) return e;
-  for (std::size_t i = 0; i < doc["variants"].size(); ++i) {
-    const json& v = doc["variants"][i];
-    const std::string where = "variants[" + std::to_string(i) + "].";
-    for (auto [key, unit] : {std::pair{"gbs", "GB/s"}, {"gflops", "GFLOP/s"}})
-      if (auto e = out_of_range(v, where, key, kRateRange, unit); !e.empty()) return e;
-    for (auto [key, unit] : {std::pair{"bytes", "bytes"}, {"flops", "FLOPs"}})
-      if (auto e = out_of_range(v, where, key, kCountRange, unit); !e.empty()) return e;
-    if (v.contains("time_ms"))
-      if (auto e = out_of_range(v["time_ms"], where + "time_ms.", "median", kTimeRange, "ms");
-          !e.empty())
-        return e;
-  }
   const auto copy = roof_of(ceilings, "copy_gbs");
   if (!copy) return "no measured memory roof (ceilings.copy_gbs), so there is no roofline to draw";
   run.copy_gbs = *copy;
   run.fp32_gflops = roof_of(ceilings, "fp32_gflops");
   run.h2d_gbs = roof_of(ceilings, "h2d_pinned_gbs");
-  // Fields validate_result leaves alone but that are read here.
-  for (std::size_t i = 0; i < doc["variants"].size(); ++i) {
-    const json& v = doc["variants"][i];
-    const std::string where = "\"variants[" + std::to_string(i) + "].";
-    if (v.contains("role") && !v["role"].is_string()) return where + "role\" is not a string";
-    if (v.contains("host_link") && !v["host_link"].is_boolean())
-      return where + "host_link\" is not a boolean";
-  }
-
   r.runs.push_back(run);
   for (const json& v : doc["variants"]) {
     if (!v.contains("time_ms")) continue;  // never measured (it threw before timing)

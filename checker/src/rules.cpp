@@ -16,7 +16,7 @@
 
 #include "counters.hpp"
 #include "files.hpp"
-#include "result.hpp"
+#include "runs.hpp"
 
 namespace lab {
 
@@ -70,7 +70,7 @@ Verdict worse(Verdict a, Verdict b) {
   return severity(a) > severity(b) ? a : b;
 }
 
-double Lesson::max_points() const {
+double LessonConfig::max_points() const {
   double sum = 0;
   for (const auto& r : rules) sum += r.points;
   return sum;
@@ -219,9 +219,9 @@ void check_rule(const fs::path& file, const toml::node& node, const Rule& r) {
 
 }  // namespace
 
-Lesson load_lesson(const fs::path& check_toml) {
+LessonConfig load_lesson(const fs::path& check_toml) {
   const toml::table doc = parse_toml(check_toml);
-  Lesson lesson;
+  LessonConfig lesson;
   lesson.dir = check_toml.parent_path();
   const std::string folder = lesson.dir.filename().string();
   std::set<std::string> ids;
@@ -291,7 +291,7 @@ Lesson load_lesson(const fs::path& check_toml) {
   return lesson;
 }
 
-std::vector<Lesson> load_lessons(const fs::path& source_dir) {
+std::vector<LessonConfig> load_lessons(const fs::path& source_dir) {
   const fs::path root = source_dir / "lessons";
   if (!fs::is_directory(root))
     throw ConfigError(root.string() + " does not exist: is --source-dir the course repository?");
@@ -300,17 +300,23 @@ std::vector<Lesson> load_lessons(const fs::path& source_dir) {
     if (entry.is_directory() && fs::exists(entry.path() / "check.toml"))
       files.push_back(entry.path() / "check.toml");
   std::sort(files.begin(), files.end());
-  std::vector<Lesson> lessons;
+  std::vector<LessonConfig> lessons;
   for (const auto& f : files) lessons.push_back(load_lesson(f));
   return lessons;
 }
 
-std::vector<Lesson> select_lessons(const std::vector<Lesson>& all,
+std::vector<LessonConfig> select_lessons(const std::vector<LessonConfig>& all,
                                    const std::vector<std::string>& names) {
-  if (names.empty()) return all;
-  std::vector<Lesson> out;
+  if (names.empty()) {  // every lesson, but no template (lessons/_template): never graded
+    auto out = all;
+    out.erase(std::remove_if(out.begin(), out.end(),
+                             [](const auto& l) { return l.name.rfind('_', 0) == 0; }),
+              out.end());
+    return out;
+  }
+  std::vector<LessonConfig> out;
   for (const auto& name : names) {
-    auto it = std::find_if(all.begin(), all.end(), [&](const Lesson& l) {
+    auto it = std::find_if(all.begin(), all.end(), [&](const LessonConfig& l) {
       return l.name == name || l.name.rfind(name + "-", 0) == 0;
     });
     if (it == all.end()) {
@@ -323,12 +329,12 @@ std::vector<Lesson> select_lessons(const std::vector<Lesson>& all,
   return out;
 }
 
-void apply_overrides(std::vector<Lesson>& lessons, const fs::path& file) {
+void apply_overrides(std::vector<LessonConfig>& lessons, const fs::path& file) {
   const toml::table doc = parse_toml(file);
   for (auto&& [lk, lnode] : doc) {
     const std::string lname(lk.str());
     auto lesson = std::find_if(lessons.begin(), lessons.end(),
-                               [&](const Lesson& l) { return l.name == lname; });
+                               [&](const LessonConfig& l) { return l.name == lname; });
     if (lesson == lessons.end()) config_error(file, lnode, "no lesson \"" + lname + "\"");
     if (!lnode.is_table())
       config_error(file, lnode, "\"" + lname + "\" must be a table: [\"" + lname + "\".rule-id]");
@@ -530,18 +536,19 @@ RuleOutcome evaluate_rule(const Rule& rule, const json& result) {
       const bool copy = rule.kind == RuleKind::fraction_of_copy;
       if (!variant->contains("time_ms"))
         return finish(Verdict::fail, "\"" + rule.variant + "\" was not timed (it stopped before it was measured)");
-      double value;
-      const char* field = copy ? "fraction_of_copy" : "fraction_of_peak";
-      if (variant->contains(field)) {
-        value = (*variant)[field].get<double>();
-      } else {
-        const json& base = copy ? result.value("ceilings", json::object()) : result.value("device", json::object());
-        const char* key = copy ? "copy_gbs" : "peak_bandwidth_gbs";
-        if (!variant->contains("gbs") || !base.contains(key) || !base[key].is_number() ||
-            !(base[key].get<double>() > 0))
-          return finish(Verdict::error, std::string("the result has no ") + field + " for \"" + rule.variant + "\"");
-        value = (*variant)["gbs"].get<double>() / base[key].get<double>();
-      }
+      // From the bytes, the median and the run's ceilings (the library's rates_of), never from
+      // the fraction the file holds: no judged number can disagree with the others.
+      const Rates rates = rates_of(result, *variant);
+      const std::optional<double> fraction = copy ? rates.fraction_of_copy : rates.fraction_of_peak;
+      if (!fraction && (*variant).value("host_link", false))
+        return finish(Verdict::error, "\"" + rule.variant + "\" moves its bytes over the host "
+                                      "link, which has no fraction of a device-memory ceiling");
+      if (!fraction)
+        return finish(Verdict::error, std::string("the result has no ") +
+                                          (copy ? "copy ceiling (ceilings.copy_gbs)"
+                                                : "theoretical bandwidth (device.peak_bandwidth_gbs)") +
+                                          " to compare \"" + rule.variant + "\" with");
+      const double value = *fraction;
       // A rate is bytes over time: the 95% interval of the median time bounds it.
       const double median = (*variant)["time_ms"]["median"].get<double>();
       const Interval i = constant_over_median(value * median, samples_of(*variant));
@@ -638,7 +645,7 @@ RuleOutcome evaluate_rule(const Rule& rule, const json& result) {
   return finish(v, msg);
 }
 
-std::vector<RuleOutcome> error_outcomes(const Lesson& lesson, Verdict verdict,
+std::vector<RuleOutcome> error_outcomes(const LessonConfig& lesson, Verdict verdict,
                                         const std::string& message) {
   std::vector<RuleOutcome> out;
   for (const auto& r : lesson.rules) {

@@ -50,7 +50,9 @@ struct Rule {
   std::string origin;   ///< "path/check.toml:12", for messages
 };
 
-struct Lesson {
+/// One lesson as the checker grades it: its check.toml (and overrides). Not the harness's
+/// lab::Lesson, which is the lesson program itself.
+struct LessonConfig {
   std::string name;    ///< the folder name, NN-topic (= the "lesson" key)
   std::string title;
   double timeout_s = 120;
@@ -64,16 +66,17 @@ struct Lesson {
 };
 
 /// Parses one check.toml; throws ConfigError with the file and line of the first problem.
-Lesson load_lesson(const fs::path& check_toml);
+LessonConfig load_lesson(const fs::path& check_toml);
 /// Every <source>/lessons/*/check.toml, sorted by name.
-std::vector<Lesson> load_lessons(const fs::path& source_dir);
-/// Keeps the lessons named (either "04-coalescing" or just "04"); all of them if `names` is
-/// empty. Throws ConfigError for a name that matches no lesson.
-std::vector<Lesson> select_lessons(const std::vector<Lesson>& all,
+std::vector<LessonConfig> load_lessons(const fs::path& source_dir);
+/// Keeps the lessons named (either "04-coalescing" or just "04"); if `names` is empty, all of
+/// them but a template (a folder whose name starts with "_", such as lessons/_template: built and
+/// self-tested when named, never graded). Throws ConfigError for a name that matches no lesson.
+std::vector<LessonConfig> select_lessons(const std::vector<LessonConfig>& all,
                                    const std::vector<std::string>& names);
 /// Applies an instructor's overrides file (see docs/check-toml.md). Unknown lessons, rules or
 /// keys are errors, so a typo cannot silently leave a threshold unchanged.
-void apply_overrides(std::vector<Lesson>& lessons, const fs::path& overrides_toml);
+void apply_overrides(std::vector<LessonConfig>& lessons, const fs::path& overrides_toml);
 
 /// A measured number with its pessimistic..optimistic range (low <= value <= high normally).
 struct Reading {
@@ -97,7 +100,7 @@ struct RuleOutcome {
 /// the rule is skipped.
 RuleOutcome evaluate_rule(const Rule& rule, const json& result);
 /// Every rule of the lesson marked `error` with the same message (the lesson did not run).
-std::vector<RuleOutcome> error_outcomes(const Lesson& lesson, Verdict verdict,
+std::vector<RuleOutcome> error_outcomes(const LessonConfig& lesson, Verdict verdict,
                                         const std::string& message);
 
 /// How a value reads in messages: fractions as percentages, speedups with "x", metrics as

@@ -100,7 +100,7 @@ bool expectation_holds(const Expectation& e, const LessonOutcome& o, std::string
   return ok;
 }
 
-std::vector<SelftestCheck> selftest_lesson(const Lesson& lesson, const SelftestOptions& opt,
+std::vector<SelftestCheck> selftest_lesson(const LessonConfig& lesson, const SelftestOptions& opt,
                                            GradingBuild* grading) {
   std::vector<SelftestCheck> checks;
   const fs::path programs = opt.build_dir / "lessons" / lesson.name;
@@ -208,7 +208,7 @@ std::vector<SelftestCheck> selftest_lesson(const Lesson& lesson, const SelftestO
   return checks;
 }
 
-std::vector<SelftestCheck> seal_lesson(const Lesson& lesson, const fs::path& build_dir) {
+std::vector<SelftestCheck> seal_lesson(const LessonConfig& lesson, const fs::path& build_dir) {
   std::vector<SelftestCheck> checks;
   const fs::path programs = build_dir / "lessons" / lesson.name;
   auto check = [&](const std::string& subject, const fs::path& program, bool refused) {

@@ -57,12 +57,12 @@ struct SelftestOptions {
 
 /// Judges the lesson's solution, starter and every mutant. Compile-error mutants are built
 /// through `grading` (as a student's file would be); it may be null if the lesson has none.
-std::vector<SelftestCheck> selftest_lesson(const Lesson& lesson, const SelftestOptions& options,
+std::vector<SelftestCheck> selftest_lesson(const LessonConfig& lesson, const SelftestOptions& options,
                                            GradingBuild* grading);
 
 /// The seal alone (inspect.hpp) on every program of the lesson: reads object files, runs nothing,
 /// needs no GPU. The solution, the starter and every mutant must pass it, except the mutants whose
 /// expected reason is `forbidden`, which it must refuse.
-std::vector<SelftestCheck> seal_lesson(const Lesson& lesson, const fs::path& build_dir);
+std::vector<SelftestCheck> seal_lesson(const LessonConfig& lesson, const fs::path& build_dir);
 
 }  // namespace lab

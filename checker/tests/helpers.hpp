@@ -69,8 +69,8 @@ inline Rule make_rule(const std::string& id, RuleKind kind, std::optional<double
 }
 
 /// A lesson whose program is the fake lesson, run with `args`.
-inline Lesson fake_lesson(std::vector<std::string> args, std::vector<Rule> rules, double timeout_s = 10) {
-  Lesson l;
+inline LessonConfig fake_lesson(std::vector<std::string> args, std::vector<Rule> rules, double timeout_s = 10) {
+  LessonConfig l;
   l.name = "90-fake";
   l.title = "Fake";
   l.timeout_s = timeout_s;

@@ -190,7 +190,7 @@ TEST_CASE("check.toml: a counter rule must name a known measure") {
   }
   write_text(file, "lesson = \"90-fake\"\n[[rule]]\nid = \"c\"\nkind = \"counter\"\nvariant = \"exercise\"\n"
                    "counter = \"global_load_efficiency\"\nmin = 0.8\npoints = 1\n");
-  const Lesson l = load_lesson(file);
+  const LessonConfig l = load_lesson(file);
   CHECK(l.rules[0].counter == "global_load_efficiency");
 }
 

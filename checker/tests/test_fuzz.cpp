@@ -508,7 +508,7 @@ const char* const kOverridesSeed =
     "[\"90-fake\".bandwidth]\nmin = 0.5  # a comment\n";
 
 // What a loaded lesson may hold after check.toml and overrides: all finite and in range.
-std::string insane(const Lesson& l) {
+std::string insane(const LessonConfig& l) {
   if (!(l.timeout_s >= 1 && l.timeout_s <= 86400)) return "timeout_s " + std::to_string(l.timeout_s) + " accepted";
   for (const auto& r : l.rules) {
     if (!(std::isfinite(r.points) && r.points >= 0 && r.points <= 10000))
@@ -601,11 +601,11 @@ TEST_SUITE("fuzz") {
 
   TEST_CASE("overrides") {
     TempDir dir("lab-fuzz-overrides");
-    const std::vector<Lesson> lessons{fake_lesson({}, standard_rules())};
+    const std::vector<LessonConfig> lessons{fake_lesson({}, standard_rules())};
     fuzz("overrides", 0x5eed0004, false, {kOverridesSeed}, [&](const std::string& input, int i) {
       const fs::path file = dir.path() / ("overrides-" + std::to_string(i) + ".toml");
       write_text(file, input);
-      std::vector<Lesson> copy = lessons;
+      std::vector<LessonConfig> copy = lessons;
       try {
         apply_overrides(copy, file);
         return insane(copy[0]);

@@ -9,7 +9,7 @@
 
 #include "helpers.hpp"
 #include "intervals.hpp"
-#include "result.hpp"
+#include "runs.hpp"
 
 using namespace lab;
 using doctest::Approx;

@@ -7,7 +7,7 @@
 #include "helpers.hpp"
 #include "process.hpp"
 #include "report.hpp"
-#include "result.hpp"
+#include "runs.hpp"
 #include "roofline.hpp"
 
 using namespace lab;
@@ -112,10 +112,10 @@ TEST_SUITE("readers") {
     CHECK(r.errors[0] == bad[0].first.string() +
                              ": has a number beyond the range of a double (1e400, line 1, column 25)");
     CHECK(r.errors[1] == bad[1].first.string() +
-                             ": \"ceilings.copy_gbs\" is 4.94066e-324 GB/s, which no GPU measures "
+                             ": not a lesson result file: \"ceilings.copy_gbs\" is 4.94066e-324 GB/s, which no GPU measures "
                              "(expected 0 or 1e-06 to 1e+09)");
     CHECK(r.errors[2] == bad[2].first.string() +
-                             ": \"variants[0].flops\" is 9.99989e-321 FLOPs, which no GPU measures "
+                             ": not a lesson result file: \"variants[0].flops\" is 9.99989e-321 FLOPs, which no GPU measures "
                              "(expected 0 or 0.001 to 1e+21)");
     CHECK(r.errors[3] == bad[3].first.string() +
                              ": is nested more than 64 levels deep (line 1, column 65): not a file the "
@@ -223,11 +223,11 @@ TEST_SUITE("readers") {
                                "course writes (keys nested that deep would crash the reader)").c_str(),
                          ConfigError);
 
-    std::vector<Lesson> lessons{fake_lesson({}, standard_rules())};
+    std::vector<LessonConfig> lessons{fake_lesson({}, standard_rules())};
     const fs::path overrides = dir.path() / "overrides.toml";
     auto overrides_error = [&](const std::string& body) -> std::string {
       write_text(overrides, body);
-      std::vector<Lesson> copy = lessons;
+      std::vector<LessonConfig> copy = lessons;
       try {
         apply_overrides(copy, overrides);
       } catch (const ConfigError& e) {

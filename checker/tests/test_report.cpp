@@ -15,7 +15,7 @@ namespace {
 
 // A report with one lesson of each kind of outcome, and text that needs escaping.
 Report sample_report() {
-  Lesson lesson = fake_lesson({}, standard_rules());
+  LessonConfig lesson = fake_lesson({}, standard_rules());
   Report r;
   r.name = "alice";
   r.started_at = r.finished_at = "2025-01-01T00:00:00Z";
@@ -30,14 +30,14 @@ Report sample_report() {
   finalize(ok, lesson);  // correct passes, speedup 2x fails, bandwidth passes
   r.lessons.push_back(ok);
 
-  Lesson other = lesson;
+  LessonConfig other = lesson;
   other.name = "91-other";
   LessonOutcome broken = lesson_outcome(other, "submission", Verdict::error, reason::compile,
                                         "your exercise.cu did not compile; the first errors are below");
   broken.output = "91-other/exercise.cu(3): error: expected a \";\" <here> & \x01 \xff\n";
   r.lessons.push_back(broken);
 
-  Lesson third = lesson;
+  LessonConfig third = lesson;
   third.name = "92-env";
   json env = sample_result(2.0);
   env["environment_ok"] = false;

@@ -2,7 +2,7 @@
 #include <doctest/doctest.h>
 
 #include "helpers.hpp"
-#include "result.hpp"
+#include "runs.hpp"
 
 using namespace lab;
 using namespace lab::test;

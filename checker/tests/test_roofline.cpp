@@ -301,7 +301,7 @@ TEST_SUITE("roofline") {
     Roofline t;
     json wrong_type = result("04-x", {memory_bound()});
     wrong_type["variants"][0]["host_link"] = "yes";
-    CHECK(add_result(t, "t.json", wrong_type) == "\"variants[0].host_link\" is not a boolean");
+    CHECK(add_result(t, "t.json", wrong_type) == "not a lesson result file: \"variants[0].host_link\" is a string, expected a boolean");
     CHECK(t.runs.empty());
   }
 

@@ -6,7 +6,7 @@
 #include "gpu_watch.hpp"
 #include "helpers.hpp"
 #include "judge.hpp"
-#include "result.hpp"
+#include "runs.hpp"
 #include "selftest.hpp"
 
 using namespace lab;
@@ -47,6 +47,26 @@ TEST_CASE("fraction_of_copy and fraction_of_peak use the same run's ceilings") {
   auto peak = evaluate_rule(make_rule("peak", RuleKind::fraction_of_peak, 0.25), result);
   CHECK(peak.verdict == Verdict::pass);
   CHECK(peak.reading->value == doctest::Approx(1000.0 / 3352.3));
+}
+
+TEST_CASE("fractions are computed from bytes and the median, never read from the file") {
+  json result = sample_result(1.0);  // 1000 GB/s against a 2800 GB/s copy: 35.7%
+  result["variants"][1]["fraction_of_copy"] = 0.99;  // what a forged file might claim
+  result["variants"][1]["gbs"] = 2772.0;
+  auto out = evaluate_rule(make_rule("bw", RuleKind::fraction_of_copy, 0.5), result);
+  CHECK(out.verdict == Verdict::fail);
+  CHECK(contains(out.message, "35.7% of the copy bandwidth"));
+  // Bytes over the host link have no fraction of a device-memory ceiling.
+  result["variants"][1]["host_link"] = true;
+  out = evaluate_rule(make_rule("bw", RuleKind::fraction_of_copy, 0.5), result);
+  CHECK(out.verdict == Verdict::error);
+  CHECK(out.message == "\"exercise\" moves its bytes over the host link, which has no fraction of a "
+                       "device-memory ceiling");
+  result["variants"][1]["host_link"] = false;
+  result["ceilings"].erase("copy_gbs");
+  out = evaluate_rule(make_rule("bw", RuleKind::fraction_of_copy, 0.5), result);
+  CHECK(out.verdict == Verdict::error);
+  CHECK(out.message == "the result has no copy ceiling (ceilings.copy_gbs) to compare \"exercise\" with");
 }
 
 TEST_CASE("metric rules use low/high, with min and max") {
@@ -123,6 +143,9 @@ TEST_CASE("implausible: faster than a ceiling of the same run is an error, not a
   CHECK(contains(implausible_rates(result), "implausible: \"exercise\" reached 4000 GB/s, 1.43x the copy ceiling"));
   result["variants"][1]["mode"] = "hot";  // L2-resident hot loops may beat DRAM: not judged so
   CHECK(implausible_rates(result).empty());
+  result["variants"][1].erase("mode");  // a variant without its own mode has the run's
+  result["config"] = {{"mode", "hot"}};
+  CHECK(implausible_rates(result).empty());
   json link = sample_result(1.0);
   link["ceilings"]["h2d_pinned_gbs"] = 50.0;
   link["ceilings"]["d2h_pinned_gbs"] = 50.0;
@@ -197,7 +220,7 @@ TEST_CASE("check.toml: a valid file") {
   write_text(file, std::string(kHead) + "timeout_s = 30\nargs = [\"--mode\", \"result\"]\n"
              "[[rule]]\nid = \"correct\"\nkind = \"correct\"\nvariant = \"exercise\"\npoints = 4\n"
              "[[rule]]\nid = \"speedup\"\nkind = \"speedup\"\nvariant = \"exercise\"\nover = \"naive\"\nmin = 3\npoints = 2.5\nhint = \"h\"\n");
-  const Lesson l = load_lesson(file);
+  const LessonConfig l = load_lesson(file);
   CHECK(l.name == "90-fake");
   CHECK(l.timeout_s == 30);
   CHECK(l.args == std::vector<std::string>{"--mode", "result"});
@@ -227,18 +250,27 @@ TEST_CASE("check.toml: mistakes give file:line and what to fix") {
 }
 
 TEST_CASE("lesson selection by full name or number") {
-  Lesson a = fake_lesson({}, standard_rules());
-  Lesson b = a;
+  LessonConfig a = fake_lesson({}, standard_rules());
+  LessonConfig b = a;
   b.name = "91-other";
-  const std::vector<Lesson> all{a, b};
+  const std::vector<LessonConfig> all{a, b};
   CHECK(select_lessons(all, {"91"}).at(0).name == "91-other");
   CHECK(select_lessons(all, {}).size() == 2);
   CHECK_THROWS_WITH_AS(select_lessons(all, {"07"}), "no lesson \"07\" (lessons: 90-fake, 91-other)", ConfigError);
 }
 
+TEST_CASE("a template (a folder whose name starts with _) is left out unless named") {
+  auto all = std::vector{fake_lesson({}, standard_rules())};
+  all.push_back(all.front());
+  all.back().name = "_template";
+  CHECK(select_lessons(all, {}).size() == 1);
+  CHECK(select_lessons(all, {}).front().name == "90-fake");
+  CHECK(select_lessons(all, {"_template"}).at(0).name == "_template");
+}
+
 TEST_CASE("overrides change thresholds, points and timeouts, and reject typos") {
   TempDir dir;
-  std::vector<Lesson> lessons{fake_lesson({}, standard_rules())};
+  std::vector<LessonConfig> lessons{fake_lesson({}, standard_rules())};
   const fs::path file = dir.path() / "overrides.toml";
   write_text(file, "[\"90-fake\"]\ntimeout_s = 300\n[\"90-fake\".speedup]\nmin = 2.5\npoints = 5\n");
   apply_overrides(lessons, file);
@@ -300,7 +332,7 @@ TEST_CASE("expected.toml: parsing and matching") {
   CHECK(e[3].needs_sanitizer());
   CHECK(e[3].verdict == Verdict::fail);
 
-  Lesson lesson = fake_lesson({}, standard_rules());
+  LessonConfig lesson = fake_lesson({}, standard_rules());
   LessonOutcome compile = lesson_outcome(lesson, "mutant", Verdict::error, reason::compile, "did not compile");
   std::string why;
   CHECK(expectation_holds(e[0], compile, why));

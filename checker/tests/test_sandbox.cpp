@@ -421,7 +421,7 @@ TEST_CASE("grading build: as root the student's file compiles as uid 65533, whic
   INFO(read_text(grading / "build-user.log"));
   REQUIRE(builds_run_as_build_user());  // the starter compiled as uid 65533: no fallback to root
 
-  Lesson lesson;
+  LessonConfig lesson;
   lesson.name = "90-fake";
   const fs::path exercise = tmp.path() / "alice" / "90-fake" / "exercise.cu";
   write_text(exercise, kGoodExercise);
@@ -470,7 +470,7 @@ TEST_CASE("grading build: where uid 65533 cannot reach the course, builds run as
   CHECK(contains(said.str(), "lab-check: builds run as root: as uid 65533 the grading build could not compile"));
   CHECK(contains(said.str(), "must be reachable by other users"));
 
-  Lesson lesson;
+  LessonConfig lesson;
   lesson.name = "90-fake";
   const fs::path exercise = tmp.path() / "alice" / "90-fake" / "exercise.cu";
   write_text(exercise, kGoodExercise);

@@ -32,7 +32,7 @@ TEST_CASE("solution, starter and mutants are held to their promises") {
   fs::create_directories(lesson_dir);
   fs::copy_file(fs::path(LAB_TEST_DATA_DIR) / "fake-course" / "lessons" / "90-fake" / "check.toml",
                 lesson_dir / "check.toml");
-  const Lesson lesson = load_lesson(lesson_dir / "check.toml");
+  const LessonConfig lesson = load_lesson(lesson_dir / "check.toml");
 
   const fs::path programs = build / "lessons" / "90-fake";
   program(programs / "solution", "--exercise-ms 0.5");

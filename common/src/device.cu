@@ -12,11 +12,6 @@
 
 namespace lab {
 
-double DeviceInfo::peak_bandwidth_gbs() const {
-  // Double data rate: two transfers per memory clock, bus width in bits.
-  return 2.0 * mem_clock_mhz * 1e6 * (bus_width_bits / 8.0) * 1e-9;
-}
-
 bool gpu_available() { return gpu_unavailable_reason().empty(); }
 
 std::string gpu_unavailable_reason() {

@@ -24,7 +24,7 @@ struct Lesson::State {
   bool list = false;
   bool profile = false;
   double budget_s = 0;  // --budget-s: the whole run's time limit (0: none)
-  std::string mode = "cold";
+  std::string mode = to_string(Mode::Cold);  // --mode, read into result.mode
   std::unique_ptr<Stream> stream;
   std::vector<std::string> notes;
 
@@ -50,9 +50,11 @@ Lesson::Lesson(std::string id, std::string title) : state_(std::make_unique<Stat
                  "Run each selected variant once inside cudaProfilerStart/Stop for nsys/ncu, "
                  "no timing");
   s.app.add_option("--variant", s.only, "Run only these variants (repeatable; see --list)");
+  std::vector<std::string> modes;
+  for (Mode m : kModes) modes.push_back(to_string(m));
   s.app.add_option("--mode", s.mode, "Measurement mode: cold (default; L2 flushed), hot "
                                      "(back-to-back, L2 warm) or graph (replayed CUDA graph)")
-      ->check(CLI::IsMember({"cold", "hot", "graph"}));
+      ->check(CLI::IsMember(modes));
   s.app.add_flag("--list", s.list, "List the variants and exit");
   s.app.add_option("--budget-s", s.budget_s,
                    "Seconds the whole run may take (the checker passes it): measurements share "
@@ -89,6 +91,7 @@ void Lesson::size(const std::string& text) { state_->result.sizes.push_back(text
 void Lesson::note(const std::string& text) { state_->notes.push_back(text); }
 
 bool Lesson::selected(const std::string& variant) const {
+  state_->variant(variant);  // a misspelt name is an error, not "not selected"
   const auto& only = state_->only;
   return only.empty() || std::find(only.begin(), only.end(), variant) != only.end();
 }
@@ -122,8 +125,7 @@ const Measurement* Lesson::measure(const std::string& variant, Work work,
     profile_once(launch, stream(), variant);
     return nullptr;
   }
-  if (state_->mode == "hot") options.mode = Mode::Hot;
-  if (state_->mode == "graph") options.mode = Mode::Graph;
+  if (state_->result.mode != Mode::Cold) options.mode = state_->result.mode;
   if (quick()) {  // tests: a rough number is enough
     options.timeout_s = std::min(options.timeout_s, 1.0);
     options.stop.min_samples = std::min<std::size_t>(options.stop.min_samples, 10);
@@ -169,11 +171,11 @@ const Measurement* Lesson::measure(const std::string& variant, Work work,
                             std::to_string(int(share_s * 1e3)) +
                             " ms: this machine is too slow to measure it in the time allowed");
   }
-  const double gbs = work.bytes / (m.gpu_ms.median * 1e6);
   const double copy = lab::ceilings().copy_gbs;
-  if (work.bytes > 0 && copy > 0 && !work.host_link && gbs > 1.05 * copy)
-    m.diagnostics.push_back("faster than the copy ceiling (" + std::to_string(int(gbs)) + " GB/s > " +
-                            std::to_string(int(copy)) +
+  const Rates rates = rates_of(work.bytes, work.flops, work.host_link, m.gpu_ms.median, copy, 0);
+  if (rates.fraction_of_copy && *rates.fraction_of_copy > 1.05)
+    m.diagnostics.push_back("faster than the copy ceiling (" + std::to_string(int(rates.gbs)) +
+                            " GB/s > " + std::to_string(int(copy)) +
                             "): are the bytes counted right, or does the data stay in L2?");
   v.measurement = m;
   return &*v.measurement;
@@ -261,12 +263,12 @@ void print_table(const Result& r, const std::string& title, const std::vector<st
     std::string median = "-", spread = "-", gbs = "-", pct = "-", gflops = "-", speed = "-";
     if (v.measurement) {
       const Stats& t = v.measurement->gpu_ms;
-      const double s = t.median * 1e-3;
+      const Rates rates = r.rates(v);
       median = time_text(t.median);
       spread = "+-" + fixed(50 * t.relative_iqr(), 1) + "%";  // half the IQR, relative
-      if (v.bytes > 0) gbs = fixed(v.bytes / s * 1e-9, 0);
-      if (v.bytes > 0 && r.ceilings && !v.host_link) pct = fixed(100 * v.bytes / s * 1e-9 / r.ceilings->copy_gbs, 0) + "%";
-      if (v.flops > 0) gflops = fixed(v.flops / s * 1e-9, 0);
+      if (v.bytes > 0) gbs = fixed(rates.gbs, 0);
+      if (v.bytes > 0 && rates.fraction_of_copy) pct = fixed(100 * *rates.fraction_of_copy, 0) + "%";
+      if (v.flops > 0) gflops = fixed(rates.gflops, 0);
       if (base) speed = fixed(base->measurement->gpu_ms.median / t.median, 2) + "x";
       if (v.measurement->mode != Mode::Cold) median += std::string(" ") + to_string(v.measurement->mode);
     }
@@ -306,7 +308,7 @@ int Lesson::run(int argc, char** argv, const std::function<void(Lesson&)>& body)
     const int code = s.app.exit(e);
     return code == 0 ? kExitOk : kExitUsage;
   }
-  r.mode = s.mode == "hot" ? Mode::Hot : s.mode == "graph" ? Mode::Graph : Mode::Cold;
+  r.mode = *mode_named(s.mode);  // --mode accepts only the modes' names
   // Measurements may use 80% of the budget; the rest is for the context, the ceilings, the
   // validations and the result file.
   if (s.budget_s > 0) set_time_budget(0.8 * s.budget_s);

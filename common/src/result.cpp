@@ -1,3 +1,4 @@
+// The result file's structs, names, derived rates and writer (docs/result-file.md).
 #include "lab/result.hpp"
 
 #include <cmath>
@@ -10,6 +11,21 @@ namespace lab {
 
 using nlohmann::json;
 
+const char* to_string(Mode mode) {
+  switch (mode) {
+    case Mode::Cold: return "cold";
+    case Mode::Hot: return "hot";
+    case Mode::Graph: return "graph";
+  }
+  return "?";
+}
+
+std::optional<Mode> mode_named(std::string_view name) {
+  for (Mode m : kModes)
+    if (name == to_string(m)) return m;
+  return std::nullopt;
+}
+
 const char* to_string(Role role) {
   switch (role) {
     case Role::Baseline: return "baseline";
@@ -17,6 +33,30 @@ const char* to_string(Role role) {
     case Role::Reference: return "reference";
   }
   return "?";
+}
+
+std::optional<Role> role_named(std::string_view name) {
+  for (Role r : kRoles)
+    if (name == to_string(r)) return r;
+  return std::nullopt;
+}
+
+double DeviceInfo::peak_bandwidth_gbs() const {
+  // Double data rate: two transfers per memory clock, bus width in bits.
+  return 2.0 * mem_clock_mhz * 1e6 * (bus_width_bits / 8.0) * 1e-9;
+}
+
+Rates rates_of(double bytes, double flops, bool host_link, double median_ms, double copy_gbs,
+               double peak_gbs) {
+  Rates r;
+  if (!(median_ms > 0)) return r;
+  r.gbs = bytes / (median_ms * 1e6);
+  r.gflops = flops / (median_ms * 1e6);
+  if (bytes > 0) r.intensity = flops / bytes;
+  // Host-link bytes have another ceiling (pinned transfers): a fraction of copy would mislead.
+  if (!host_link && copy_gbs > 0) r.fraction_of_copy = r.gbs / copy_gbs;
+  if (!host_link && peak_gbs > 0) r.fraction_of_peak = r.gbs / peak_gbs;
+  return r;
 }
 
 bool VariantResult::correct() const {
@@ -32,21 +72,12 @@ const VariantResult* Result::find(const std::string& name) const {
   return nullptr;
 }
 
+Rates Result::rates(const VariantResult& v) const {
+  return rates_of(v.bytes, v.flops, v.host_link, v.measurement ? v.measurement->gpu_ms.median : 0,
+                  ceilings ? ceilings->copy_gbs : 0, device ? device->peak_bandwidth_gbs() : 0);
+}
+
 namespace {
-
-Role role_from(const std::string& s) {
-  if (s == "baseline") return Role::Baseline;
-  if (s == "exercise") return Role::Exercise;
-  if (s == "reference") return Role::Reference;
-  throw std::runtime_error("unknown variant role '" + s + "'");
-}
-
-Mode mode_from(const std::string& s) {
-  if (s == "cold") return Mode::Cold;
-  if (s == "hot") return Mode::Hot;
-  if (s == "graph") return Mode::Graph;
-  throw std::runtime_error("unknown measurement mode '" + s + "'");
-}
 
 // 7 significant digits: finer than a float's event reading needs, coarser than noise in the text.
 double round7(double x) {
@@ -66,7 +97,6 @@ json samples_to_json(const std::vector<double>& samples) {
   return out;
 }
 
-// Derived rates are written for people and the checker; the reader recomputes nothing.
 json variant_to_json(const VariantResult& v, const Result& r) {
   json j = {{"name", v.name}, {"role", to_string(v.role)}, {"description", v.description},
             {"correct", v.correct()}, {"bytes", v.bytes}, {"flops", v.flops},
@@ -77,35 +107,33 @@ json variant_to_json(const VariantResult& v, const Result& r) {
                       {"max_rel_error", c.max_rel_error}, {"rel_l2_error", c.rel_l2_error},
                       {"mismatches", c.mismatches}, {"message", c.message}});
   j["checks"] = checks;
-  if (v.measurement) {
-    const Measurement& m = *v.measurement;
-    const Stats& t = m.gpu_ms;
-    j["time_ms"] = {{"median", t.median}, {"min", t.min}, {"q1", t.q1}, {"q3", t.q3},
-                    {"mean", t.mean}, {"stddev", t.stddev}, {"max", t.max}, {"n", t.n},
-                    {"median_low", t.median_low}, {"median_high", t.median_high},
-                    {"median_coverage", t.median_coverage}};
-    j["samples_ms"] = samples_to_json(m.samples_ms);
-    if (!m.stop_reason.empty()) j["stop_reason"] = m.stop_reason;
-    j["enqueue_us"] = m.enqueue_us;
-    j["mode"] = to_string(m.mode);
-    j["batch"] = m.batch;
-    j["converged"] = m.converged;
-    j["sm_clock_mhz"] = m.sm_clock_mhz;
-    j["discarded_throttled"] = m.discarded_throttled;
-    j["diagnostics"] = m.diagnostics;
-    if (t.median > 0) {
-      const double seconds = t.median * 1e-3;
-      j["gbs"] = v.bytes / seconds * 1e-9;
-      j["gflops"] = v.flops / seconds * 1e-9;
-      if (v.bytes > 0) j["intensity"] = v.flops / v.bytes;
-      // Host-link bytes have another ceiling (pinned transfers): a fraction of copy would mislead.
-      if (r.ceilings && r.ceilings->copy_gbs > 0 && !v.host_link)
-        j["fraction_of_copy"] = v.bytes / seconds * 1e-9 / r.ceilings->copy_gbs;
-      if (r.device && r.device->peak_bandwidth_gbs() > 0 && !v.host_link)
-        j["fraction_of_peak"] = v.bytes / seconds * 1e-9 / r.device->peak_bandwidth_gbs();
-    }
-  } else {
+  if (!v.measurement) {
     j["diagnostics"] = json::array();
+    return j;
+  }
+  const Measurement& m = *v.measurement;
+  const Stats& t = m.gpu_ms;
+  j["time_ms"] = {{"median", t.median}, {"min", t.min}, {"q1", t.q1}, {"q3", t.q3},
+                  {"mean", t.mean}, {"stddev", t.stddev}, {"max", t.max}, {"n", t.n},
+                  {"median_low", t.median_low}, {"median_high", t.median_high},
+                  {"median_coverage", t.median_coverage}};
+  j["samples_ms"] = samples_to_json(m.samples_ms);
+  if (!m.stop_reason.empty()) j["stop_reason"] = m.stop_reason;
+  j["enqueue_us"] = m.enqueue_us;
+  j["mode"] = to_string(m.mode);
+  j["batch"] = m.batch;
+  j["converged"] = m.converged;
+  j["sm_clock_mhz"] = m.sm_clock_mhz;
+  j["discarded_throttled"] = m.discarded_throttled;
+  j["diagnostics"] = m.diagnostics;
+  // Rates are written for people; the checker computes its own from bytes, flops and the time.
+  if (t.median > 0) {
+    const Rates rates = r.rates(v);
+    j["gbs"] = rates.gbs;
+    j["gflops"] = rates.gflops;
+    if (rates.intensity) j["intensity"] = *rates.intensity;
+    if (rates.fraction_of_copy) j["fraction_of_copy"] = *rates.fraction_of_copy;
+    if (rates.fraction_of_peak) j["fraction_of_peak"] = *rates.fraction_of_peak;
   }
   return j;
 }
@@ -147,97 +175,6 @@ std::string to_json_text(const Result& r) {
   doc["diagnostics"] = r.diagnostics;
   doc["environment_ok"] = r.environment_ok;
   return doc.dump(2) + "\n";
-}
-
-Result parse_result(const std::string& text) {
-  json doc;
-  try {
-    doc = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw std::runtime_error(std::string("the result file is not valid JSON: ") + e.what());
-  }
-  if (!doc.is_object() || doc.value("schema", "") != kResultSchema)
-    throw std::runtime_error(std::string("the result file's schema is not ") + kResultSchema);
-  try {
-    Result r;
-    r.lesson = doc.at("lesson").get<std::string>();
-    r.build = doc.at("build").get<std::string>();
-    r.nonce = doc.at("nonce").get<std::string>();
-    r.complete = doc.at("complete").get<bool>();
-    if (doc.contains("device")) {
-      const json& d = doc["device"];
-      DeviceInfo info;
-      info.name = d.at("name");
-      const std::string cc = d.at("cc");
-      info.cc_major = std::stoi(cc.substr(0, cc.find('.')));
-      info.cc_minor = std::stoi(cc.substr(cc.find('.') + 1));
-      info.sms = d.at("sms");
-      info.l2_bytes = d.at("l2_bytes");
-      info.global_bytes = d.at("global_bytes");
-      info.sm_clock_mhz = d.at("sm_clock_mhz");
-      info.mem_clock_mhz = d.at("mem_clock_mhz");
-      info.bus_width_bits = d.at("bus_width_bits");
-      info.driver_version = d.at("driver");
-      info.runtime_version = d.at("runtime");
-      r.debug_build = d.at("debug_build");
-      r.device = info;
-    }
-    if (doc.contains("ceilings")) {
-      const json& c = doc["ceilings"];
-      r.ceilings = Ceilings{c.at("copy_gbs"),         c.at("h2d_pinned_gbs"),
-                            c.at("d2h_pinned_gbs"),   c.at("h2d_pageable_gbs"),
-                            c.at("d2h_pageable_gbs"), c.at("launch_us"),
-                            c.value("fp32_gflops", 0.0),  // absent in files from before it
-                            c.value("bf16_tensor_gflops", 0.0)};
-    }
-    const json& cfg = doc.at("config");
-    r.seed = cfg.at("seed");
-    r.quick = cfg.at("quick");
-    r.mode = mode_from(cfg.at("mode"));
-    r.sizes = cfg.at("sizes").get<std::vector<std::string>>();
-    for (const json& jv : doc.at("variants")) {
-      VariantResult v;
-      v.name = jv.at("name");
-      v.role = role_from(jv.at("role"));
-      v.description = jv.at("description");
-      v.bytes = jv.at("bytes");
-      v.flops = jv.at("flops");
-      v.host_link = jv.value("host_link", false);
-      for (const json& jc : jv.at("checks"))
-        v.checks.push_back({jc.at("case"), jc.at("ok"), jc.at("max_abs_error"),
-                            jc.at("max_rel_error"), jc.at("rel_l2_error"), jc.at("mismatches"),
-                            jc.at("message")});
-      if (jv.contains("time_ms")) {
-        Measurement m;
-        const json& t = jv["time_ms"];
-        m.gpu_ms = Stats{t.at("median"), t.at("min"), t.at("q1"),  t.at("q3"),
-                         t.at("mean"),   t.at("stddev"), t.at("max"), t.at("n")};
-        // Files from before the median interval: its width unknown (coverage 0 says so).
-        m.gpu_ms.median_low = t.value("median_low", m.gpu_ms.median);
-        m.gpu_ms.median_high = t.value("median_high", m.gpu_ms.median);
-        m.gpu_ms.median_coverage = t.value("median_coverage", 0.0);
-        m.samples_ms = jv.value("samples_ms", std::vector<double>{});
-        m.stop_reason = jv.value("stop_reason", std::string());
-        m.enqueue_us = jv.at("enqueue_us");
-        m.mode = mode_from(jv.at("mode"));
-        m.batch = jv.at("batch");
-        m.converged = jv.at("converged");
-        m.sm_clock_mhz = jv.at("sm_clock_mhz");
-        m.discarded_throttled = jv.at("discarded_throttled");
-        m.diagnostics = jv.at("diagnostics").get<std::vector<std::string>>();
-        v.measurement = m;
-      }
-      r.variants.push_back(v);
-    }
-    for (const auto& [name, jm] : doc.at("metrics").items())
-      r.metrics[name] = Metric{jm.at("value"), jm.at("low"), jm.at("high"), jm.at("unit")};
-    r.diagnostics = doc.at("diagnostics").get<std::vector<std::string>>();
-    r.environment_ok = doc.at("environment_ok");
-    return r;
-  } catch (const json::exception& e) {
-    throw std::runtime_error(std::string("the result file is missing a field or has a wrong type: ") +
-                             e.what());
-  }
 }
 
 void write_file_atomically(const std::string& path, const std::string& text) {

@@ -6,13 +6,13 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
-#include <memory>
 #include <optional>
 #include <nvtx3/nvtx3.hpp>
 #include <sstream>
 
 #include "lab/data.hpp"
 #include "lab/device.hpp"
+#include "lab/graph.hpp"
 #include "lab/timing.hpp"
 #include "lab/trace_tag.hpp"
 
@@ -151,15 +151,6 @@ std::string percent(double x) {
 
 }  // namespace
 
-const char* to_string(Mode mode) {
-  switch (mode) {
-    case Mode::Cold: return "cold";
-    case Mode::Hot: return "hot";
-    case Mode::Graph: return "graph";
-  }
-  return "?";
-}
-
 void set_time_budget(double seconds) {
   if (seconds > 0)
     g_deadline = std::chrono::steady_clock::now() +
@@ -204,12 +195,7 @@ Measurement benchmark(const std::function<void(cudaStream_t)>& launch, cudaStrea
   Event start, stop;
   double lead_in_us = options.lead_in_us;
   int batch = 1;
-  cudaGraphExec_t graph_exec = nullptr;
-  // Frees the graph however we leave (a student's launch may throw).
-  auto graph_guard = std::unique_ptr<cudaGraphExec_t, void (*)(cudaGraphExec_t*)>(
-      &graph_exec, [](cudaGraphExec_t* g) {
-        if (*g) cudaGraphExecDestroy(*g);
-      });
+  Graph graph;  // graph mode: the batch, captured once after the warm-up
 
   // One sample: returns GPU ms for the whole sample and host us spent enqueueing.
   auto sample = [&](int slot, bool batched, double& gpu_ms, double& enqueue_us) {
@@ -235,8 +221,8 @@ Measurement benchmark(const std::function<void(cudaStream_t)>& launch, cudaStrea
     }
     start.record(stream);
     HostTimer host;
-    if (batched && graph_exec) {
-      LAB_CHECK(cudaGraphLaunch(graph_exec, stream));
+    if (batched && graph) {
+      graph.launch(stream);
     } else {
       for (int i = 0; i < (batched ? batch : 1); ++i) launch(stream);
     }
@@ -281,14 +267,10 @@ Measurement benchmark(const std::function<void(cudaStream_t)>& launch, cudaStrea
       const double single = summarize(single_ms).median;
       batch = static_cast<int>(std::ceil(options.min_batch_ms / std::max(single, 1e-4)));
       batch = std::clamp(batch, 1, options.max_batch);
-      if (options.mode == Mode::Graph) {
-        cudaGraph_t graph;
-        LAB_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-        for (int i = 0; i < batch; ++i) launch(stream);
-        LAB_CHECK(cudaStreamEndCapture(stream, &graph));
-        LAB_CHECK(cudaGraphInstantiate(&graph_exec, graph, 0));
-        LAB_CHECK(cudaGraphDestroy(graph));
-      }
+      if (options.mode == Mode::Graph)
+        graph.capture([&](cudaStream_t s) {
+          for (int i = 0; i < batch; ++i) launch(s);
+        }, stream);
       double ms, us;
       sample(-1, true, ms, us);  // warm the batched path too
     }
@@ -400,29 +382,6 @@ void profile_once(const std::function<void(cudaStream_t)>& launch, cudaStream_t 
   LAB_CHECK(cudaGetLastError());
   LAB_CHECK(cudaStreamSynchronize(stream));
   LAB_CHECK(cudaProfilerStop());
-}
-
-namespace {
-
-__global__ void fill_random_kernel(float* out, std::size_t n, std::uint64_t seed, float lo,
-                                   float hi) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
-       i += std::size_t(gridDim.x) * blockDim.x)
-    out[i] = __fadd_rn(lo, __fmul_rn(hi - lo, uniform01(seed, i)));  // no FMA: match the host
-}
-
-}  // namespace
-
-void poison(void* ptr, std::size_t bytes, cudaStream_t stream) {
-  LAB_CHECK(cudaMemsetAsync(ptr, 0xff, bytes, stream));
-}
-
-void fill_random(float* ptr, std::size_t n, std::uint64_t seed, cudaStream_t stream, float lo,
-                 float hi) {
-  if (n == 0) return;
-  const int blocks = static_cast<int>(std::min<std::size_t>((n + 255) / 256, 8192));
-  fill_random_kernel<<<blocks, 256, 0, stream>>>(ptr, n, seed, lo, hi);
-  LAB_CHECK_LAUNCH();
 }
 
 }  // namespace lab

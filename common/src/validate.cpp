@@ -64,6 +64,7 @@ std::string Comparison::summary() const {
 }
 
 void fill_random_host(float* values, std::size_t n, std::uint64_t seed, float lo, float hi) {
+  // The same expression as lab::random_input on the host (data.hpp).
   for (std::size_t i = 0; i < n; ++i) values[i] = lo + (hi - lo) * uniform01(seed, i);
 }
 

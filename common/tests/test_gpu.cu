@@ -1,13 +1,19 @@
 // The library on a real GPU: does it measure what it says it measures?
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "lab/data.hpp"
 #include "lab/device.hpp"
+#include "lab/graph.hpp"
+#include "lab/guard.hpp"
 #include "lab/memory.hpp"
+#include "lab/read_only.cuh"
+#include "lab/reduce.cuh"
 #include "lab/timing.hpp"
 #include "lab/validate.hpp"
 
@@ -174,4 +180,99 @@ TEST_CASE("CUDA errors become exceptions naming the call") {
     CHECK(what.find("cudaMemcpy(d.data(), nullptr") != std::string::npos);
     CHECK(e.code() != cudaSuccess);
   }
+}
+
+namespace {
+
+__global__ void write_at(float* p, std::size_t i, float v) { p[i] = v; }
+
+// block_out[0] = the block's sum of x[0 .. n), warp_out[w] = warp w's, with lab/reduce.cuh.
+__global__ void sums(const float* x, int n, float* block_out, float* warp_out) {
+  const float v = static_cast<int>(threadIdx.x) < n ? x[threadIdx.x] : 0.0f;
+  const float w = lab::warp_sum(v);
+  if (threadIdx.x % 32 == 0) warp_out[threadIdx.x / 32] = w;
+  const float b = lab::block_sum<256>(v);
+  if (threadIdx.x == 0) block_out[0] = b;
+}
+
+}  // namespace
+
+TEST_CASE("a guarded output sees a write past its end, to the last byte of its guard zone") {
+  lab::Stream s;
+  lab::GuardedBuffer<float> y(1000, "y");
+  y.poison(s);
+  y.arm(s);
+  CHECK(y.damage(s).empty());
+  const std::vector<float> poisoned = y.download(s);
+  CHECK(poisoned.size() == 1000);
+  CHECK(std::isnan(poisoned.front()));
+  CHECK(std::isnan(poisoned.back()));
+  const std::size_t last = 1000 + lab::GuardedBuffer<float>::kGuardBytes / sizeof(float) - 1;
+  write_at<<<1, 1, 0, s>>>(y.data(), last, 1.0f);
+  LAB_CHECK_LAUNCH();
+  CHECK(y.damage(s).find("wrote past the end of y (1000 elements): y[" + std::to_string(last) +
+                         "] of the") == 0);
+  lab::Comparison c;
+  c.count = 1000;
+  y.check_guard(c, s);
+  CHECK_FALSE(c.ok);
+  CHECK(c.mismatches == 1);
+  y.arm(s);  // armed again: intact again
+  CHECK(y.damage(s).empty());
+  lab::GuardedBuffer<unsigned char> none(0, "workspace", 256);  // 0 bytes asked for, still guarded
+  none.arm(s);
+  CHECK(none.damage(s).empty());
+}
+
+TEST_CASE("a changed read-only input is found on the device, with its first changed element") {
+  lab::Stream s;
+  const std::size_t n = 100003;
+  lab::DeviceBuffer<float> x(n);
+  lab::fill_random(x.data(), n, 5, s);
+  CHECK(lab::changed_input("x", x.data(), n, 5, s).empty());  // random_input matches the fill
+  CHECK(lab::changed_input("x", x.data(), n, 6, s).find("x was written: ") == 0);
+  write_at<<<1, 1, 0, s>>>(x.data(), 99999, 0.0f);
+  write_at<<<1, 1, 0, s>>>(x.data(), 4321, 0.0f);
+  LAB_CHECK_LAUNCH();
+  const lab::Changed c = lab::count_changed(x.data(), n, lab::RandomInput{5}, s);
+  CHECK(c.count == 2);
+  CHECK(c.first == 4321);
+  CHECK(lab::changed_input("x", x.data(), n, 5, s) ==
+        "x was written: 2 of its 100003 elements changed, the first at [4321]");
+}
+
+TEST_CASE("warp and block sums add every element once") {
+  lab::Stream s;
+  std::vector<float> x(256);
+  for (int i = 0; i < 256; ++i) x[i] = static_cast<float>(i + 1);  // small integers: exact sums
+  lab::DeviceBuffer<float> dx(256), block(1), warps(8);
+  LAB_CHECK(cudaMemcpy(dx.data(), x.data(), dx.bytes(), cudaMemcpyHostToDevice));
+  for (int n : {256, 100, 1}) {
+    sums<<<1, 256, 0, s>>>(dx.data(), n, block.data(), warps.data());
+    LAB_CHECK_LAUNCH();
+    float b = 0, w[8];
+    LAB_CHECK(cudaMemcpy(&b, block.data(), sizeof b, cudaMemcpyDeviceToHost));
+    LAB_CHECK(cudaMemcpy(w, warps.data(), sizeof w, cudaMemcpyDeviceToHost));
+    CHECK(b == n * (n + 1) / 2);
+    const int last = std::min(n, 32);
+    CHECK(w[0] == last * (last + 1) / 2);
+  }
+}
+
+TEST_CASE("a captured graph replays what the function enqueued, and only that") {
+  lab::Stream s;
+  lab::DeviceBuffer<float> y(1);
+  lab::Graph g;
+  CHECK_FALSE(g);
+  g.capture([&](cudaStream_t st) { write_at<<<1, 1, 0, st>>>(y.data(), 0, 42.0f); }, s);
+  CHECK(g);
+  float got = 0;
+  LAB_CHECK(cudaMemcpy(y.data(), &got, sizeof got, cudaMemcpyHostToDevice));
+  s.synchronize();
+  LAB_CHECK(cudaMemcpy(&got, y.data(), sizeof got, cudaMemcpyDeviceToHost));
+  CHECK(got == 0.0f);  // capturing ran nothing
+  g.launch(s);
+  s.synchronize();
+  LAB_CHECK(cudaMemcpy(&got, y.data(), sizeof got, cudaMemcpyDeviceToHost));
+  CHECK(got == 42.0f);
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "lab/harness.hpp"
+#include "lab/result_reader.hpp"
 
 namespace {
 
@@ -49,25 +50,29 @@ TEST_CASE("a run writes the result file; without a GPU it says so and exits 77")
   const std::string path = "harness_test_result.json";
   bool ran = false;
   const int code = run_with({"--rows", "20", "--seed", "5", "--nonce", "n1", "--json", path,
-                             "--quick"}, &ran);
+                             "--quick", "--mode", "graph"}, &ran);
   std::ifstream in(path);
   REQUIRE(in.good());
   std::stringstream text;
   text << in.rdbuf();
-  const lab::Result r = lab::parse_result(text.str());
-  CHECK(r.nonce == "n1");
-  CHECK(r.seed == 5);
-  CHECK(r.build == "solution");  // from the program's name
+  std::string error;
+  const auto doc = lab::read_result(text.str(), error);  // the checker's reader
+  REQUIRE_MESSAGE(doc, error);
+  const nlohmann::json& r = *doc;
+  CHECK(r["nonce"] == "n1");
+  CHECK(r["config"]["seed"] == 5);
+  CHECK(r["build"] == "solution");  // from the program's name
+  CHECK(r["config"]["mode"] == "graph");
   if (lab::gpu_available()) {
     CHECK(code == lab::kExitOk);
     CHECK(ran);
-    CHECK(r.complete);
+    CHECK(r["complete"] == true);
   } else {
     CHECK(code == lab::kExitNoGpu);
     CHECK_FALSE(ran);
-    CHECK_FALSE(r.complete);
-    REQUIRE_FALSE(r.diagnostics.empty());
-    CHECK(r.diagnostics[0].find("GPU") != std::string::npos);
+    CHECK(r["complete"] == false);
+    REQUIRE_FALSE(r["diagnostics"].empty());
+    CHECK(r["diagnostics"][0].get<std::string>().find("GPU") != std::string::npos);
   }
   std::remove(path.c_str());
 }

@@ -4,13 +4,15 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <string>
 #include <vector>
 
 #include "exercise.cuh"
 #include "lab/data.hpp"
+#include "lab/format.hpp"
 #include "lab/harness.hpp"
+#include "lab/ratio.hpp"
+#include "lab/variant.hpp"
 
 namespace {
 
@@ -39,18 +41,19 @@ __global__ void copy_kernel(const float* in, float* out, std::size_t n) {
 
 __global__ void empty_kernel() {}
 
-std::string us(double ms) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%9.1f us", ms * 1e3);
-  return buf;
-}
+std::string us(double ms) { return lab::text("%9.1f us", ms * 1e3); }
 
 // The pitfall's relative error against the right number, e.g. "-99%".
 std::string off_by(double got_ms, double right_ms) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%+.0f%%", 100.0 * (got_ms / right_ms - 1.0));
-  return buf;
+  return lab::text("%+.0f%%", 100.0 * (got_ms / right_ms - 1.0));
 }
+
+// What the library's variants time: the workload kernel, `steps` multiply-adds per element.
+struct Workload {
+  float* x;
+  float* y;
+  int n, blocks, steps;
+};
 
 }  // namespace
 
@@ -59,15 +62,22 @@ int main(int argc, char** argv) {
                      "Timing pitfalls: why the first number you measure is wrong");
   const std::vector<double> targets_ms = {0.1, 1.0, 10.0};
   std::vector<std::string> kernels;
+  lab::Variants<Workload> variants(lesson);
   for (double t : targets_ms) {
-    char name[32];
-    std::snprintf(name, sizeof name, "kernel_%gms", t);
-    kernels.push_back(name);
-    lesson.declare(name, lab::Role::Reference, "the library's measurement of a ~" +
-                                                   std::to_string(t).substr(0, 4) + " ms kernel");
+    kernels.push_back(lab::text("kernel_%gms", t));
+    variants.add(
+        {kernels.back(), lab::Role::Reference,
+         "the library's measurement of a ~" + std::to_string(t).substr(0, 4) + " ms kernel",
+         [](Workload& w, cudaStream_t s) {
+           iterate<1><<<w.blocks, 256, 0, s>>>(w.x, w.y, w.n, w.steps);
+         },
+         [](const Workload& w) {
+           return lab::Work{8.0 * w.n, 2.0 * w.n * w.steps};
+         }});
   }
-  lesson.declare("exercise", lab::Role::Exercise,
-                 "your time_one_execution_ms (exercise.cu): its work must run and be right");
+  // Judged on what it reports: the harness hands it the work, it does not time it itself.
+  variants.add({"exercise", lab::Role::Exercise,
+                "your time_one_execution_ms (exercise.cu): its work must run and be right"});
   long long elements = 1 << 22;
   lesson.option("--elements", &elements, "elements processed by the timed kernel");
   long long fixed_steps_per_ms = 0;
@@ -108,7 +118,7 @@ int main(int argc, char** argv) {
       return lab::allclose(sample_got, sample_expected, {1e-6, 1e-6});
     };
 
-    double worst = 0, worst_low = 0, worst_high = 0;
+    lab::Reading worst;  // the largest relative error of your timer over the three kernels
     for (std::size_t k = 0; k < targets_ms.size(); ++k) {
       const int steps = std::max(1, static_cast<int>(std::lround(steps_per_ms * targets_ms[k])));
       auto work = [&, steps](cudaStream_t s) {
@@ -129,26 +139,20 @@ int main(int argc, char** argv) {
       }
 
       lab::poison(y.data(), y.bytes(), stream);
-      const lab::Measurement* m = l.measure(kernels[k], {8.0 * n, 2.0 * n * steps}, work);
+      Workload w{x.data(), y.data(), n, blocks, steps};
+      const lab::Measurement* m = variants.measure(variants[kernels[k]], w);
       l.check(kernels[k], case_name, output_right(steps));
       if (!m || !l.selected("exercise")) continue;
 
       // How far is your number from the library's? Low/high use the quartiles: a number inside
       // [q1, q3] is as good as the median.
       const lab::Stats& t = m->gpu_ms;
-      const double err = std::fabs(reported / t.median - 1);
-      const double to_q1 = std::fabs(reported / t.q1 - 1), to_q3 = std::fabs(reported / t.q3 - 1);
-      const double low = (reported >= t.q1 && reported <= t.q3) ? 0 : std::min(to_q1, to_q3);
-      worst = std::max(worst, err);
-      worst_low = std::max(worst_low, low);
-      worst_high = std::max(worst_high, std::max(to_q1, to_q3));
-      char line[160];
-      std::snprintf(line, sizeof line, "%-12s yours %s   library %s (median of %zu)   off by %s",
-                    kernels[k].c_str(), us(reported).c_str(), us(t.median).c_str(), t.n,
-                    off_by(reported, t.median).c_str());
-      l.note(line);
+      worst = lab::worst(worst, lab::relative_error(reported, t));
+      l.note(lab::text("%-12s yours %s   library %s (median of %zu)   off by %s",
+                       kernels[k].c_str(), us(reported).c_str(), us(t.median).c_str(), t.n,
+                       off_by(reported, t.median).c_str()));
     }
-    if (l.selected("exercise")) l.metric("timing_error", worst, worst_low, worst_high);
+    if (l.selected("exercise")) lab::metric(l, "timing_error", worst);
 
     // ---- The pitfalls, each next to the right number (the ~1 ms kernel). ----------------------
     if (l.profiling() || !l.selected(kernels[1])) return;
@@ -228,13 +232,10 @@ int main(int argc, char** argv) {
     const double bytes = 2.0 * copy_n * sizeof(float);
     const double cold_gbs = bytes / (lab::benchmark(copy, stream).gpu_ms.median * 1e6);
     const double hot_gbs = bytes / (lab::benchmark(copy, stream, hot).gpu_ms.median * 1e6);
-    char line[200];
-    std::snprintf(line, sizeof line,
-                  "  16 MiB copy: cold %.0f GB/s, hot %.0f GB/s; the copy ceiling (1 GiB) is %.0f "
-                  "GB/s, theoretical %.0f: hot numbers measure the L2",
-                  cold_gbs, hot_gbs, l.ceilings().copy_gbs,
-                  lab::device_info().peak_bandwidth_gbs());
-    l.note(line);
+    l.note(lab::text(
+        "  16 MiB copy: cold %.0f GB/s, hot %.0f GB/s; the copy ceiling (1 GiB) is %.0f "
+        "GB/s, theoretical %.0f: hot numbers measure the L2",
+        cold_gbs, hot_gbs, l.ceilings().copy_gbs, lab::device_info().peak_bandwidth_gbs()));
     l.metric("pitfall_l2_hot_over_copy", hot_gbs / l.ceilings().copy_gbs,
              hot_gbs / l.ceilings().copy_gbs, hot_gbs / l.ceilings().copy_gbs);
   });

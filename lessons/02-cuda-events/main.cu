@@ -13,10 +13,6 @@
 #include <cuda_profiler_api.h>
 
 #include <algorithm>
-#include <cmath>
-#include <cstdarg>
-#include <cstdio>
-#include <cstring>
 #include <limits>
 #include <nvtx3/nvtx3.hpp>
 #include <optional>
@@ -25,28 +21,23 @@
 
 #include "exercise.cuh"
 #include "lab/data.hpp"
+#include "lab/format.hpp"
 #include "lab/harness.hpp"
 #include "lab/memory.hpp"
+#include "lab/presets.hpp"
+#include "lab/ratio.hpp"
 #include "lab/timing.hpp"
 #include "lab/validate.hpp"
+#include "lab/variant.hpp"
 
 namespace {
 
 constexpr std::size_t kOddN = 1'000'003;  // validation size: not a multiple of the block size
 constexpr int kBlock = 256;
 
-std::string text(const char* format, ...) {
-  char buf[512];
-  va_list args;
-  va_start(args, format);
-  std::vsnprintf(buf, sizeof buf, format, args);
-  va_end(args);
-  return buf;
-}
-
 std::string time_text(double ms) {
-  if (ms >= 1.0) return text("%.2f ms", ms);
-  return text("%.1f us", ms * 1e3);
+  if (ms >= 1.0) return lab::text("%.2f ms", ms);
+  return lab::text("%.1f us", ms * 1e3);
 }
 
 __global__ void vector_add(const float* __restrict__ a, const float* __restrict__ b,
@@ -164,22 +155,6 @@ lab::Comparison run_pipeline(const VectorAdd& d, cudaStream_t s) {
 // ---------------------------------------------------------------------------------------------
 // Comparing your numbers with the library's.
 
-struct Reading {
-  double value = 0, low = 0, high = 0;
-};
-
-// |reported / median - 1|, with low/high from the library's quartiles: a number inside [q1, q3]
-// is as good as the median. A NaN or infinity counts as 0 (100% off).
-Reading relative_error(double reported, const lab::Stats& t) {
-  if (!std::isfinite(reported)) reported = 0;
-  const double to_q1 = std::fabs(reported / t.q1 - 1), to_q3 = std::fabs(reported / t.q3 - 1);
-  Reading r;
-  r.value = std::fabs(reported / t.median - 1);
-  r.low = (reported >= t.q1 && reported <= t.q3) ? 0 : std::min(to_q1, to_q3);
-  r.high = std::max(to_q1, to_q3);
-  return r;
-}
-
 double median_of(std::vector<double> v) { return lab::summarize(std::move(v)).median; }
 
 const char* const kPhaseNames[3] = {"copy_in", "kernel", "copy_out"};
@@ -292,11 +267,11 @@ void event_floor(lab::Lesson& l, cudaStream_t s) {
   }
   l.note("");
   l.note("The event timer itself (501 empty event pairs, back to back on the stream):");
-  l.note(text("  floor: median %.3f us (quartiles %.3f-%.3f, min %.3f, max %.3f)", t.median * 1e-3,
-              t.q1 * 1e-3, t.q3 * 1e-3, t.min * 1e-3, t.max * 1e-3));
+  l.note(lab::text("  floor: median %.3f us (quartiles %.3f-%.3f, min %.3f, max %.3f)",
+                   t.median * 1e-3, t.q1 * 1e-3, t.q3 * 1e-3, t.min * 1e-3, t.max * 1e-3));
   if (distinct > 1)
-    l.note(text("  resolution: %d distinct readings, the smallest step between them %.1f ns",
-                distinct, step));
+    l.note(lab::text("  resolution: %d distinct readings, the smallest step between them %.1f ns",
+                     distinct, step));
   else
     l.note("  resolution: every reading was the same, so no step between readings was seen");
   l.metric("event_floor_us", t.median * 1e-3, t.q1 * 1e-3, t.q3 * 1e-3, "us");
@@ -312,7 +287,7 @@ void student_floor(lab::Lesson& l, cudaStream_t s) {
     us.push_back(ms * 1e3);
   }
   const double median = median_of(us);
-  l.note(text("  your RegionTimer around an empty region: median %.3f us of 51", median));
+  l.note(lab::text("  your RegionTimer around an empty region: median %.3f us of 51", median));
   l.metric("your_empty_region_us", median, median, median, "us");
 }
 
@@ -339,13 +314,14 @@ void events_vs_host(lab::Lesson& l, const l02::Pipeline& p, cudaStream_t s, cuda
   l.note("");
   l.note("The kernel phase, timed three ways (medians of 21):");
   if (kernel)
-    l.note(text("  library (a 20 us lead-in keeps the stream busy)   %s",
-                time_text(kernel->gpu_ms.median).c_str()));
-  l.note(text("  events around the launch, idle stream             %s", time_text(ev).c_str()));
+    l.note(lab::text("  library (a 20 us lead-in keeps the stream busy)   %s",
+                     time_text(kernel->gpu_ms.median).c_str()));
   l.note(
-      text("  host clock + cudaStreamSynchronize                %s  (%+.1f us: launch call and "
-           "the wake-up after the sync)",
-           time_text(ho).c_str(), (ho - ev) * 1e3));
+      lab::text("  events around the launch, idle stream             %s", time_text(ev).c_str()));
+  l.note(lab::text(
+      "  host clock + cudaStreamSynchronize                %s  (%+.1f us: launch call and "
+      "the wake-up after the sync)",
+      time_text(ho).c_str(), (ho - ev) * 1e3));
   l.metric("host_overhead_us", (ho - ev) * 1e3, (ho - ev) * 1e3, (ho - ev) * 1e3, "us");
 
   lab::spin(busy_ms * 1e3, other);
@@ -358,9 +334,9 @@ void events_vs_host(lab::Lesson& l, const l02::Pipeline& p, cudaStream_t s, cuda
   const double device_sync = host_timer.elapsed_ms();
   const double same_run = timer.elapsed_ms();
   l.note(
-      text("  the same kernel while another stream runs a %.0f ms kernel: host clock + "
-           "cudaDeviceSynchronize %s, events on the stream %s",
-           busy_ms, time_text(device_sync).c_str(), time_text(same_run).c_str()));
+      lab::text("  the same kernel while another stream runs a %.0f ms kernel: host clock + "
+                "cudaDeviceSynchronize %s, events on the stream %s",
+                busy_ms, time_text(device_sync).c_str(), time_text(same_run).c_str()));
 }
 
 // CPU time vs GPU time of one call, as cupyx.profiler.benchmark reports them: CPU = host time of
@@ -372,11 +348,8 @@ void cpu_vs_gpu(lab::Lesson& l, const VectorAdd& d, cudaStream_t s, const lab::M
     vector_add<<<unsigned((kTiny + kBlock - 1) / kBlock), kBlock, 0, st>>>(a, b, c, kTiny);
     LAB_CHECK_LAUNCH();
   };
-  lab::BenchmarkOptions idle;  // no lead-in: like cupyx, the events also hold the launch latency
-  idle.lead_in_us = 0;
-  idle.stop.min_total_ms = 0.1;
-  idle.stop.target_precision = 0.02;
-  idle.timeout_s = 1.0;
+  lab::BenchmarkOptions idle = lab::measure_until(20, 0.1, 0.02, 1.0);
+  idle.lead_in_us = 0;  // no lead-in: like cupyx, the events also hold the launch latency
   idle.warmup_ms = 5;
   const lab::Measurement one = lab::benchmark(tiny, s, idle);
   lab::BenchmarkOptions hot = idle;  // back to back: how many calls per second the pair sustains
@@ -388,10 +361,10 @@ void cpu_vs_gpu(lab::Lesson& l, const VectorAdd& d, cudaStream_t s, const lab::M
 
   l.note("");
   l.note("CPU time and GPU time of one call (the two numbers cupyx.profiler.benchmark prints):");
-  l.note(
-      text("  tiny add, %zu floats   CPU %7.1f us   GPU %7.1f us (events, idle stream)   back to "
-           "back: %.1f us per call",
-           kTiny, cpu, gpu, b2b));
+  l.note(lab::text(
+      "  tiny add, %zu floats   CPU %7.1f us   GPU %7.1f us (events, idle stream)   back to "
+      "back: %.1f us per call",
+      kTiny, cpu, gpu, b2b));
   l.note(b2b < 1.5 * cpu
              ? "    launch-bound: back to back a call costs about what the CPU needs to issue it; "
                "the GPU waits for the CPU. Batch, fuse or use graphs (lessons 06, 09)."
@@ -401,11 +374,11 @@ void cpu_vs_gpu(lab::Lesson& l, const VectorAdd& d, cudaStream_t s, const lab::M
   l.metric("tiny_back_to_back_us", b2b, b2b, b2b, "us");
   if (big) {
     const double bcpu = big->enqueue_us, bgpu = big->gpu_ms.median * 1e3;
-    l.note(text("  big add, %zu floats  CPU %7.1f us   GPU %7.1f us", d.n(), bcpu, bgpu));
+    l.note(lab::text("  big add, %zu floats  CPU %7.1f us   GPU %7.1f us", d.n(), bcpu, bgpu));
     l.note(
-        text("    GPU-bound: the GPU works %.0fx longer than the CPU needs to issue the call; "
-             "the CPU is free %.1f%% of the time.",
-             bgpu / bcpu, 100 * (1 - bcpu / bgpu)));
+        lab::text("    GPU-bound: the GPU works %.0fx longer than the CPU needs to issue the call; "
+                  "the CPU is free %.1f%% of the time.",
+                  bgpu / bcpu, 100 * (1 - bcpu / bgpu)));
     l.metric("big_cpu_us", bcpu, bcpu, bcpu, "us");
   }
 }
@@ -435,33 +408,33 @@ void breakdown(lab::Lesson& l, const VectorAdd& d, double create_ms, double pin_
 
   const double gpu = create_ms + copy_in + kernel + copy_out;
   l.note("");
-  l.note(
-      text("The vector-add pipeline end to end (%.0f MiB per array; GPU phases: library medians; "
-           "create and pin: host clock, once):",
-           mib));
-  l.note(text("  create    cudaMalloc a, b, c                 %9.2f ms", create_ms));
-  l.note(text(
+  l.note(lab::text(
+      "The vector-add pipeline end to end (%.0f MiB per array; GPU phases: library medians; "
+      "create and pin: host clock, once):",
+      mib));
+  l.note(lab::text("  create    cudaMalloc a, b, c                 %9.2f ms", create_ms));
+  l.note(lab::text(
       "  copy-in   a, b host -> device (%5.0f MiB)   %9.2f ms  %7.1f GB/s = %3.0f%% of the pinned "
       "H2D ceiling",
       2 * mib, copy_in, 2 * bytes / (copy_in * 1e6),
       100 * 2 * bytes / (copy_in * 1e6) / c.h2d_pinned_gbs));
-  l.note(text(
+  l.note(lab::text(
       "  kernel    c = a + b                          %9.3f ms  %7.1f GB/s = %3.0f%% of the copy "
       "ceiling",
       kernel, 3 * bytes / (kernel * 1e6), 100 * 3 * bytes / (kernel * 1e6) / c.copy_gbs));
-  l.note(text(
+  l.note(lab::text(
       "  copy-out  c device -> host (%5.0f MiB)      %9.2f ms  %7.1f GB/s = %3.0f%% of the pinned "
       "D2H ceiling",
       mib, copy_out, bytes / (copy_out * 1e6), 100 * bytes / (copy_out * 1e6) / c.d2h_pinned_gbs));
+  l.note(lab::text(
+      "  GPU end to end                               %9.2f ms  (the kernel is %.1f%% of it)", gpu,
+      100 * kernel / gpu));
+  l.note(lab::text("  CPU c = a + b, one core (median of 3)        %9.2f ms", cpu));
   l.note(
-      text("  GPU end to end                               %9.2f ms  (the kernel is %.1f%% of it)",
-           gpu, 100 * kernel / gpu));
-  l.note(text("  CPU c = a + b, one core (median of 3)        %9.2f ms", cpu));
-  l.note(
-      text("  => end to end the %s is %.1fx faster; counting the pinning of a, b, c too "
-           "(cudaMallocHost, %.0f ms) the GPU takes %.1f ms, and the %s wins",
-           cpu < gpu ? "CPU" : "GPU", cpu < gpu ? gpu / cpu : cpu / gpu, pin_ms, gpu + pin_ms,
-           cpu < gpu + pin_ms ? "CPU" : "GPU"));
+      lab::text("  => end to end the %s is %.1fx faster; counting the pinning of a, b, c too "
+                "(cudaMallocHost, %.0f ms) the GPU takes %.1f ms, and the %s wins",
+                cpu < gpu ? "CPU" : "GPU", cpu < gpu ? gpu / cpu : cpu / gpu, pin_ms, gpu + pin_ms,
+                cpu < gpu + pin_ms ? "CPU" : "GPU"));
   l.metric("kernel_fraction_of_copy", 3 * bytes / (kernel * 1e6) / c.copy_gbs,
            3 * bytes / (k->gpu_ms.q3 * 1e6) / c.copy_gbs,
            3 * bytes / (k->gpu_ms.q1 * 1e6) / c.copy_gbs);
@@ -471,19 +444,49 @@ void breakdown(lab::Lesson& l, const VectorAdd& d, double create_ms, double pin_
   l.metric("pin_ms", pin_ms, pin_ms, pin_ms, "ms");
 }
 
+// What the library's variants time: the three phases of the big problem, and its size.
+struct Phases {
+  l02::Pipeline pipeline;
+  std::size_t n;
+  double bytes() const { return n * sizeof(float); }
+};
+
+void add_variants(lab::Variants<Phases>& variants) {
+  // A 1% median is plenty for a 10% rule (and transfers over PCIe are a little noisier than
+  // kernels).
+  const lab::BenchmarkOptions o = lab::median_within(0.01);
+  variants.add({"copy_in", lab::Role::Reference,
+                "the library's measurement of copy-in: a and b, pinned host -> device",
+                [](Phases& p, cudaStream_t s) { p.pipeline.copy_in(s); },
+                [](const Phases& p) {
+                  return lab::Work{2 * p.bytes(), 0, /*host_link=*/true};
+                },
+                0, lab::Pacing::Device, o});
+  variants.add({"kernel", lab::Role::Reference, "the library's measurement of the kernel c = a + b",
+                [](Phases& p, cudaStream_t s) { p.pipeline.kernel(s); },
+                [](const Phases& p) {
+                  return lab::Work{3 * p.bytes(), double(p.n)};
+                },
+                0, lab::Pacing::Device, o});
+  variants.add({"copy_out", lab::Role::Reference,
+                "the library's measurement of copy-out: c, device -> pinned host",
+                [](Phases& p, cudaStream_t s) { p.pipeline.copy_out(s); },
+                [](const Phases& p) {
+                  return lab::Work{p.bytes(), 0, /*host_link=*/true};
+                },
+                0, lab::Pacing::Device, o});
+  // Judged on what it reports: the harness calls it (Student), it does not time it.
+  variants.add({"exercise", lab::Role::Exercise,
+                "your RegionTimer and time_phases (exercise.cu): c must be right after each call"});
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   lab::Lesson lesson("02-cuda-events",
                      "CUDA events: timing a region on a stream without stopping the world");
-  lesson.declare("copy_in", lab::Role::Reference,
-                 "the library's measurement of copy-in: a and b, pinned host -> device");
-  lesson.declare("kernel", lab::Role::Reference,
-                 "the library's measurement of the kernel c = a + b");
-  lesson.declare("copy_out", lab::Role::Reference,
-                 "the library's measurement of copy-out: c, device -> pinned host");
-  lesson.declare("exercise", lab::Role::Exercise,
-                 "your RegionTimer and time_phases (exercise.cu): c must be right after each call");
+  lab::Variants<Phases> variants(lesson);
+  add_variants(variants);
   long long mib = 0;
   lesson.option("--mib", &mib,
                 "MiB per array (0: between 384 and 639 picked by the seed, or 16 with --quick)");
@@ -505,33 +508,28 @@ int main(int argc, char** argv) {
     double create_ms = 0, pin_ms = 0;
     const VectorAdd big(n, l.seed(), stream, &create_ms, &pin_ms);
     const VectorAdd odd(kOddN, l.seed() + 1, stream);
-    l.size(
-        text("c = a + b on %zu floats: %lld MiB per array; copy-in %lld MiB, copy-out %lld MiB, "
-             "pinned host memory",
-             n, mib, 2 * mib, mib));
-    l.size(text("validated at %zu floats (every element) and at the timing size (%s)", kOddN,
-                big.checked().c_str()));
+    l.size(lab::text(
+        "c = a + b on %zu floats: %lld MiB per array; copy-in %lld MiB, copy-out %lld MiB, "
+        "pinned host memory",
+        n, mib, 2 * mib, mib));
+    l.size(lab::text("validated at %zu floats (every element) and at the timing size (%s)", kOddN,
+                     big.checked().c_str()));
 
     // 1. The harness's pipeline is right at the odd size.
     const lab::Comparison odd_ok = run_pipeline(odd, stream);
-    for (const char* v : kPhaseNames) l.check(v, text("%zu floats", kOddN), odd_ok);
+    for (const char* v : kPhaseNames) l.check(v, lab::text("%zu floats", kOddN), odd_ok);
 
-    // 2. The library measures each phase. A 1% median is plenty for a 10% rule (and transfers
-    //    over PCIe are a little noisier than kernels).
-    lab::BenchmarkOptions options;
-    options.stop.target_precision = 0.01;
-    const l02::Pipeline p = big.pipeline();
-    const double bytes = n * sizeof(float);
-    const lab::Work work[3] = {{2 * bytes, 0, /*host_link=*/true}, {3 * bytes, double(n)},
-                               {bytes, 0, /*host_link=*/true}};
-    const l02::Phase* phases[3] = {&p.copy_in, &p.kernel, &p.copy_out};
+    // 2. The library measures each phase.
+    Phases phases{big.pipeline(), n};
+    const l02::Pipeline& p = phases.pipeline;
     std::optional<lab::Measurement> library[3];
     for (int i = 0; i < 3; ++i) {
-      if (l.selected(kPhaseNames[i])) {
-        const lab::Measurement* m = l.measure(kPhaseNames[i], work[i], *phases[i], options);
-        if (m) library[i] = *m;
-      } else if (!l.profiling() && l.selected("exercise")) {
-        library[i] = lab::benchmark(*phases[i], stream, options);  // needed for your rules
+      const auto& v = variants[kPhaseNames[i]];
+      if (l.selected(v.name)) {
+        if (const lab::Measurement* m = variants.measure(v, phases)) library[i] = *m;
+      } else if (!l.profiling() && l.selected("exercise")) {  // needed for your rules
+        library[i] =
+            lab::benchmark([&](cudaStream_t s) { v.launch(phases, s); }, stream, v.options);
       }
     }
     const lab::Comparison after = run_pipeline(big, stream);
@@ -550,7 +548,7 @@ int main(int argc, char** argv) {
     // 3. Yours.
     Student student(l, other);
     if (l.selected("exercise")) {
-      student.call(odd, text("%zu floats", kOddN), 0);
+      student.call(odd, lab::text("%zu floats", kOddN), 0);
       if (l.profiling()) {
         // One call with the other stream busy, for nsys. The capture also holds the harness's
         // wait for the other stream after the call, so the spin kernel ends inside it.
@@ -563,52 +561,49 @@ int main(int argc, char** argv) {
       {
         nvtx3::scoped_range range{"exercise: alone"};
         for (long long k = 0; k < calls; ++k)
-          alone.calls.push_back(student.call(big, text("alone, call %lld", k + 1), 0));
+          alone.calls.push_back(student.call(big, lab::text("alone, call %lld", k + 1), 0));
       }
       {
         nvtx3::scoped_range range{"exercise: other stream busy"};
         for (long long k = 0; k < calls; ++k)
           busy.calls.push_back(
-              student.call(big, text("other stream busy, call %lld", k + 1), busy_ms));
+              student.call(big, lab::text("other stream busy, call %lld", k + 1), busy_ms));
       }
 
       if (library[0] && library[1] && library[2]) {
-        Reading worst_alone, worst_busy;
+        lab::Reading worst_alone, worst_busy;
         std::string yours_alone = "  alone:     ", yours_busy = "  busy:      ";
         for (int i = 0; i < 3; ++i) {
           const lab::Stats& t = library[i]->gpu_ms;
           const double ra = alone.median_ms(i), rb = busy.median_ms(i);
-          const Reading ea = relative_error(ra, t), eb = relative_error(rb, t);
-          worst_alone = {std::max(worst_alone.value, ea.value), std::max(worst_alone.low, ea.low),
-                         std::max(worst_alone.high, ea.high)};
-          worst_busy = {std::max(worst_busy.value, eb.value), std::max(worst_busy.low, eb.low),
-                        std::max(worst_busy.high, eb.high)};
-          yours_alone += text("%s %s (%+.1f%%)  ", kPhaseNames[i], time_text(ra).c_str(),
-                              100 * (ra / t.median - 1));
-          yours_busy += text("%s %s (%+.1f%%)  ", kPhaseNames[i], time_text(rb).c_str(),
-                             100 * (rb / t.median - 1));
+          worst_alone = lab::worst(worst_alone, lab::relative_error(ra, t));
+          worst_busy = lab::worst(worst_busy, lab::relative_error(rb, t));
+          yours_alone += lab::text("%s %s (%+.1f%%)  ", kPhaseNames[i], time_text(ra).c_str(),
+                                   100 * (ra / t.median - 1));
+          yours_busy += lab::text("%s %s (%+.1f%%)  ", kPhaseNames[i], time_text(rb).c_str(),
+                                  100 * (rb / t.median - 1));
         }
-        l.metric("phase_error", worst_alone.value, worst_alone.low, worst_alone.high);
-        l.metric("busy_phase_error", worst_busy.value, worst_busy.low, worst_busy.high);
+        lab::metric(l, "phase_error", worst_alone);
+        lab::metric(l, "busy_phase_error", worst_busy);
         l.note(
-            text("Your time_phases, median of %lld calls per round, next to the library "
-                 "(copy_in %s, kernel %s, copy_out %s):",
-                 calls, time_text(library[0]->gpu_ms.median).c_str(),
-                 time_text(library[1]->gpu_ms.median).c_str(),
-                 time_text(library[2]->gpu_ms.median).c_str()));
+            lab::text("Your time_phases, median of %lld calls per round, next to the library "
+                      "(copy_in %s, kernel %s, copy_out %s):",
+                      calls, time_text(library[0]->gpu_ms.median).c_str(),
+                      time_text(library[1]->gpu_ms.median).c_str(),
+                      time_text(library[2]->gpu_ms.median).c_str()));
         l.note(yours_alone);
-        l.note(yours_busy + text("(another stream ran a %.0f ms kernel)", busy_ms));
+        l.note(yours_busy + lab::text("(another stream ran a %.0f ms kernel)", busy_ms));
       }
       const double waited = 1.0 - double(busy.still_busy()) / double(calls);
       l.metric("waited_for_other_stream", waited, waited, waited);
-      l.note(
-          text("  with the other stream busy, time_phases took %s on the host clock (alone: %s); "
-               "the other stream's kernel was still running when it returned in %d of %lld "
-               "calls%s",
-               time_text(busy.median_host_ms()).c_str(), time_text(alone.median_host_ms()).c_str(),
-               busy.still_busy(), calls,
-               busy.still_busy() == calls ? " (good: you did not wait for it)"
-                                          : " (your timer waited for work that is not yours)"));
+      l.note(lab::text(
+          "  with the other stream busy, time_phases took %s on the host clock (alone: %s); "
+          "the other stream's kernel was still running when it returned in %d of %lld "
+          "calls%s",
+          time_text(busy.median_host_ms()).c_str(), time_text(alone.median_host_ms()).c_str(),
+          busy.still_busy(), calls,
+          busy.still_busy() == calls ? " (good: you did not wait for it)"
+                                     : " (your timer waited for work that is not yours)"));
     }
     if (l.profiling() || !demos) return;
 

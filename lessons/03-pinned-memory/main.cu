@@ -15,7 +15,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -25,31 +24,28 @@
 
 #include "exercise.cuh"
 #include "lab/data.hpp"
+#include "lab/format.hpp"
+#include "lab/guard.hpp"
 #include "lab/harness.hpp"
 #include "lab/memory.hpp"
+#include "lab/presets.hpp"
+#include "lab/timed_calls.hpp"
 #include "lab/timing.hpp"
 #include "lab/validate.hpp"
+#include "lab/variant.hpp"
 
 namespace {
 
 constexpr std::size_t kOddN = 1'000'003;         // validation size: not a multiple of anything
-constexpr std::size_t kGuard = 1024;             // floats of guard bytes after each device array
-constexpr unsigned char kGuardByte = 0x5A;
-
-std::string text(const char* format, double a = 0, double b = 0, double c = 0, double d = 0,
-                 double e = 0) {
-  char buf[256];
-  std::snprintf(buf, sizeof buf, format, a, b, c, d, e);
-  return buf;
-}
+constexpr std::size_t kGuardBytes = 4096;        // guard zone after each device array
 
 std::string size_text(double bytes) {
-  if (bytes >= (1 << 20)) return text("%.0f MiB", bytes / (1 << 20));
-  return text("%.0f KiB", bytes / 1024);
+  if (bytes >= (1 << 20)) return lab::text("%.0f MiB", bytes / (1 << 20));
+  return lab::text("%.0f KiB", bytes / 1024);
 }
 
 // ---------------------------------------------------------------------------------------------
-// The device side: two arrays with guard bytes after them, and the trivial kernel.
+// The device side: two arrays with a guard zone after each, and the trivial kernel.
 
 // out[i] = a * in[i] + b: one read and one write per element, so on the H100 it takes about 2%
 // of the time the two transfers take (the table's notes show both). a = ab[0], b = ab[1], read
@@ -65,7 +61,8 @@ __global__ void scale_shift_kernel(const float* __restrict__ in, float* __restri
 
 class DeviceSide {
  public:
-  explicit DeviceSide(std::size_t n) : n_(n), in_(n + kGuard), out_(n + kGuard), ab_(2) {}
+  explicit DeviceSide(std::size_t n)
+      : n_(n), in_(n, "device.in", kGuardBytes), out_(n, "device.out", kGuardBytes), ab_(2) {}
 
   l03::DeviceArrays arrays() const { return {in_.data(), out_.data(), n_}; }
   std::size_t n() const { return n_; }
@@ -89,35 +86,27 @@ class DeviceSide {
     };
   }
 
-  // Before a validated run: NaN in both arrays, the guard pattern after each; then waits, so
-  // nothing the round trip does (on any stream) can overlap with it.
+  // Before a validated run: NaN in both arrays, their guard zones armed; then waits, so nothing
+  // the round trip does (on any stream) can overlap with it.
   void prepare(cudaStream_t stream) const {
-    lab::poison(in_.data(), n_ * sizeof(float), stream);
-    lab::poison(out_.data(), n_ * sizeof(float), stream);
-    LAB_CHECK(cudaMemsetAsync(in_.data() + n_, kGuardByte, kGuard * sizeof(float), stream));
-    LAB_CHECK(cudaMemsetAsync(out_.data() + n_, kGuardByte, kGuard * sizeof(float), stream));
+    for (const auto* array : {&in_, &out_}) {
+      array->poison(stream);
+      array->arm(stream);
+    }
     LAB_CHECK(cudaStreamSynchronize(stream));
   }
 
-  // After a validated run (and a device-wide wait): "" if both guards are intact.
-  std::string guard_damage() const {
-    std::vector<unsigned char> guard(kGuard * sizeof(float));
-    const std::pair<const char*, float*> arrays[] = {{"device.in", in_.data()},
-                                                     {"device.out", out_.data()}};
-    for (const auto& [name, array] : arrays) {
-      LAB_CHECK(cudaMemcpy(guard.data(), array + n_, guard.size(), cudaMemcpyDeviceToHost));
-      for (std::size_t i = 0; i < guard.size(); ++i)
-        if (guard[i] != kGuardByte)
-          return std::string("something wrote past the end of ") + name + " (" +
-                 std::to_string(n_) + " floats): byte " + std::to_string(i) +
-                 " after the end was changed. Do the copies use n = device.n elements?";
-    }
+  // After a validated run (and a device-wide wait): "" if both guard zones are intact.
+  std::string guard_damage(cudaStream_t stream) const {
+    for (const auto* array : {&in_, &out_})
+      if (const std::string d = array->damage(stream); !d.empty())
+        return d + ". Do the copies use n = device.n elements?";
     return "";
   }
 
  private:
   std::size_t n_;
-  lab::DeviceBuffer<float> in_, out_;
+  lab::GuardedBuffer<float> in_, out_;
   lab::DeviceBuffer<float> ab_;  // the kernel's a and b
 };
 
@@ -178,20 +167,43 @@ class RegisteredRoundTrip final : public l03::RoundTrip {
 // ---------------------------------------------------------------------------------------------
 // Validation and measurement of one variant.
 
-using Factory = std::unique_ptr<l03::RoundTrip> (*)();
+// What a variant's calls run on: its round trip, set up at the timing size, and the device side.
+struct Trip {
+  l03::RoundTrip* rt;
+  l03::DeviceArrays arrays;
+  l03::Kernel kernel;
+};
 
-std::unique_ptr<l03::RoundTrip> make_pageable() { return std::make_unique<PageableRoundTrip>(); }
-std::unique_ptr<l03::RoundTrip> make_registered() { return std::make_unique<RegisteredRoundTrip>(); }
+// A variant of this lesson: besides what every variant has, how its round trip is made.
+struct Way : lab::Variant<Trip> {
+  std::unique_ptr<l03::RoundTrip> (*make)() = nullptr;
+};
+
+void add_variants(lab::Variants<Trip, Way>& variants) {
+  auto launch = [](Trip& t, cudaStream_t s) { t.rt->round_trip(t.arrays, t.kernel, s); };
+  auto work = [](const Trip& t) {  // n floats up and down; the kernel's multiply-add
+    return lab::Work{2.0 * t.arrays.n * sizeof(float), 2.0 * t.arrays.n, /*host_link=*/true};
+  };
+  // Median to 1%: the rules' thresholds are tens of percent away, and pageable copies are too
+  // noisy for the default 0.5% in a few seconds.
+  const lab::BenchmarkOptions o = lab::median_within(0.01);
+  variants.add({{"pageable", lab::Role::Baseline,
+                 "std::vector buffers, cudaMemcpyAsync: staged through the driver", launch, work, 0,
+                 lab::Pacing::Device, o},
+                [] { return std::unique_ptr<l03::RoundTrip>(new PageableRoundTrip); }});
+  variants.add({{"pinned_registered", lab::Role::Reference,
+                 "std::vector memory page-locked in place (cudaHostRegister) in setup", launch,
+                 work, 0, lab::Pacing::Device, o},
+                [] { return std::unique_ptr<l03::RoundTrip>(new RegisteredRoundTrip); }});
+  variants.add({{"exercise", lab::Role::Exercise, "your round trip (exercise.cu)", launch, work, 0,
+                 lab::Pacing::Device, o},
+                l03::make_round_trip});
+}
 
 // Coefficients of a validated run's kernel: new for every run, unknown to the round trip.
 void coefficients(std::uint64_t seed, std::uint64_t run, float& a, float& b) {
   a = 0.5f + lab::uniform01(seed ^ 0xA5A5A5A5ull, 2 * run);
   b = -1.0f + 2.0f * lab::uniform01(seed ^ 0xA5A5A5A5ull, 2 * run + 1);
-}
-
-// The value lab::fill_random_host(in, n, seed) writes at in[i].
-float random_input(std::uint64_t seed, std::size_t i) {
-  return -1.0f + 2.0f * lab::uniform01(seed, i);
 }
 
 // In double, a * x is exact and one rounding follows: at most 1 ulp from the GPU's fmaf.
@@ -219,27 +231,19 @@ float expected_output(float a, float b, float x) {
 // prepare() left there: round_trip() reads its input, it does not write it.
 // Cost per verify: about 5000 elements and 8 KiB of guards (well under a millisecond); the input
 // check after timing regenerates the whole input once (a fraction of a second at 256 MiB).
-class TimedTrips {
+class TimedTrips : public lab::TimedCalls {
  public:
   static constexpr std::size_t kChanged = 64, kPoisoned = 1024, kRandom = 4096;
 
   // `input_seed`: the seed of the input the last validated run wrote (lab::fill_random_host).
   TimedTrips(lab::Lesson& l, l03::RoundTrip& rt, const DeviceSide& dev, std::uint64_t input_seed)
-      : l_(l), in_(rt.input()), out_(rt.output()), dev_(dev), n_(dev.n()), seed_(input_seed),
-        pick_(std::random_device{}()) {}
-
-  lab::TimedCallChecks checks() {
-    lab::TimedCallChecks c;
-    c.prepare = [this](cudaStream_t s, std::uint64_t call_seed) { prepare(s, call_seed); };
-    c.verify = [this](cudaStream_t s, const std::string& case_name) { verify(s, case_name); };
-    return c;
-  }
+      : l_(l), in_(rt.input()), out_(rt.output()), dev_(dev), n_(dev.n()), seed_(input_seed) {}
 
   void check_input_unchanged() {
     std::size_t wrong = 0, first = n_, k = 0;
     for (std::size_t i = 0; i < n_; ++i) {
-      const float want = k < changed_.size() && changed_[k] == i ? values_[k++]
-                                                                 : random_input(seed_, i);
+      const float want =
+          k < changed_.size() && changed_[k] == i ? values_[k++] : lab::random_input(seed_, i);
       if (std::memcmp(&in_[i], &want, sizeof want) != 0 && wrong++ == 0) first = i;
     }
     l_.check("exercise", std::to_string(n_) + " floats, timed calls: input unchanged", wrong == 0,
@@ -249,10 +253,10 @@ class TimedTrips {
   }
 
  private:
-  void prepare(cudaStream_t s, std::uint64_t call_seed) {
+  void prepare(cudaStream_t s, std::uint64_t call_seed) override {
     std::mt19937_64 rng(call_seed);
     std::uniform_real_distribution<float> unit(0.0f, 1.0f);
-    for (const std::size_t i : changed_) in_[i] = random_input(seed_, i);
+    for (const std::size_t i : changed_) in_[i] = lab::random_input(seed_, i);
     previous_ = changed_;
     changed_.clear();
     values_.clear();
@@ -279,25 +283,26 @@ class TimedTrips {
   float input_at(std::size_t i) const {
     const auto it = std::lower_bound(changed_.begin(), changed_.end(), i);
     return it != changed_.end() && *it == i ? values_[it - changed_.begin()]
-                                            : random_input(seed_, i);
+                                            : lab::random_input(seed_, i);
   }
 
-  void verify(cudaStream_t, const std::string& case_name) {
+  bool verify(cudaStream_t s, const std::string& case_name) override {
     std::vector<std::size_t> at = changed_;
     at.insert(at.end(), previous_.begin(), previous_.end());
     at.insert(at.end(), poisoned_.begin(), poisoned_.end());
-    for (std::size_t k = 0; k < kRandom; ++k) at.push_back(pick_() % n_);
+    for (std::size_t k = 0; k < kRandom; ++k) at.push_back(pick() % n_);
     std::vector<float> got, want;
     for (const std::size_t i : at) {
       got.push_back(out_[i]);
       want.push_back(expected_output(a_, b_, input_at(i)));
     }
     const std::string name = std::to_string(n_) + " floats, " + case_name;
-    l_.check("exercise", name + " (" + std::to_string(at.size()) + " elements)",
-             lab::allclose(got, want));
+    const lab::Comparison c = lab::allclose(got, want);
+    l_.check("exercise", name + " (" + std::to_string(at.size()) + " elements)", c);
     LAB_CHECK(cudaDeviceSynchronize());  // whatever else it started, then the guards
-    const std::string damage = dev_.guard_damage();
+    const std::string damage = dev_.guard_damage(s);
     l_.check("exercise", name + ", bounds", damage.empty(), damage);
+    return c.ok && damage.empty();
   }
 
   lab::Lesson& l_;
@@ -306,7 +311,6 @@ class TimedTrips {
   const DeviceSide& dev_;
   std::size_t n_;
   std::uint64_t seed_;
-  std::mt19937_64 pick_;  // verify()'s random positions: chosen after the call
   float a_ = 2.0f, b_ = 1.0f;
   std::vector<std::size_t> changed_, previous_, poisoned_;  // changed_ ascending, ...
   std::vector<float> values_;                               // ... to these values
@@ -314,7 +318,7 @@ class TimedTrips {
 
 class Runner {
  public:
-  explicit Runner(lab::Lesson& l) : l_(l) {}
+  Runner(lab::Lesson& l, lab::Variants<Trip, Way>& variants) : l_(l), variants_(variants) {}
 
   // One validated run; records its checks under `variant`. Returns the seed of its input.
   std::uint64_t validated_run(const std::string& variant, l03::RoundTrip& rt, const DeviceSide& dev,
@@ -346,7 +350,7 @@ class Runner {
       l_.check(variant, name, lab::allclose(out, expected_.data(), n));
 
       LAB_CHECK(cudaDeviceSynchronize());  // drain whatever else it started, then the guards
-      const std::string damage = dev.guard_damage();
+      const std::string damage = dev.guard_damage(s);
       l_.check(variant, name + ", bounds", damage.empty(), damage);
     } catch (const std::exception& e) {
       l_.check(variant, name, false, e.what());
@@ -357,18 +361,18 @@ class Runner {
 
   // Validates at the odd size (twice: a result kept from an earlier call fails the second),
   // then sets up at the timing size, validates, measures, validates again.
-  const lab::Measurement* run(const std::string& variant, Factory make, std::size_t n,
-                              double* setup_ms) {
+  const lab::Measurement* run(const Way& v, std::size_t n, double* setup_ms) {
+    const std::string& variant = v.name;
     if (!l_.selected(variant)) return nullptr;
     {
-      std::unique_ptr<l03::RoundTrip> rt = make();
+      std::unique_ptr<l03::RoundTrip> rt = v.make();
       rt->setup(kOddN);
       DeviceSide dev(kOddN);
       validated_run(variant, *rt, dev, "first call");
       validated_run(variant, *rt, dev, "second call");
     }
     lab::HostTimer setup_timer;
-    std::unique_ptr<l03::RoundTrip> rt = make();
+    std::unique_ptr<l03::RoundTrip> rt = v.make();
     rt->setup(n);
     if (setup_ms) *setup_ms = setup_timer.elapsed_ms();
     DeviceSide dev(n);
@@ -376,19 +380,12 @@ class Runner {
 
     // The harness's round trips are timed with the last validated run's kernel; the exercise's
     // timed calls get new coefficients and inputs each, and some are checked (TimedTrips).
-    // Median to 1%: the rules' thresholds are tens of percent away, and pageable copies are
-    // too noisy for the default 0.5% in a few seconds.
-    lab::BenchmarkOptions options;
-    options.stop.target_precision = 0.01;
-    const l03::Kernel kernel = dev.kernel();
-    const l03::DeviceArrays arrays = dev.arrays();
+    Trip trip{rt.get(), dev.arrays(), dev.kernel()};
     const bool exercise =
-        variant == "exercise" && !l_.profiling() && rt->input() && rt->output();
+        v.role == lab::Role::Exercise && !l_.profiling() && rt->input() && rt->output();
     TimedTrips timed(l_, *rt, dev, input_seed);
     const lab::Measurement* m =
-        l_.measure(variant, {2.0 * n * sizeof(float), 2.0 * n, /*host_link=*/true},
-                   [&](cudaStream_t s) { rt->round_trip(arrays, kernel, s); }, options,
-                   exercise ? timed.checks() : lab::TimedCallChecks{});
+        variants_.measure(v, trip, exercise ? timed.checks() : lab::TimedCallChecks{});
     LAB_CHECK(cudaDeviceSynchronize());
     if (exercise) timed.check_input_unchanged();
 
@@ -398,6 +395,7 @@ class Runner {
 
  private:
   lab::Lesson& l_;
+  lab::Variants<Trip, Way>& variants_;
   std::uint64_t runs_ = 0;
   std::vector<float> expected_;
 };
@@ -410,13 +408,8 @@ double gbs(double bytes, double ms) { return bytes / (ms * 1e6); }
 // One cudaMemcpyAsync of each size, both directions, pinned and pageable.
 void size_sweep(lab::Lesson& l, lab::DeviceBuffer<char>& dev, char* pinned, char* pageable,
                 std::size_t max_bytes) {
-  lab::BenchmarkOptions o;  // short rules: 4 x 9 points, a rough median is enough
-  o.stop.min_samples = 10;
-  o.stop.min_total_ms = 2;
-  o.stop.target_precision = 0.02;
-  o.timeout_s = 0.5;
-  o.warmup_runs = 1;
-  o.warmup_ms = 0;
+  // 4 x 9 points: a rough median is enough, but of at least 10 samples and 2 ms.
+  const lab::BenchmarkOptions o = lab::short_run(0.5, 10, 2.0);
   const cudaStream_t s = l.stream();
   auto time_ms = [&](void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind) {
     return lab::benchmark([&](cudaStream_t st) { LAB_CHECK(cudaMemcpyAsync(dst, src, bytes, kind, st)); },
@@ -430,11 +423,9 @@ void size_sweep(lab::Lesson& l, lab::DeviceBuffer<char>& dev, char* pinned, char
     const double hg = time_ms(dev.data(), pageable, bytes, cudaMemcpyHostToDevice);
     const double dp = time_ms(pinned, dev.data(), bytes, cudaMemcpyDeviceToHost);
     const double dg = time_ms(pageable, dev.data(), bytes, cudaMemcpyDeviceToHost);
-    char line[160];
-    std::snprintf(line, sizeof line, "%10s | %10.1f  %12.1f | %10.1f  %12.1f | %9.1f us",
-                  size_text(double(bytes)).c_str(), gbs(bytes, hp), gbs(bytes, hg), gbs(bytes, dp),
-                  gbs(bytes, dg), hp * 1e3);
-    l.note(line);
+    l.note(lab::text("%10s | %10.1f  %12.1f | %10.1f  %12.1f | %9.1f us",
+                     size_text(double(bytes)).c_str(), gbs(bytes, hp), gbs(bytes, hg),
+                     gbs(bytes, dp), gbs(bytes, dg), hp * 1e3));
   }
 }
 
@@ -462,9 +453,10 @@ void first_touch(lab::Lesson& l, lab::DeviceBuffer<char>& dev, std::size_t bytes
   }
   munmap(fresh, bytes);
   l.note("");
-  l.note("First touch: D2H of " + size_text(double(bytes)) + " into never-touched pageable memory: " +
-         text("%.2f GB/s (%.1f ms); the same buffer again: %.2f GB/s (%.1f ms)", gbs(bytes, ms[0]),
-              ms[0], gbs(bytes, ms[1]), ms[1]));
+  l.note("First touch: D2H of " + size_text(double(bytes)) +
+         " into never-touched pageable memory: " +
+         lab::text("%.2f GB/s (%.1f ms); the same buffer again: %.2f GB/s (%.1f ms)",
+                   gbs(bytes, ms[0]), ms[0], gbs(bytes, ms[1]), ms[1]));
 }
 
 void demonstrations(lab::Lesson& l, std::size_t n, const lab::Measurement* exercise,
@@ -498,14 +490,15 @@ void demonstrations(lab::Lesson& l, std::size_t n, const lab::Measurement* exerc
 
   l.note("");
   l.note("The price of pinning " + size_text(double(bytes)) + " (host clock): " +
-         text("cudaMallocHost %.1f ms, cudaFreeHost %.1f ms; cudaHostRegister of an existing "
-              "buffer %.1f ms, cudaHostUnregister %.1f ms",
-              malloc_host_ms, free_host_ms, register_ms, unregister_ms));
+         lab::text("cudaMallocHost %.1f ms, cudaFreeHost %.1f ms; cudaHostRegister of an existing "
+                   "buffer %.1f ms, cudaHostUnregister %.1f ms",
+                   malloc_host_ms, free_host_ms, register_ms, unregister_ms));
   if (exercise) {
     const double trip_ms = exercise->gpu_ms.median;
-    l.note(text("Your setup() took %.1f ms, the time of %.0f of your round trips, paid once and "
-                "not timed.",
-                exercise_setup_ms, exercise_setup_ms / trip_ms));
+    l.note(
+        lab::text("Your setup() took %.1f ms, the time of %.0f of your round trips, paid once and "
+                  "not timed.",
+                  exercise_setup_ms, exercise_setup_ms / trip_ms));
     DeviceSide kernel_only(n);
     kernel_only.set_coefficients(2.0f, 1.0f, s);
     kernel_only.prepare(s);
@@ -514,8 +507,8 @@ void demonstrations(lab::Lesson& l, std::size_t n, const lab::Measurement* exerc
     o.timeout_s = 1.0;
     const double kernel_ms =
         lab::benchmark(kernel_only.kernel(), s, o).gpu_ms.median;
-    l.note(text("The kernel alone: %.3f ms, %.1f%% of your round trip's %.3f ms.", kernel_ms,
-                100 * kernel_ms / trip_ms, trip_ms));
+    l.note(lab::text("The kernel alone: %.3f ms, %.1f%% of your round trip's %.3f ms.", kernel_ms,
+                     100 * kernel_ms / trip_ms, trip_ms));
   }
 
   first_touch(l, dev, bytes);
@@ -525,11 +518,8 @@ void demonstrations(lab::Lesson& l, std::size_t n, const lab::Measurement* exerc
 
 int main(int argc, char** argv) {
   lab::Lesson lesson("03-pinned-memory", "Pinned memory: moving data at the speed of the bus");
-  lesson.declare("pageable", lab::Role::Baseline,
-                 "std::vector buffers, cudaMemcpyAsync: staged through the driver");
-  lesson.declare("pinned_registered", lab::Role::Reference,
-                 "std::vector memory page-locked in place (cudaHostRegister) in setup");
-  lesson.declare("exercise", lab::Role::Exercise, "your round trip (exercise.cu)");
+  lab::Variants<Trip, Way> variants(lesson);
+  add_variants(variants);
   long long mib = 0;
   lesson.option("--mib", &mib, "MiB in each direction (0: 256, or 16 with --quick)");
   long long demos = 1;
@@ -543,12 +533,11 @@ int main(int argc, char** argv) {
     l.size("validated at " + std::to_string(kOddN) + " floats (twice) and at the timing size "
            "(before and after timing)");
 
-    Runner runner(l);
-    runner.run("pageable", make_pageable, n, nullptr);
-    runner.run("pinned_registered", make_registered, n, nullptr);
+    Runner runner(l, variants);
     double exercise_setup_ms = 0;
-    const lab::Measurement* exercise =
-        runner.run("exercise", l03::make_round_trip, n, &exercise_setup_ms);
+    for (const Way& v : variants)
+      runner.run(v, n, v.role == lab::Role::Exercise ? &exercise_setup_ms : nullptr);
+    const lab::Measurement* exercise = variants.measurement("exercise");
 
     if (l.profiling()) return;  // nothing below is for the profiler
     if (exercise) {
@@ -562,13 +551,14 @@ int main(int argc, char** argv) {
       const lab::Stats& t = exercise->gpu_ms;
       l.metric("fraction_of_pinned", gbs(bytes, t.median) / ceiling, gbs(bytes, t.q3) / ceiling,
                gbs(bytes, t.q1) / ceiling);
-      l.note(text("Pinned ceilings of this run (64 MiB, cudaMemcpyAsync): H2D %.1f GB/s, D2H %.1f "
-                  "GB/s, round trip %.1f GB/s; pageable: H2D %.1f GB/s, D2H %.1f GB/s.",
-                  c.h2d_pinned_gbs, c.d2h_pinned_gbs, ceiling, c.h2d_pageable_gbs,
-                  c.d2h_pageable_gbs));
-      l.note(text("Your round trip: %.1f GB/s, host time per round_trip() call %.0f us for %.0f us "
-                  "of GPU time (a call that waits for its copies is not asynchronous).",
-                  gbs(bytes, t.median), exercise->enqueue_us, t.median * 1e3));
+      l.note(lab::text(
+          "Pinned ceilings of this run (64 MiB, cudaMemcpyAsync): H2D %.1f GB/s, D2H %.1f "
+          "GB/s, round trip %.1f GB/s; pageable: H2D %.1f GB/s, D2H %.1f GB/s.",
+          c.h2d_pinned_gbs, c.d2h_pinned_gbs, ceiling, c.h2d_pageable_gbs, c.d2h_pageable_gbs));
+      l.note(lab::text(
+          "Your round trip: %.1f GB/s, host time per round_trip() call %.0f us for %.0f us "
+          "of GPU time (a call that waits for its copies is not asynchronous).",
+          gbs(bytes, t.median), exercise->enqueue_us, t.median * 1e3));
     }
     if (demos) demonstrations(l, n, exercise, exercise_setup_ms);
   });

@@ -7,7 +7,8 @@
 // Goal (what the checker measures, in the same run):
 //   * correct on every size the harness checks (1000x777, 33x4097, 4097x33, 1x1 and the timing
 //     size), including beta == 0 where y holds NaN on entry;
-//   * at least 0.7x the copy ceiling, counting the bytes a gemv must move (A, x, y once each).
+//   * [at least 0.7x the copy ceiling](check.toml#bandwidth), counting the bytes a gemv must move
+//     (A, x, y once each).
 //
 // Build and run (from the repository root):
 //   cmake --workflow --preset lab                         # builds everything, checks the lessons

@@ -10,9 +10,11 @@
 //   * both correct on every size the harness checks, including sizes that are not multiples of
 //     any tile (1000x777, 33x4097, 4097x33; 1000x777x515, 129x67x1031, 300x644x260, 1x1x1) and
 //     beta == 0, where C holds NaN on entry;
-//   * transpose: at least 0.85x the copy ceiling (transpose_tiled, the bank-conflicted version
-//     that this starter is, reaches about 0.6 on an H100);
-//   * sgemm: at least 0.14x the speed of cuBLAS (cublasSgemm, float32) at 4096 x 4096 x 4096.
+//   * transpose: [at least 0.85x the copy ceiling](check.toml#transpose_bandwidth)
+//     (transpose_tiled, the bank-conflicted version that this starter is, reaches about 0.6 on
+//     an H100);
+//   * sgemm: [at least 0.14x the speed](check.toml#sgemm_speed) of cuBLAS (cublasSgemm, float32)
+//     at 4096 x 4096 x 4096.
 //
 // Build and run (from the repository root):
 //   cmake --workflow --preset lab                           # builds everything, checks the lessons
@@ -66,7 +68,7 @@ __global__ void transpose_kernel(const float* __restrict__ in, float* __restrict
 //  2. Why both barriers: the first one makes the tile complete before anyone reads it; the second
 //     one stops a fast thread from overwriting the tile while a slow one still reads it. Remove
 //     either, and the result is wrong sometimes (compute-sanitizer --tool racecheck shows where).
-//  3. Beyond 0.2x cuBLAS: each thread computes several outputs (e.g. 8 x 8) from values it keeps
+//  3. Beyond the bar: each thread computes several outputs (e.g. 8 x 8) from values it keeps
 //     in registers, so one shared-memory load feeds several FMAs (register tiling; the lesson's
 //     README and the slides show how).
 // Keep the beta == 0 case: C must not be read then (it holds NaN).

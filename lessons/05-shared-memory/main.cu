@@ -22,10 +22,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
-#include <cstring>
-#include <functional>
-#include <limits>
 #include <memory>
 #include <random>
 #include <stdexcept>
@@ -35,124 +31,29 @@
 #include "exercise.cuh"
 #include "lab/check.hpp"
 #include "lab/data.hpp"
+#include "lab/format.hpp"
+#include "lab/guard.hpp"
 #include "lab/harness.hpp"
 #include "lab/memory.hpp"
+#include "lab/presets.hpp"
+#include "lab/ratio.hpp"
+#include "lab/read_only.cuh"
+#include "lab/timed_calls.hpp"
 #include "lab/validate.hpp"
+#include "lab/variant.hpp"
 
 namespace {
 
-// ---------------------------------------------------------------------------------------------
-// Outputs carry a guard zone: kGuard floats after their last element (one 2 MiB page), filled
-// with a canary and checked to their last element after every validated run and every verified
-// timed call. A write past the end inside the allocation never crashes, so it must be looked for;
-// the zone is far longer than any row of any case, so an off-by-one in a row or column guard, or
-// a stray index well past the end, lands in it.
-constexpr std::size_t kGuard = (std::size_t{2} << 20) / sizeof(float);
-constexpr float kCanary = -12345.5f;
-
-std::string dims(long long a, long long b) { return std::to_string(a) + "x" + std::to_string(b); }
-
-std::string fixed(double v, int digits) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
-
-// Puts @p n values (or NaN everywhere when @p init is null: a write-only output) in front of the
-// guard zone of @p out, and the canary in the guard zone.
-void arm_output(float* out, std::size_t n, const std::vector<float>* init, cudaStream_t s) {
-  if (init) {
-    LAB_CHECK(cudaMemcpyAsync(out, init->data(), n * sizeof(float), cudaMemcpyHostToDevice, s));
-  } else {
-    lab::poison(out, n * sizeof(float), s);
-  }
-  static const std::vector<float> canaries(kGuard, kCanary);
-  LAB_CHECK(
-      cudaMemcpyAsync(out + n, canaries.data(), kGuard * sizeof(float), cudaMemcpyHostToDevice, s));
-}
-
-// Adds the guard zone's verdict to @p c. @p guard holds the kGuard floats after the output.
-void check_guard(lab::Comparison& c, const float* guard, std::size_t n) {
-  std::size_t hits = 0, first = 0;
-  for (std::size_t i = 0; i < kGuard; ++i)
-    if (std::memcmp(&guard[i], &kCanary, sizeof(float)) != 0) {
-      if (hits++ == 0) first = i;
-    }
-  if (hits == 0) return;
-  const std::string values = c.ok ? "" : "; also " + c.summary();
-  c.ok = false;
-  c.mismatches += hits;
-  c.note = "wrote past the end of the output: element " + std::to_string(n + first) + " and " +
-           std::to_string(hits - 1) + " more after the last one were changed" + values;
-}
-
-// A ratio of two medians with its pessimistic and optimistic readings from the quartiles:
-// time of @p slow / time of @p fast (how many times faster @p fast is).
-struct Ratio {
-  double value = 0, low = 0, high = 0;
-};
-Ratio speed_ratio(const lab::Measurement& slow, const lab::Measurement& fast) {
-  const lab::Stats& a = slow.gpu_ms;
-  const lab::Stats& b = fast.gpu_ms;
-  return {a.median / b.median, a.q1 / b.q3, a.q3 / b.q1};
-}
-
-// The exercises' read-only inputs and their timed calls. An exercise that recognised the timed
+// Every output is a lab::GuardedBuffer: a guard zone of one 2 MiB page after its last element,
+// armed before every validated run and checked to its end after it and after every verified
+// timed call (a write past the end inside the allocation never crashes, so it must be looked for).
+//
+// The exercises' read-only inputs and their timed calls: an exercise that recognised the timed
 // calls (same pointers, same sizes, same inputs as the call before) could skip the work there and
 // still pass every validated call; so every timed call of an exercise gets new input and a
 // poisoned output, and a random sample of them is checked (TimedTranspose, TimedSgemm below).
-// The expected values are regenerated from the seeds the harness used, never read back from the
-// input buffers, which the exercise could have written into.
-
-// The value lab::fill_random(p, n, seed) writes at p[i] (its default range, [-1, 1)). On the
-// device bit for bit (the fill kernel rounds each operation separately, and so does this); on the
-// host up to the host compiler's rounding choices, far inside the SGEMM tolerance.
-__host__ __device__ inline float random_input(std::uint64_t seed, std::uint64_t i) {
-#ifdef __CUDA_ARCH__
-  return __fadd_rn(-1.0f, __fmul_rn(2.0f, lab::uniform01(seed, i)));
-#else
-  return -1.0f + 2.0f * lab::uniform01(seed, i);
-#endif
-}
-
-// stats[0] += the number of elements of p[0 .. n) that are not, bit for bit, what
-// lab::fill_random(p, n, seed) wrote there; stats[1] = the smallest such index.
-__global__ void count_changed(const float* __restrict__ p, std::size_t n, std::uint64_t seed,
-                              unsigned long long* stats) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
-       i += std::size_t(gridDim.x) * blockDim.x)
-    if (__float_as_uint(p[i]) != __float_as_uint(random_input(seed, i))) {
-      atomicAdd(&stats[0], 1ull);
-      atomicMin(&stats[1], static_cast<unsigned long long>(i));
-    }
-}
-
-// "" if the read-only input p[0 .. n) still holds what lab::fill_random(p, n, seed) wrote, else
-// what changed.
-std::string changed_input(const char* name, const float* p, std::size_t n, std::uint64_t seed,
-                          cudaStream_t s) {
-  lab::DeviceBuffer<unsigned long long> stats(2);
-  const unsigned long long init[2] = {0ull, ~0ull};
-  LAB_CHECK(cudaMemcpyAsync(stats.data(), init, sizeof init, cudaMemcpyHostToDevice, s));
-  count_changed<<<1024, 256, 0, s>>>(p, n, seed, stats.data());
-  LAB_CHECK_LAUNCH();
-  unsigned long long found[2];
-  LAB_CHECK(cudaMemcpyAsync(found, stats.data(), sizeof found, cudaMemcpyDeviceToHost, s));
-  LAB_CHECK(cudaStreamSynchronize(s));
-  if (found[0] == 0) return "";
-  return std::string(name) + " was written: " + std::to_string(found[0]) + " of its " +
-         std::to_string(n) + " elements changed, the first at [" + std::to_string(found[1]) + "]";
-}
-
-// Records "inputs unchanged after timing" for @p variant: @p changes are changed_input()'s lines.
-void record_inputs(lab::Lesson& l, const std::string& variant,
-                   const std::vector<std::string>& changes) {
-  std::string what;
-  for (const std::string& c : changes)
-    if (!c.empty()) what += (what.empty() ? "" : "; ") + c;
-  l.check(variant, "inputs unchanged after timing", what.empty(),
-          what + " (inputs are read-only: see exercise.cuh)");
-}
+// The expected values are regenerated from the seeds the harness used (lab::random_input), never
+// read back from the input buffers, which the exercise could have written into.
 
 // =============================================================================================
 // Part A: gemv, y = A x. Does staging x in shared memory help?
@@ -204,7 +105,8 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
 
 struct Gemv {
   int rows = 0, cols = 0;
-  lab::DeviceBuffer<float> A, x, y;  // y has kGuard extra floats
+  lab::DeviceBuffer<float> A, x;
+  lab::GuardedBuffer<float> y;
 };
 
 // Fresh random inputs from @p seed (also used after timing: new values in the same buffers).
@@ -219,35 +121,30 @@ Gemv make_gemv(int rows, int cols, std::uint64_t seed, cudaStream_t s) {
   g.cols = cols;
   g.A = lab::DeviceBuffer<float>(static_cast<std::size_t>(rows) * cols);
   g.x = lab::DeviceBuffer<float>(cols);
-  g.y = lab::DeviceBuffer<float>(rows + kGuard);
+  g.y = lab::GuardedBuffer<float>(rows, "y");
   fill_gemv(g, seed, s);
   return g;
 }
 
-void launch_gemv(const std::string& variant, const Gemv& g, cudaStream_t s) {
+// A kernel of part A, launched with a warp per row.
+template <void (*Kernel)(int, int, const float*, const float*, float*)>
+void launch_gemv(Gemv& g, cudaStream_t s) {
   const int blocks = (g.rows + kGemvWarps - 1) / kGemvWarps;
-  if (variant == "gemv_global")
-    gemv_global<<<blocks, kGemvWarps * 32, 0, s>>>(g.rows, g.cols, g.A.data(), g.x.data(),
-                                                   g.y.data());
-  else
-    gemv_smem_x<<<blocks, kGemvWarps * 32, 0, s>>>(g.rows, g.cols, g.A.data(), g.x.data(),
-                                                   g.y.data());
+  Kernel<<<blocks, kGemvWarps * 32, 0, s>>>(g.rows, g.cols, g.A.data(), g.x.data(), g.y.data());
   LAB_CHECK_LAUNCH();
 }
 
-// y = A x in double on the host; the tolerance is lesson 04's (a float sum of n terms in any
-// order is within 4 sqrt(n) 2^-24 sum|terms| of the exact one, with overwhelming probability).
-void validate_gemv(lab::Lesson& l, const std::string& variant, const Gemv& g,
+// y = A x in double on the host, with lab::sum_tolerance (lesson 04's).
+void validate_gemv(lab::Lesson& l, const lab::Variant<Gemv>& v, Gemv& g,
                    const std::string& case_name) {
   cudaStream_t s = l.stream();
   std::vector<float> A(g.A.size()), x(g.x.size());
   LAB_CHECK(cudaMemcpyAsync(A.data(), g.A.data(), g.A.bytes(), cudaMemcpyDeviceToHost, s));
   LAB_CHECK(cudaMemcpyAsync(x.data(), g.x.data(), g.x.bytes(), cudaMemcpyDeviceToHost, s));
-  arm_output(g.y.data(), g.rows, nullptr, s);
-  launch_gemv(variant, g, s);
-  std::vector<float> got(g.y.size());
-  LAB_CHECK(cudaMemcpyAsync(got.data(), g.y.data(), g.y.bytes(), cudaMemcpyDeviceToHost, s));
-  LAB_CHECK(cudaStreamSynchronize(s));
+  g.y.poison(s);
+  g.y.arm(s);
+  v.launch(g, s);
+  const std::vector<float> got = g.y.download(s);
   std::vector<float> expected(g.rows);
   double largest = 0;
   for (int r = 0; r < g.rows; ++r) {
@@ -261,10 +158,9 @@ void validate_gemv(lab::Lesson& l, const std::string& variant, const Gemv& g,
     expected[r] = static_cast<float>(sum);
     largest = std::max(largest, magnitude);
   }
-  const lab::Tolerance tol{1e-6, 4.0 * std::sqrt(g.cols + 2.0) * 0x1p-24 * largest};
-  lab::Comparison c = lab::allclose(got.data(), expected.data(), g.rows, tol);
-  check_guard(c, got.data() + g.rows, g.rows);
-  l.check(variant, case_name, c);
+  lab::Comparison c = lab::allclose(got, expected, lab::sum_tolerance(g.cols + 2.0, largest));
+  g.y.check_guard(c, s);
+  l.check(v.name, case_name, c);
 }
 
 // =============================================================================================
@@ -311,42 +207,10 @@ __global__ void __launch_bounds__(kTile* kBlockRows)
       out[static_cast<std::size_t>(or0 + j) * rows + oc] = tile[tx][ty + j];
 }
 
-void launch_transpose(const std::string& variant, const float* in, float* out, int rows, int cols,
-                      cudaStream_t s) {
-  if (variant == "exercise_transpose") {
-    exercise::transpose(in, out, rows, cols, s);
-    return;
-  }
-  const dim3 block(kTile, kBlockRows);
-  const dim3 grid((cols + kTile - 1) / kTile, (rows + kTile - 1) / kTile);
-  if (variant == "transpose_naive")
-    transpose_naive<<<grid, block, 0, s>>>(in, out, rows, cols);
-  else
-    transpose_tiled<<<grid, block, 0, s>>>(in, out, rows, cols);
-  LAB_CHECK_LAUNCH();
-}
-
-// Exact comparison on the device, for the timing size (256 MiB is slow to compare on the host):
-// counts the elements of out that are not bit-for-bit the transpose of the input that
-// lab::fill_random(in, rows * cols, seed) made, regenerated here (not read from in, which the
-// exercise could have changed), and the smallest such index of out. Reads out in order.
-__global__ void transpose_mismatches(const float* __restrict__ out, int rows, int cols,
-                                     std::uint64_t seed, unsigned long long* count,
-                                     unsigned long long* first) {
-  const std::size_t n = static_cast<std::size_t>(rows) * cols;
-  for (std::size_t o = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; o < n;
-       o += std::size_t(gridDim.x) * blockDim.x) {
-    const std::size_t c = o / rows, r = o % rows;  // out[o] = out[c][r] = in[r][c]
-    if (__float_as_uint(out[o]) != __float_as_uint(random_input(seed, r * cols + c))) {
-      atomicAdd(count, 1ull);
-      atomicMin(first, static_cast<unsigned long long>(o));
-    }
-  }
-}
-
 struct Transpose {
   int rows = 0, cols = 0;
-  lab::DeviceBuffer<float> in, out;  // out has kGuard extra floats
+  lab::DeviceBuffer<float> in;
+  lab::GuardedBuffer<float> out;
 };
 
 Transpose make_transpose(int rows, int cols) {
@@ -354,71 +218,80 @@ Transpose make_transpose(int rows, int cols) {
   t.rows = rows;
   t.cols = cols;
   t.in = lab::DeviceBuffer<float>(static_cast<std::size_t>(rows) * cols);
-  t.out = lab::DeviceBuffer<float>(t.in.size() + kGuard);
+  t.out = lab::GuardedBuffer<float>(t.in.size(), "out");
   return t;
 }
 
+// A kernel of part B, launched with a block per 32 x 32 tile.
+template <void (*Kernel)(const float*, float*, int, int)>
+void launch_tiles(Transpose& t, cudaStream_t s) {
+  const dim3 block(kTile, kBlockRows);
+  const dim3 grid((t.cols + kTile - 1) / kTile, (t.rows + kTile - 1) / kTile);
+  Kernel<<<grid, block, 0, s>>>(t.in.data(), t.out.data(), t.rows, t.cols);
+  LAB_CHECK_LAUNCH();
+}
+
 // Small sizes: compared on the host, exactly (a transpose moves bits, it computes nothing).
-void validate_transpose_host(lab::Lesson& l, const std::string& variant, const Transpose& t,
+void validate_transpose_host(lab::Lesson& l, const lab::Variant<Transpose>& v, Transpose& t,
                              const std::string& case_name) {
   cudaStream_t s = l.stream();
   const std::size_t n = t.in.size();
-  std::vector<float> in(n), got(n + kGuard), expected(n);
+  std::vector<float> in(n), expected(n);
   LAB_CHECK(cudaMemcpyAsync(in.data(), t.in.data(), t.in.bytes(), cudaMemcpyDeviceToHost, s));
-  arm_output(t.out.data(), n, nullptr, s);
-  launch_transpose(variant, t.in.data(), t.out.data(), t.rows, t.cols, s);
-  LAB_CHECK(cudaMemcpyAsync(got.data(), t.out.data(), t.out.bytes(), cudaMemcpyDeviceToHost, s));
-  LAB_CHECK(cudaStreamSynchronize(s));
+  t.out.poison(s);
+  t.out.arm(s);
+  v.launch(t, s);
+  const std::vector<float> got = t.out.download(s);
   for (int r = 0; r < t.rows; ++r)
     for (int c = 0; c < t.cols; ++c)
       expected[static_cast<std::size_t>(c) * t.rows + r] =
           in[static_cast<std::size_t>(r) * t.cols + c];
-  lab::Comparison cmp = lab::allclose(got.data(), expected.data(), n, lab::Tolerance{0.0, 0.0});
-  check_guard(cmp, got.data() + n, n);
-  l.check(variant, case_name, cmp);
+  lab::Comparison cmp = lab::allclose(got, expected, lab::Tolerance{0.0, 0.0});
+  t.out.check_guard(cmp, s);
+  l.check(v.name, case_name, cmp);
 }
 
-// The timing size: out compared on the device, exactly, with the transpose of the input that
-// lab::fill_random(in, rows * cols, seed) made, plus the whole guard zone on the host. Records it
-// and returns whether it passed.
+// out[o] of the transpose of the input lab::fill_random(in, rows * cols, seed) made: out[o] =
+// out[c][r] = in[r][c], regenerated (not read from in, which the exercise could have changed).
+struct Transposed {
+  std::uint64_t seed;
+  std::size_t rows, cols;
+  __host__ __device__ float operator()(std::uint64_t o) const {
+    return lab::random_input(seed, (o % rows) * cols + o / rows);
+  }
+};
+
+// The timing size: out compared exactly on the device (256 MiB is slow to compare on the host)
+// with the transpose of the input made from @p seed, plus the whole guard zone. Records it and
+// returns whether it passed.
 bool compare_transpose(lab::Lesson& l, const std::string& variant, const Transpose& t,
                        std::uint64_t seed, const std::string& case_name, cudaStream_t s) {
   const std::size_t n = t.in.size();
-  lab::DeviceBuffer<unsigned long long> stats(2);
-  const unsigned long long init[2] = {0ull, ~0ull};
-  LAB_CHECK(cudaMemcpyAsync(stats.data(), init, sizeof init, cudaMemcpyHostToDevice, s));
-  transpose_mismatches<<<1024, 256, 0, s>>>(t.out.data(), t.rows, t.cols, seed, stats.data(),
-                                            stats.data() + 1);
-  LAB_CHECK_LAUNCH();
-  unsigned long long result[2];
-  std::vector<float> guard(kGuard);
-  LAB_CHECK(cudaMemcpyAsync(result, stats.data(), sizeof result, cudaMemcpyDeviceToHost, s));
-  LAB_CHECK(cudaMemcpyAsync(guard.data(), t.out.data() + n, kGuard * sizeof(float),
-                            cudaMemcpyDeviceToHost, s));
-  LAB_CHECK(cudaStreamSynchronize(s));
+  const Transposed expected{seed, static_cast<std::size_t>(t.rows),
+                            static_cast<std::size_t>(t.cols)};
+  const lab::Changed wrong = lab::count_changed(t.out.data(), n, expected, s);
   lab::Comparison cmp;
   cmp.count = n;
-  cmp.mismatches = result[0];
-  cmp.ok = result[0] == 0;
+  cmp.mismatches = wrong.count;
+  cmp.ok = wrong.count == 0;
   if (!cmp.ok) {
-    const std::size_t o = result[1];
     float got = 0;
-    LAB_CHECK(cudaMemcpy(&got, t.out.data() + o, sizeof got, cudaMemcpyDeviceToHost));
-    const std::size_t c = o / t.rows, r = o % t.rows;
-    cmp.first.push_back({o, got, random_input(seed, r * t.cols + c)});
+    LAB_CHECK(cudaMemcpy(&got, t.out.data() + wrong.first, sizeof got, cudaMemcpyDeviceToHost));
+    cmp.first.push_back({wrong.first, got, expected(wrong.first)});
   }
-  check_guard(cmp, guard.data(), n);
+  t.out.check_guard(cmp, s);
   l.check(variant, case_name, cmp);
   return cmp.ok;
 }
 
 // The timing size, after timing: one call on input made from @p seed, compared on the device.
-void validate_transpose_device(lab::Lesson& l, const std::string& variant, const Transpose& t,
+void validate_transpose_device(lab::Lesson& l, const lab::Variant<Transpose>& v, Transpose& t,
                                std::uint64_t seed, const std::string& case_name) {
   cudaStream_t s = l.stream();
-  arm_output(t.out.data(), t.in.size(), nullptr, s);
-  launch_transpose(variant, t.in.data(), t.out.data(), t.rows, t.cols, s);
-  compare_transpose(l, variant, t, seed, case_name, s);
+  t.out.poison(s);
+  t.out.arm(s);
+  v.launch(t, s);
+  compare_transpose(l, v.name, t, seed, case_name, s);
 }
 
 // How the timed calls of exercise_transpose are prepared and checked.
@@ -430,35 +303,29 @@ void validate_transpose_device(lab::Lesson& l, const std::string& variant, const
 //    the transpose of the regenerated input, on the device (compare_transpose), and the guard
 //    zone. About 1 ms, most of it copying the 2 MiB guard zone back.
 //  * check_inputs, after timing: the input still holds what the last prepare wrote.
-class TimedTranspose {
+class TimedTranspose : public lab::TimedCalls {
  public:
   TimedTranspose(lab::Lesson& l, Transpose& t) : l_(l), t_(t) {}
 
-  lab::TimedCallChecks checks() {
-    return {[this](cudaStream_t s, std::uint64_t seed) {
-              prepared_ = true;
-              seed_ = seed;
-              lab::fill_random(t_.in.data(), t_.in.size(), seed, s);
-              lab::poison(t_.out.data(), t_.in.bytes(), s);
-            },
-            [this](cudaStream_t s, const std::string& case_name) {
-              if (failed_) return;  // one wrong call fails the rule; more would only repeat it
-              failed_ = !compare_transpose(l_, "exercise_transpose", t_, seed_, case_name, s);
-            }};
-  }
-
   void check_inputs(cudaStream_t s) {
-    if (prepared_)
-      record_inputs(l_, "exercise_transpose",
-                    {changed_input("in", t_.in.data(), t_.in.size(), seed_, s)});
+    if (prepared())
+      lab::check_inputs_unchanged(l_, "exercise_transpose",
+                                  {lab::changed_input("in", t_.in.data(), t_.in.size(), seed_, s)});
   }
 
  private:
+  void prepare(cudaStream_t s, std::uint64_t seed) override {
+    seed_ = seed;
+    lab::fill_random(t_.in.data(), t_.in.size(), seed, s);
+    t_.out.poison(s);
+  }
+  bool verify(cudaStream_t s, const std::string& case_name) override {
+    return compare_transpose(l_, "exercise_transpose", t_, seed_, case_name, s);
+  }
+
   lab::Lesson& l_;
   Transpose& t_;
   std::uint64_t seed_ = 0;  // the last timed call's input
-  bool prepared_ = false;
-  bool failed_ = false;
 };
 
 // =============================================================================================
@@ -529,7 +396,8 @@ class Cublas {
 struct Gemm {
   int M = 0, N = 0, K = 0;
   float alpha = 1.0f, beta = 0.0f;
-  lab::DeviceBuffer<float> A, B, C;  // C has kGuard extra floats
+  lab::DeviceBuffer<float> A, B;
+  lab::GuardedBuffer<float> C;
 };
 
 // Fresh random inputs from @p seed (also used after timing: new values in the same buffers).
@@ -547,27 +415,30 @@ Gemm make_gemm(int M, int N, int K, float alpha, float beta, std::uint64_t seed,
   g.beta = beta;
   g.A = lab::DeviceBuffer<float>(static_cast<std::size_t>(M) * K);
   g.B = lab::DeviceBuffer<float>(static_cast<std::size_t>(K) * N);
-  g.C = lab::DeviceBuffer<float>(static_cast<std::size_t>(M) * N + kGuard);
+  g.C = lab::GuardedBuffer<float>(static_cast<std::size_t>(M) * N, "C");
   fill_gemm(g, seed, s);
   return g;
 }
 
-using GemmLaunch = std::function<void(const Gemm&, cudaStream_t)>;
+// A kernel of part C, a thread per element of C in 32 x 32 blocks; @p x_along_rows: threadIdx.x
+// runs along the rows of C (sgemm_naive), else along its columns.
+template <void (*Kernel)(int, int, int, float, const float*, const float*, float, float*),
+          bool x_along_rows>
+void launch_elementwise(Gemm& g, cudaStream_t s) {
+  const dim3 grid(((x_along_rows ? g.M : g.N) + 31) / 32, ((x_along_rows ? g.N : g.M) + 31) / 32);
+  Kernel<<<grid, dim3(32, 32), 0, s>>>(g.M, g.N, g.K, g.alpha, g.A.data(), g.B.data(), g.beta,
+                                       g.C.data());
+  LAB_CHECK_LAUNCH();
+}
 
 // The reference: C[i][j] for a set of (i, j), in double, from the device's own inputs.
 //
 // Tolerance. Each C[i][j] is a float dot product of length K plus the beta term; the kernels
 // differ in summation order (a loop, tiles, FMAs, cuBLAS's own order), so none can be expected to
-// match bit for bit. A float sum of n terms in any order differs from the exact sum by at most
-// about n 2^-24 sum|terms| in the worst case (far too loose: 4096 terms would allow 2.4e-4 of
-// the magnitude); the probabilistic bound of Higham and Mary (SIAM J. Sci. Comput. 2019) is
-// lambda sqrt(n) 2^-24 sum|terms|, which holds with overwhelming probability whatever the order,
-// and lambda = 4 is ample. With n = K + 2 (the products, alpha, the beta term):
-//   atol = 4 sqrt(K + 2) 2^-24 max over the checked elements of (|alpha| sum_k |a_ik b_kj| + |beta
-//   c_ij|)
-// plus rtol = 1e-6 for the rounding of the result itself. For K = 4096 and inputs in [-1, 1) this
-// is about 1.6e-5 x 1024 = 0.016 absolute on values of order 20; a missing k-tile, a stale tile or
-// a wrong element is off by about 1 or more.
+// match bit for bit: lab::sum_tolerance with n = K + 2 terms (the products, alpha, the beta term)
+// and the largest |alpha| sum_k |a_ik b_kj| + |beta c_ij| over the checked elements. For K = 4096
+// and inputs in [-1, 1) this is about 1.6e-5 x 1024 = 0.016 absolute on values of order 20; a
+// missing k-tile, a stale tile or a wrong element is off by about 1 or more.
 struct GemmReference {
   std::vector<std::size_t> index;  // flat indices i * N + j of the checked elements
   std::vector<float> expected;     // their values
@@ -619,10 +490,6 @@ double dot_product(const float* a, const float* b, int K, double& magnitude) {
   return (s4[0] + s4[1]) + (s4[2] + s4[3]);
 }
 
-lab::Tolerance gemm_tolerance(int K, double largest) {
-  return lab::Tolerance{1e-6, 4.0 * std::sqrt(K + 2.0) * 0x1p-24 * largest};
-}
-
 GemmReference gemm_reference(const Gemm& g, std::uint64_t seed, cudaStream_t s) {
   GemmReference ref;
   std::vector<float> A(g.A.size()), B(g.B.size());
@@ -650,27 +517,30 @@ GemmReference gemm_reference(const Gemm& g, std::uint64_t seed, cudaStream_t s) 
     ref.expected[e] = static_cast<float>(g.alpha * dot + old);
     largest = std::max(largest, std::fabs(g.alpha) * mag + std::fabs(old));
   }
-  ref.tolerance = gemm_tolerance(g.K, largest);
+  ref.tolerance = lab::sum_tolerance(g.K + 2.0, largest);
   return ref;
 }
 
-void validate_gemm(lab::Lesson& l, const std::string& variant, const GemmLaunch& launch,
-                   const Gemm& g, const GemmReference& ref, const std::string& case_name) {
+// Runs one variant once on C = the reference's c0 (beta != 0) or NaN (beta == 0: write-only),
+// its guard zone armed, and records whether the checked elements match.
+void validate_gemm(lab::Lesson& l, const lab::Variant<Gemm>& v, Gemm& g, const GemmReference& ref,
+                   const std::string& case_name) {
   cudaStream_t s = l.stream();
-  const std::size_t mn = static_cast<std::size_t>(g.M) * g.N;
-  arm_output(g.C.data(), mn, g.beta != 0.0f ? &ref.c0 : nullptr, s);
-  launch(g, s);
+  if (g.beta != 0.0f)
+    LAB_CHECK(cudaMemcpyAsync(g.C.data(), ref.c0.data(), g.C.bytes(), cudaMemcpyHostToDevice, s));
+  else
+    g.C.poison(s);
+  g.C.arm(s);
+  v.launch(g, s);
   LAB_CHECK(cudaGetLastError());
-  std::vector<float> got(g.C.size());
-  LAB_CHECK(cudaMemcpyAsync(got.data(), g.C.data(), g.C.bytes(), cudaMemcpyDeviceToHost, s));
-  LAB_CHECK(cudaStreamSynchronize(s));
+  const std::vector<float> got = g.C.download(s);
   std::vector<float> picked(ref.index.size());
   for (std::size_t e = 0; e < ref.index.size(); ++e) picked[e] = got[ref.index[e]];
   lab::Comparison c =
       lab::allclose(picked.data(), ref.expected.data(), picked.size(), ref.tolerance);
   for (lab::Mismatch& m : c.first) m.index = ref.index[m.index];  // report C's own index
-  check_guard(c, got.data() + mn, mn);
-  l.check(variant, case_name, c);
+  g.C.check_guard(c, s);
+  l.check(v.name, case_name, c);
 }
 
 // How the timed calls of exercise_sgemm are prepared and checked. The timing problem has beta ==
@@ -684,54 +554,47 @@ void validate_gemm(lab::Lesson& l, const std::string& variant, const GemmLaunch&
 //    exercise could have written into them), and the whole guard zone. At 4096^3 that is 262 K
 //    values regenerated and 4 M multiply-adds: about 5 ms of host time.
 //  * check_inputs, after timing: A (of the last call) and B still hold what the harness wrote.
-class TimedSgemm {
+class TimedSgemm : public lab::TimedCalls {
  public:
   TimedSgemm(lab::Lesson& l, Gemm& g, std::uint64_t b_seed) : l_(l), g_(g), b_seed_(b_seed) {}
 
-  lab::TimedCallChecks checks() {
-    return {[this](cudaStream_t s, std::uint64_t seed) {
-              prepared_ = true;
-              seed_ = seed;
-              lab::fill_random(g_.A.data(), g_.A.size(), seed, s);
-              lab::poison(g_.C.data(), static_cast<std::size_t>(g_.M) * g_.N * sizeof(float), s);
-            },
-            [this](cudaStream_t s, const std::string& case_name) { verify(s, case_name); }};
-  }
-
   void check_inputs(cudaStream_t s) {
-    if (prepared_)
-      record_inputs(l_, "exercise_sgemm",
-                    {changed_input("A", g_.A.data(), g_.A.size(), seed_, s),
-                     changed_input("B", g_.B.data(), g_.B.size(), b_seed_, s)});
+    if (prepared())
+      lab::check_inputs_unchanged(l_, "exercise_sgemm",
+                                  {lab::changed_input("A", g_.A.data(), g_.A.size(), seed_, s),
+                                   lab::changed_input("B", g_.B.data(), g_.B.size(), b_seed_, s)});
   }
 
  private:
   static constexpr int kPicks = 32;  // rows, and columns
 
-  void verify(cudaStream_t s, const std::string& case_name) {
-    if (failed_) return;  // one wrong call fails the rule; more would only repeat it in the table
+  void prepare(cudaStream_t s, std::uint64_t seed) override {
+    seed_ = seed;
+    lab::fill_random(g_.A.data(), g_.A.size(), seed, s);
+    g_.C.poison(s);
+  }
+
+  bool verify(cudaStream_t s, const std::string& case_name) override {
     const int M = g_.M, N = g_.N, K = g_.K;
     std::uniform_int_distribution<int> any_row(0, M - 1), any_col(0, N - 1);
     std::vector<int> rows(kPicks), cols(kPicks);
-    for (int& r : rows) r = any_row(pick_);
-    for (int& c : cols) c = any_col(pick_);
-    // The picked rows of C, and the guard zone after C.
-    std::vector<float> got(static_cast<std::size_t>(kPicks) * N), guard(kGuard);
+    for (int& r : rows) r = any_row(pick);
+    for (int& c : cols) c = any_col(pick);
+    // The picked rows of C.
+    std::vector<float> got(static_cast<std::size_t>(kPicks) * N);
     for (int p = 0; p < kPicks; ++p)
       LAB_CHECK(cudaMemcpyAsync(got.data() + static_cast<std::size_t>(p) * N,
                                 g_.C.data() + static_cast<std::size_t>(rows[p]) * N,
                                 N * sizeof(float), cudaMemcpyDeviceToHost, s));
-    LAB_CHECK(cudaMemcpyAsync(guard.data(), g_.C.data() + static_cast<std::size_t>(M) * N,
-                              kGuard * sizeof(float), cudaMemcpyDeviceToHost, s));
     LAB_CHECK(cudaStreamSynchronize(s));
     // The picked rows of A and columns of B, regenerated.
     std::vector<float> a(static_cast<std::size_t>(kPicks) * K), bt(static_cast<std::size_t>(kPicks) * K);
     for (int p = 0; p < kPicks; ++p)
       for (int k = 0; k < K; ++k) {
         a[static_cast<std::size_t>(p) * K + k] =
-            random_input(seed_, static_cast<std::uint64_t>(rows[p]) * K + k);
+            lab::random_input(seed_, static_cast<std::uint64_t>(rows[p]) * K + k);
         bt[static_cast<std::size_t>(p) * K + k] =
-            random_input(b_seed_, static_cast<std::uint64_t>(k) * N + cols[p]);
+            lab::random_input(b_seed_, static_cast<std::uint64_t>(k) * N + cols[p]);
       }
     std::vector<std::size_t> index;
     std::vector<float> picked, expected;
@@ -747,46 +610,82 @@ class TimedSgemm {
         largest = std::max(largest, std::fabs(g_.alpha) * magnitude);
       }
     lab::Comparison c = lab::allclose(picked.data(), expected.data(), picked.size(),
-                                      gemm_tolerance(K, largest));
+                                      lab::sum_tolerance(K + 2.0, largest));
     for (lab::Mismatch& m : c.first) m.index = index[m.index];  // report C's own index
-    check_guard(c, guard.data(), static_cast<std::size_t>(M) * N);
+    g_.C.check_guard(c, s);
     l_.check("exercise_sgemm", case_name, c);
-    failed_ = !c.ok;
+    return c.ok;
   }
 
   lab::Lesson& l_;
   Gemm& g_;
   const std::uint64_t b_seed_;  // B as make_gemm made it
   std::uint64_t seed_ = 0;      // the last timed call's A
-  bool prepared_ = false;
-  bool failed_ = false;
-  std::mt19937_64 pick_{std::random_device{}()};  // the harness's own: which elements to check
 };
 
 std::string gemm_case(int M, int N, int K, float beta) {
-  return std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) +
-         (beta == 0.0f ? " beta=0" : "");
+  return lab::dims({M, N, K}) + (beta == 0.0f ? " beta=0" : "");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   lab::Lesson lesson("05-shared-memory", "Shared memory: when it does not help, and when it does");
-  lesson.declare("gemv_global", lab::Role::Baseline,
-                 "A: gemv, warp per row, x read from global memory (served by L1/L2)");
-  lesson.declare("gemv_smem_x", lab::Role::Baseline,
-                 "A: the same gemv with x staged through shared memory");
-  lesson.declare("transpose_naive", lab::Role::Baseline,
-                 "B: transpose, coalesced reads, a warp's store touches 32 rows");
-  lesson.declare("transpose_tiled", lab::Role::Baseline,
-                 "B: transpose through a 32x32 shared tile: 32-way bank conflicts");
-  lesson.declare("exercise_transpose", lab::Role::Exercise, "B: your transpose (exercise.cu)");
-  lesson.declare("sgemm_naive", lab::Role::Baseline,
-                 "C: SGEMM, thread per element of C, threadIdx.x along rows: uncoalesced");
-  lesson.declare("sgemm_coalesced", lab::Role::Baseline,
-                 "C: SGEMM, thread per element of C, threadIdx.x along columns");
-  lesson.declare("cublas", lab::Role::Reference, "C: cublasSgemm, pedantic float32 (no TF32)");
-  lesson.declare("exercise_sgemm", lab::Role::Exercise, "C: your SGEMM (exercise.cu)");
+  // Part A. bytes: A once, x once, y written. FLOPs: 2 rows cols. Intensity 0.5 FLOP/byte.
+  lab::Variants<Gemv> gemvs(lesson);
+  auto gemv_work = [](const Gemv& g) {
+    return lab::Work{4.0 * g.rows * g.cols + 4.0 * g.cols + 4.0 * g.rows, 2.0 * g.rows * g.cols};
+  };
+  gemvs.add({"gemv_global", lab::Role::Baseline,
+             "A: gemv, warp per row, x read from global memory (served by L1/L2)",
+             launch_gemv<gemv_global>, gemv_work});
+  gemvs.add({"gemv_smem_x", lab::Role::Baseline,
+             "A: the same gemv with x staged through shared memory", launch_gemv<gemv_smem_x>,
+             gemv_work});
+  // Part B. bytes: every element read once and written once, 2 rows cols 4. No FLOPs.
+  lab::Variants<Transpose> transposes(lesson);
+  auto transpose_work = [](const Transpose& t) {
+    return lab::Work{2.0 * 4.0 * t.rows * t.cols, 0.0};
+  };
+  transposes.add({"transpose_naive", lab::Role::Baseline,
+                  "B: transpose, coalesced reads, a warp's store touches 32 rows",
+                  launch_tiles<transpose_naive>, transpose_work});
+  transposes.add({"transpose_tiled", lab::Role::Baseline,
+                  "B: transpose through a 32x32 shared tile: 32-way bank conflicts",
+                  launch_tiles<transpose_tiled>, transpose_work});
+  transposes.add({"exercise_transpose", lab::Role::Exercise, "B: your transpose (exercise.cu)",
+                  [](Transpose& t, cudaStream_t s) {
+                    exercise::transpose(t.in.data(), t.out.data(), t.rows, t.cols, s);
+                  },
+                  transpose_work});
+  // Part C. FLOPs 2 M N K; bytes: A, B read once and C written once (the least any SGEMM must
+  // move; every kernel here moves more, from L2 or L1). Intensity at 4096^3: 683 FLOP/B.
+  lab::Variants<Gemm> gemms(lesson);
+  auto gemm_work = [](const Gemm& g) {
+    const double nn = static_cast<double>(g.M) * g.N;  // M = N = K at the timing size
+    return lab::Work{3.0 * 4.0 * nn, 2.0 * nn * g.K};
+  };
+  // About 100x slower than cuBLAS (0.3 s per launch at 4096^3 on an H100): a few samples pin
+  // its median well enough for a baseline that no rule judges.
+  gemms.add({"sgemm_naive", lab::Role::Baseline,
+             "C: SGEMM, thread per element of C, threadIdx.x along rows: uncoalesced",
+             launch_elementwise<sgemm_naive, true>, gemm_work, 0, lab::Pacing::Device,
+             lab::short_run()});
+  gemms.add({"sgemm_coalesced", lab::Role::Baseline,
+             "C: SGEMM, thread per element of C, threadIdx.x along columns",
+             launch_elementwise<sgemm_coalesced, false>, gemm_work});
+  std::unique_ptr<Cublas> cublas;  // made in run() when cublas is selected
+  gemms.add({"cublas", lab::Role::Reference, "C: cublasSgemm, pedantic float32 (no TF32)",
+             [&cublas](Gemm& g, cudaStream_t s) {
+               cublas->sgemm(g.M, g.N, g.K, g.alpha, g.A.data(), g.B.data(), g.beta, g.C.data(), s);
+             },
+             gemm_work});
+  gemms.add({"exercise_sgemm", lab::Role::Exercise, "C: your SGEMM (exercise.cu)",
+             [](Gemm& g, cudaStream_t s) {
+               exercise::sgemm(g.M, g.N, g.K, g.alpha, g.A.data(), g.B.data(), g.beta, g.C.data(),
+                               s);
+             },
+             gemm_work});
 
   long long gemv_n = 0, transpose_n = 0, sgemm_n = 0;
   lesson.option("--gemv-size", &gemv_n, "A is N x N for part A (0: 8192, or 2048 with --quick)");
@@ -805,121 +704,86 @@ int main(int argc, char** argv) {
     std::uint64_t seed = l.seed() * 64 + 1;
 
     // -------------------------------------------------------------------------------------
-    // Part A. bytes: A once, x once, y written. FLOPs: 2 rows cols. Intensity 0.5 FLOP/byte.
-    const std::vector<std::string> gemvs = {"gemv_global", "gemv_smem_x"};
-    if (l.selected(gemvs[0]) || l.selected(gemvs[1])) {
+    // Part A: validation at odd shapes, timing, validation again with new inputs.
+    if (gemvs.any_selected()) {
       if (!profiling) {
         const int cases[][2] = {{1000, 777}, {33, 4097}, {4097, 33}, {1, 1}};
         for (const auto& k : cases) {
-          const Gemv g = make_gemv(k[0], k[1], seed, stream);
-          for (const std::string& v : gemvs)
-            if (l.selected(v)) validate_gemv(l, v, g, dims(k[0], k[1]));
+          Gemv g = make_gemv(k[0], k[1], seed, stream);
+          for (const auto* v : gemvs.selected()) validate_gemv(l, *v, g, lab::dims({k[0], k[1]}));
           seed += 4;
         }
       }
       const int n = static_cast<int>(gemv_n);
       Gemv g = make_gemv(n, n, seed, stream);
-      l.size("A: gemv, A " + dims(n, n) + " float32 (" + fixed(4.0 * n * n / (1 << 20), 0) +
-             " MiB)");
-      const lab::Work work{4.0 * n * n + 4.0 * n + 4.0 * n, 2.0 * n * n};
-      const lab::Measurement* m[2] = {nullptr, nullptr};
-      for (int i = 0; i < 2; ++i)
-        m[i] = l.measure(gemvs[i], work, [&, i](cudaStream_t s) { launch_gemv(gemvs[i], g, s); });
+      l.size("A: gemv, A " + lab::dims({n, n}) + " float32 (" +
+             lab::fixed(4.0 * n * n / (1 << 20), 0) + " MiB)");
+      gemvs.measure_all(g);
       if (!profiling) {
         fill_gemv(g, seed + 2, stream);  // new inputs, same buffers: validate again after timing
-        for (const std::string& v : gemvs)
-          if (l.selected(v)) validate_gemv(l, v, g, dims(n, n) + " after timing");
+        for (const auto* v : gemvs.selected())
+          validate_gemv(l, *v, g, lab::dims({n, n}) + " after timing");
       }
-      if (m[0] && m[1]) {
-        const Ratio r = speed_ratio(*m[0], *m[1]);
-        l.metric("gemv_smem_x_over_global", r.value, r.low, r.high, "x");
-        l.note("A: gemv with x in shared memory runs at " + fixed(r.value, 2) +
+      const lab::Measurement* global = gemvs.measurement("gemv_global");
+      const lab::Measurement* smem = gemvs.measurement("gemv_smem_x");
+      if (global && smem) {
+        const lab::Reading r = lab::speedup(*global, *smem);
+        lab::metric(l, "gemv_smem_x_over_global", r, "x");
+        l.note("A: gemv with x in shared memory runs at " + lab::fixed(r.value, 2) +
                "x the speed of the plain one (1.00 = no gain): x was never the bottleneck");
       }
       seed += 4;
     }
 
     // -------------------------------------------------------------------------------------
-    // Part B. bytes: every element read once and written once, 2 rows cols 4. No FLOPs.
-    const std::vector<std::string> transposes = {"transpose_naive", "transpose_tiled",
-                                                 "exercise_transpose"};
-    bool any_transpose = false;
-    for (const std::string& v : transposes) any_transpose = any_transpose || l.selected(v);
-    if (any_transpose) {
+    // Part B: validation on the host at odd shapes, timing (the exercise's timed calls get a new
+    // input each and some are checked: TimedTranspose), validation again on the device.
+    if (transposes.any_selected()) {
       if (!profiling) {
         const int cases[][2] = {{1000, 777}, {33, 4097}, {4097, 33}, {1, 1}};
         for (const auto& k : cases) {
           Transpose t = make_transpose(k[0], k[1]);
           lab::fill_random(t.in.data(), t.in.size(), seed++, stream);
-          for (const std::string& v : transposes)
-            if (l.selected(v)) validate_transpose_host(l, v, t, dims(k[0], k[1]));
+          for (const auto* v : transposes.selected())
+            validate_transpose_host(l, *v, t, lab::dims({k[0], k[1]}));
         }
       }
       const int n = static_cast<int>(transpose_n);
       Transpose t = make_transpose(n, n);
       lab::fill_random(t.in.data(), t.in.size(), seed++, stream);
-      l.size("B: transpose, " + dims(n, n) + " float32 (" + fixed(4.0 * n * n / (1 << 20), 0) +
-             " MiB each way)");
-      const lab::Work work{2.0 * 4.0 * n * n, 0.0};
+      l.size("B: transpose, " + lab::dims({n, n}) + " float32 (" +
+             lab::fixed(4.0 * n * n / (1 << 20), 0) + " MiB each way)");
       // The guard zone after out, armed once: the timed calls' verify checks it (the given
       // variants, timed first, write nothing there).
-      arm_output(t.out.data(), t.in.size(), nullptr, stream);
+      t.out.arm(stream);
       TimedTranspose timed(l, t);
-      std::vector<const lab::Measurement*> m;
-      for (const std::string& v : transposes)
-        m.push_back(l.measure(
-            v, work,
-            [&](cudaStream_t s) { launch_transpose(v, t.in.data(), t.out.data(), t.rows, t.cols, s); },
-            {}, v == "exercise_transpose" ? timed.checks() : lab::TimedCallChecks{}));
+      transposes.measure_all(t, timed.checks());
       if (!profiling) {
         timed.check_inputs(stream);
         const std::uint64_t after = seed++;
         lab::fill_random(t.in.data(), t.in.size(), after, stream);  // new input, same buffers
-        for (const std::string& v : transposes)
-          if (l.selected(v)) validate_transpose_device(l, v, t, after, dims(n, n) + " after timing");
+        for (const auto* v : transposes.selected())
+          validate_transpose_device(l, *v, t, after, lab::dims({n, n}) + " after timing");
       }
       if (!profiling) {  // (the ceilings are not measured in --profile mode)
         std::string line = "B: transpose as a fraction of the copy ceiling:";
         const double copy = l.ceilings().copy_gbs;
-        for (std::size_t i = 0; i < transposes.size(); ++i)
-          if (m[i] && copy > 0)
-            line += " " + transposes[i] + " " +
-                    fixed(work.bytes / (m[i]->gpu_ms.median * 1e6) / copy, 3);
-        if (m[1] && m[2])
-          line += "; exercise over tiled " + fixed(speed_ratio(*m[1], *m[2]).value, 2) + "x";
+        for (const auto& v : transposes)
+          if (const lab::Measurement* m = transposes.measurement(v.name); m && copy > 0)
+            line += " " + v.name + " " +
+                    lab::fixed(v.work(t).bytes / (m->gpu_ms.median * 1e6) / copy, 3);
+        const lab::Measurement* tiled = transposes.measurement("transpose_tiled");
+        const lab::Measurement* mine = transposes.measurement("exercise_transpose");
+        if (tiled && mine)
+          line += "; exercise over tiled " + lab::fixed(lab::speedup(*tiled, *mine).value, 2) + "x";
         l.note(line);
       }
     }
 
     // -------------------------------------------------------------------------------------
-    // Part C. FLOPs 2 M N K; bytes: A, B read once and C written once (the least any SGEMM
-    // must move; every kernel here moves more, from L2 or L1). Intensity at 4096^3: 683 FLOP/B.
-    const std::vector<std::string> gemms = {"sgemm_naive", "sgemm_coalesced", "cublas",
-                                            "exercise_sgemm"};
-    bool any_gemm = false;
-    for (const std::string& v : gemms) any_gemm = any_gemm || l.selected(v);
-    if (any_gemm) {
-      std::unique_ptr<Cublas> cublas;
+    // Part C.
+    if (gemms.any_selected()) {
       if (l.selected("cublas")) cublas = std::make_unique<Cublas>();
-      const std::vector<GemmLaunch> launches = {
-          [](const Gemm& g, cudaStream_t s) {
-            const dim3 grid((g.M + 31) / 32, (g.N + 31) / 32);
-            sgemm_naive<<<grid, dim3(32, 32), 0, s>>>(g.M, g.N, g.K, g.alpha, g.A.data(),
-                                                      g.B.data(), g.beta, g.C.data());
-            LAB_CHECK_LAUNCH();
-          },
-          [](const Gemm& g, cudaStream_t s) {
-            const dim3 grid((g.N + 31) / 32, (g.M + 31) / 32);
-            sgemm_coalesced<<<grid, dim3(32, 32), 0, s>>>(g.M, g.N, g.K, g.alpha, g.A.data(),
-                                                          g.B.data(), g.beta, g.C.data());
-            LAB_CHECK_LAUNCH();
-          },
-          [&cublas](const Gemm& g, cudaStream_t s) {
-            cublas->sgemm(g.M, g.N, g.K, g.alpha, g.A.data(), g.B.data(), g.beta, g.C.data(), s);
-          },
-          [](const Gemm& g, cudaStream_t s) {
-            exercise::sgemm(g.M, g.N, g.K, g.alpha, g.A.data(), g.B.data(), g.beta, g.C.data(), s);
-          }};
 
       // 1. Validation at sizes that are not multiples of any tile (nor of 4, except 300x644x260,
       //    which takes the float4 paths with partial tiles), beta == 0 (C NaN on entry) among them.
@@ -933,11 +797,10 @@ int main(int argc, char** argv) {
                               {300, 644, 260, 1.0f, 0.5f},
                               {1, 1, 1, 2.0f, 0.0f}};
         for (const Case& k : cases) {
-          const Gemm g = make_gemm(k.M, k.N, k.K, k.alpha, k.beta, seed, stream);
+          Gemm g = make_gemm(k.M, k.N, k.K, k.alpha, k.beta, seed, stream);
           const GemmReference ref = gemm_reference(g, seed, stream);
-          for (std::size_t i = 0; i < gemms.size(); ++i)
-            if (l.selected(gemms[i]))
-              validate_gemm(l, gemms[i], launches[i], g, ref, gemm_case(k.M, k.N, k.K, k.beta));
+          for (const auto* v : gemms.selected())
+            validate_gemm(l, *v, g, ref, gemm_case(k.M, k.N, k.K, k.beta));
           seed += 4;
         }
       }
@@ -946,52 +809,34 @@ int main(int argc, char** argv) {
       //    timed calls get a new A each and some are checked (TimedSgemm); B is from seed + 1.
       const int n = static_cast<int>(sgemm_n);
       Gemm g = make_gemm(n, n, n, 1.0f, 0.0f, seed, stream);
-      arm_output(g.C.data(), static_cast<std::size_t>(n) * n, nullptr, stream);
+      g.C.arm(stream);
       TimedSgemm timed(l, g, seed + 1);
       l.size("C: sgemm, M = N = K = " + std::to_string(n) + " float32, alpha 1, beta 0");
-      const double nn = static_cast<double>(n) * n;
-      const lab::Work work{3.0 * 4.0 * nn, 2.0 * nn * n};
-      std::vector<const lab::Measurement*> m;
-      for (std::size_t i = 0; i < gemms.size(); ++i) {
-        lab::BenchmarkOptions options;
-        if (gemms[i] == "sgemm_naive") {
-          // About 100x slower than cuBLAS (0.3 s per launch at 4096^3 on an H100): a few
-          // samples pin its median well enough for a baseline that no rule judges.
-          options.warmup_runs = 1;
-          options.warmup_ms = 0;
-          options.stop.min_samples = 5;
-          options.stop.min_total_ms = 0;
-          options.stop.target_precision = 0.02;
-        }
-        const GemmLaunch& launch = launches[i];
-        m.push_back(l.measure(gemms[i], work, [&](cudaStream_t s) { launch(g, s); }, options,
-                              gemms[i] == "exercise_sgemm" ? timed.checks() : lab::TimedCallChecks{}));
-      }
+      gemms.measure_all(g, timed.checks());
       if (!profiling) timed.check_inputs(stream);
 
       // 3. Validation again, after timing, with new inputs in the same buffers.
       if (!profiling) {
         fill_gemm(g, seed + 2, stream);
         const GemmReference ref = gemm_reference(g, seed + 2, stream);
-        for (std::size_t i = 0; i < gemms.size(); ++i)
-          if (l.selected(gemms[i]))
-            validate_gemm(l, gemms[i], launches[i], g, ref,
-                          gemm_case(n, n, n, 0.0f) + " after timing");
+        for (const auto* v : gemms.selected())
+          validate_gemm(l, *v, g, ref, gemm_case(n, n, n, 0.0f) + " after timing");
       }
 
       // Each SGEMM as a fraction of cuBLAS: time of cuBLAS / time of the variant.
-      const lab::Measurement* ref = m[2];
-      if (ref) {
+      if (const lab::Measurement* ref = gemms.measurement("cublas")) {
         std::string line = "C: sgemm as a fraction of cuBLAS (" +
-                           fixed(work.flops / (ref->gpu_ms.median * 1e9), 1) + " TFLOP/s):";  // ms -> 1e12
-        for (std::size_t i = 0; i < gemms.size(); ++i) {
-          if (i == 2 || !m[i]) continue;
-          const Ratio r = speed_ratio(*ref, *m[i]);
-          const std::string metric = gemms[i] == "exercise_sgemm"
-                                         ? "sgemm_fraction_of_cublas"
-                                         : gemms[i] + "_fraction_of_cublas";
-          l.metric(metric, r.value, r.low, r.high);
-          line += " " + gemms[i] + " " + fixed(r.value, 3);
+                           lab::fixed(gemm_work(g).flops / (ref->gpu_ms.median * 1e9), 1) +
+                           " TFLOP/s):";  // ms -> 1e12
+        for (const auto& v : gemms) {
+          const lab::Measurement* m = gemms.measurement(v.name);
+          if (v.name == "cublas" || !m) continue;
+          const lab::Reading r = lab::speedup(*ref, *m);
+          lab::metric(l,
+                      v.role == lab::Role::Exercise ? "sgemm_fraction_of_cublas"
+                                                    : v.name + "_fraction_of_cublas",
+                      r);
+          line += " " + v.name + " " + lab::fixed(r.value, 3);
         }
         l.note(line);
       }

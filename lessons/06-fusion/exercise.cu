@@ -8,9 +8,11 @@
 // Goal (what the checker measures, in the same run):
 //   * correct on every shape the harness checks (1000x777x13, 33x31x5, 3x5x7, 1x1x1 and the
 //     timing size, before and after timing), with the workspace full of 0xFF bytes on entry;
-//   * at least 0.7x the copy ceiling, counting the minimal bytes: A and B read once (8N bytes);
-//   * at least 1.6x faster than cub_segmented (cub::DeviceTransform + DeviceSegmentedReduce);
-//   * at least 20x faster than naive_loop.
+//   * [at least 0.7x the copy ceiling](check.toml#bandwidth), counting the minimal bytes: A and B
+//     read once (8N bytes);
+//   * [at least 1.6x faster](check.toml#over_library) than cub_segmented (cub::DeviceTransform +
+//     DeviceSegmentedReduce);
+//   * [at least 20x faster](check.toml#over_loop) than naive_loop.
 //
 // Build and run (from the repository root):
 //   cmake --workflow --preset lab                      # builds everything, checks the lessons

@@ -26,10 +26,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
-#include <cstring>
-#include <functional>
-#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -37,14 +33,21 @@
 #include "exercise.cuh"
 #include "lab/check.hpp"
 #include "lab/data.hpp"
+#include "lab/format.hpp"
+#include "lab/graph.hpp"
+#include "lab/guard.hpp"
 #include "lab/harness.hpp"
 #include "lab/memory.hpp"
+#include "lab/presets.hpp"
+#include "lab/ratio.hpp"
+#include "lab/read_only.cuh"
+#include "lab/reduce.cuh"
 #include "lab/validate.hpp"
+#include "lab/variant.hpp"
 
 namespace {
 
 constexpr int kThreads = 256;
-constexpr unsigned kFullMask = 0xffffffffu;
 
 // ---------------------------------------------------------------------------------------------
 // The given kernels. Each is a reasonable kernel for what it does; the point of the lesson is how
@@ -60,19 +63,6 @@ int elementwise_blocks(long long n) {
 int reduce_blocks(long long n) {
   const long long want = (n + 2047) / 2048;
   return static_cast<int>(std::clamp<long long>(want, 1, 2LL * lab::device_info().sms));
-}
-
-// Sum of v over the block (every thread calls it; the result is valid in thread 0).
-__device__ float block_sum(float v) {
-  __shared__ float warp_sums[kThreads / 32];
-  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(kFullMask, v, offset);
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  if (lane == 0) warp_sums[warp] = v;
-  __syncthreads();
-  v = threadIdx.x < kThreads / 32 ? warp_sums[threadIdx.x] : 0.0f;
-  if (warp == 0)
-    for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(kFullMask, v, offset);
-  return v;
 }
 
 // d = a - b (one read of each input, one write of d).
@@ -98,7 +88,7 @@ __global__ void __launch_bounds__(kThreads)
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<long long>(gridDim.x) * blockDim.x)
     v += x[i];
-  v = block_sum(v);
+  v = lab::block_sum<kThreads>(v);
   if (threadIdx.x == 0) out[blockIdx.x] = v;
 }
 
@@ -121,7 +111,7 @@ __global__ void __launch_bounds__(kThreads)
     const float d = a[i] - b[i];
     v += d * d;
   }
-  v = block_sum(v);
+  v = lab::block_sum<kThreads>(v);
   if (threadIdx.x == 0) atomicAdd(sum, v);
 }
 
@@ -154,50 +144,23 @@ __global__ void scale_slices_kernel(float* __restrict__ x, long long n, int batc
 // A problem on the device: the inputs, the output with a guard zone after it, and what each
 // variant needs besides (allocated here, outside every timed call).
 
-// out is allocated with a guard zone of kGuard extra floats (one 2 MiB page), filled with a canary
-// and checked to its last element after every validated run and every verified timed call: a
-// write past out[batches - 1], however far, is reported as a wrong result.
-constexpr std::size_t kGuard = (std::size_t{2} << 20) / sizeof(float);
-constexpr float kCanary = -12345.5f;
-
 void cub_check(cudaError_t e, const char* call) { lab::check(e, call, __FILE__, __LINE__); }
 
-// A CUDA graph made by capturing what a function enqueues on a stream.
-class Graph {
- public:
-  Graph() = default;
-  ~Graph() {
-    if (exec_) cudaGraphExecDestroy(exec_);
-  }
-  Graph(const Graph&) = delete;
-  Graph& operator=(const Graph&) = delete;
-  void capture(const std::function<void(cudaStream_t)>& work, cudaStream_t s) {
-    cudaGraph_t graph = nullptr;
-    LAB_CHECK(cudaStreamSynchronize(s));  // capture starts on an idle stream
-    LAB_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    work(s);
-    LAB_CHECK(cudaStreamEndCapture(s, &graph));
-    LAB_CHECK(cudaGraphInstantiate(&exec_, graph, 0));
-    LAB_CHECK(cudaGraphDestroy(graph));
-  }
-  void launch(cudaStream_t s) const { LAB_CHECK(cudaGraphLaunch(exec_, s)); }
-
- private:
-  cudaGraphExec_t exec_ = nullptr;
-};
-
-struct Needs {
-  bool temporaries = false;  // preallocated, graph_loop
-  bool sums = false;         // fused_per_batch, cub_segmented
-  bool cub = false;          // cub_segmented
-  bool workspace = false;    // exercise
+// What a variant needs besides the inputs and out (lab::Variant::needs).
+enum Needs : unsigned {
+  kTemporaries = 1,  // d, sq, partials: the unfused loop's, allocated once
+  kSums = 2,         // one sum of squares per slice
+  kCub = 4,          // the segmented reduction's temporary, offsets and storage
+  kWorkspace = 8,    // exercise::workspace_bytes
+  kGraph = 16,       // graph_loop: the preallocated loop captured
 };
 
 struct Problem {
   int rows, cols, batches;
   long long n;      // floats per slice
   long long total;  // floats per input, batches * n
-  lab::DeviceBuffer<float> A, B, out;
+  lab::DeviceBuffer<float> A, B;
+  lab::GuardedBuffer<float> out;             // a guard zone after out[batches - 1]
   lab::DeviceBuffer<float> d, sq, partials;  // the unfused loop's temporaries, for one slice
   lab::DeviceBuffer<float> sums;             // one sum of squares per slice
   lab::DeviceBuffer<float> d2;               // cub: (A - B)^2 for every slice
@@ -205,18 +168,24 @@ struct Problem {
   lab::DeviceBuffer<unsigned char> cub_temp;
   std::size_t cub_temp_bytes = 0;
   lab::DeviceBuffer<unsigned char> workspace;  // exercise::workspace_bytes of them
-  Graph graph;                                 // graph_loop: preallocated, captured
+  lab::Graph graph;                            // graph_loop: preallocated, captured
 
-  Problem(int r, int c, int nb, const Needs& needs)
-      : rows(r), cols(c), batches(nb), n(static_cast<long long>(r) * c), total(n * nb),
-        A(total), B(total), out(static_cast<std::size_t>(nb) + kGuard) {
-    if (needs.temporaries) {
+  Problem(int r, int c, int nb, unsigned needs)
+      : rows(r),
+        cols(c),
+        batches(nb),
+        n(static_cast<long long>(r) * c),
+        total(n * nb),
+        A(total),
+        B(total),
+        out(nb, "out") {
+    if (needs & kTemporaries) {
       d = lab::DeviceBuffer<float>(n);
       sq = lab::DeviceBuffer<float>(n);
       partials = lab::DeviceBuffer<float>(reduce_blocks(n) + 1);  // + 1: the final sum
     }
-    if (needs.sums || needs.cub) sums = lab::DeviceBuffer<float>(nb);
-    if (needs.cub) {
+    if (needs & (kSums | kCub)) sums = lab::DeviceBuffer<float>(nb);
+    if (needs & kCub) {
       d2 = lab::DeviceBuffer<float>(total);
       std::vector<long long> host(static_cast<std::size_t>(nb) + 1);
       for (int b = 0; b <= nb; ++b) host[b] = b * n;
@@ -227,7 +196,7 @@ struct Problem {
                 "cub::DeviceSegmentedReduce::Sum (size query)");
       cub_temp = lab::DeviceBuffer<unsigned char>(std::max<std::size_t>(cub_temp_bytes, 1));
     }
-    if (needs.workspace) {
+    if (needs & kWorkspace) {
       const std::size_t bytes = exercise::workspace_bytes(r, c, nb);
       if (bytes > 0) workspace = lab::DeviceBuffer<unsigned char>(bytes);
     }
@@ -339,70 +308,119 @@ void cub_segmented(const Problem& p, cudaStream_t s) {
   LAB_CHECK_LAUNCH();
 }
 
-using Launch = std::function<void(Problem&, cudaStream_t)>;
-
-struct Variant {
-  std::string name;
-  Launch launch;
-  bool synchronizes;  // allocates or waits inside the call (naive_loop, views, device_results)
+// A variant of this lesson: besides what every variant has, what one call launches, in words,
+// for the notes.
+struct Rmse : lab::Variant<Problem> {
+  std::string (*calls)(int batches) = nullptr;
 };
 
-std::vector<Variant> all_variants() {
-  std::vector<Variant> v;
-  v.push_back({"naive_loop", [](Problem& p, cudaStream_t s) { naive_loop(p, true, s); }, true});
-  v.push_back({"views", [](Problem& p, cudaStream_t s) { naive_loop(p, false, s); }, true});
-  v.push_back({"device_results", [](Problem& p, cudaStream_t s) { device_results(p, s); }, true});
-  v.push_back({"preallocated", [](Problem& p, cudaStream_t s) { preallocated(p, s); }, false});
-  v.push_back({"fused_per_batch", [](Problem& p, cudaStream_t s) { fused_per_batch(p, s); }, false});
-  v.push_back({"exercise",
-               [](Problem& p, cudaStream_t s) {
-                 exercise::batched_rmse(p.A.data(), p.B.data(), p.out.data(), p.rows, p.cols,
-                                        p.batches, p.workspace.data(), s);
-               },
-               false});
-  v.push_back({"cub_segmented", [](Problem& p, cudaStream_t s) { cub_segmented(p, s); }, false});
-  v.push_back({"graph_loop", [](Problem& p, cudaStream_t s) { p.graph.launch(s); }, false});
-  return v;
-}
-
-// Global-memory bytes of one call of each variant (see the table at the top of this file).
-// Small terms (partial sums, one float per slice) are counted too, so the totals are exact.
-double bytes_of(const std::string& name, const Problem& p) {
-  const double n = static_cast<double>(p.n), nb = p.batches, f = sizeof(float);
+// Global-memory bytes of one call of the unfused chain on one slice: diff (read 2n, write n),
+// square (read n, write n), sum pass 1 (read n, write parts), pass 2 (read parts, write 1).
+// Every variant counts its small terms too (partial sums, one float per slice): exact totals.
+double chain_bytes(const Problem& p) {
+  const double n = static_cast<double>(p.n), f = sizeof(float);
   const double parts = reduce_blocks(p.n);
-  // diff (read 2n, write n), square (read n, write n), sum pass 1 (read n, write parts),
-  // pass 2 (read parts, write 1)
-  const double chain = f * (3 * n + 2 * n + n + parts + parts + 1);
-  if (name == "naive_loop") return nb * (chain + f * 4 * n + f) + f * nb;  // + slice copies, read-back; upload
-  if (name == "views") return nb * (chain + f) + f * nb;                 // + read-back; upload
-  if (name == "device_results" || name == "preallocated" || name == "graph_loop")
-    return nb * (chain + 2 * f);  // + root: read the sum, write out[b]
-  if (name == "fused_per_batch") {
-    const double blocks = std::clamp<double>(std::ceil(n / (8 * kThreads)), 1, 8.0 * lab::device_info().sms);
-    return f * nb                              // memset of the sums
-           + nb * (f * 2 * n + 2 * f * blocks)  // A and B once; an atomicAdd (read + write) per block
-           + 2 * f * nb;                        // root: read the sums, write out
-  }
-  if (name == "cub_segmented")
-    return f * 3 * p.total                      // transform: read A and B, write (A - B)^2
-           + f * p.total + f * nb + 2 * 8 * nb  // segmented sum: read (A - B)^2, offsets; write sums
-           + 2 * f * nb;                        // root
-  return f * 2 * p.total + f * nb;  // exercise: the minimum, A and B read once, out written once
+  return f * (3 * n + 2 * n + n + parts + parts + 1);
 }
 
-// Kernel launches and other API calls of one call, in words, for the notes.
-std::string calls_of(const std::string& name, int batches) {
-  const std::string b = std::to_string(batches);
-  if (name == "naive_loop")
-    return b + " x (5 cudaMalloc + 2 copies + 4 kernels + 1 read-back and sync + 5 cudaFree) + 1 upload";
-  if (name == "views")
-    return b + " x (3 cudaMalloc + 4 kernels + 1 read-back and sync + 3 cudaFree) + 1 upload";
-  if (name == "device_results") return b + " x (3 cudaMalloc + 5 kernels + 3 cudaFree)";
-  if (name == "preallocated") return b + " x 5 kernels";
-  if (name == "graph_loop") return "1 graph of " + b + " x 5 kernels";
-  if (name == "fused_per_batch") return "1 memset + " + b + " kernels + 1 kernel";
-  if (name == "cub_segmented") return "3 kernels (transform, segmented sum, root)";
-  return "";
+constexpr double kF = sizeof(float);
+
+// Bytes as counted in the table at the top of this file; FLOPs: a subtract, a multiply and an add
+// per element pair, whatever the variant.
+lab::Work rmse_work(const Problem& p, double bytes) { return {bytes, 3.0 * p.total}; }
+
+void add_variants(lab::Variants<Problem, Rmse>& variants) {
+  // The slow loops allocate and wait inside the call. A lead-in (a spin kernel that holds the
+  // GPU while the launch call enqueues) only hides launch latency for work that is pure
+  // enqueueing; here the host is part of the work, so they are host-paced (no lead-in): the
+  // events then measure what the loop costs from the first call to the last result, host waits
+  // included. The library still notes their slow launch call, rightly. Few samples: they are
+  // slow and not subtle: 8 samples and 20 ms, the median to 2%, within 1.5 s.
+  lab::BenchmarkOptions synced = lab::measure_until(8, 20.0, 0.02, 1.5);
+  synced.warmup_ms = 10.0;
+  const std::string waits =
+      "it allocates and synchronizes, which a captured graph or back-to-back (hot) launches "
+      "cannot hold";
+  variants.add(
+      {{"naive_loop", lab::Role::Baseline,
+        "per slice: cudaMalloc'ed slice copies, diff, square, 2-pass sum, read back + sync",
+        [](Problem& p, cudaStream_t s) { naive_loop(p, true, s); },
+        [](const Problem& p) {  // + slice copies, read-back; upload
+          return rmse_work(p, p.batches * (chain_bytes(p) + kF * 4 * p.n + kF) + kF * p.batches);
+        },
+        0, lab::Pacing::Host, synced, waits},
+       [](int b) {
+         return std::to_string(b) +
+                " x (5 cudaMalloc + 2 copies + 4 kernels + 1 "
+                "read-back and sync + 5 cudaFree) + 1 upload";
+       }});
+  variants.add({{"views", lab::Role::Baseline, "the same, kernels read the slices in place",
+                 [](Problem& p, cudaStream_t s) { naive_loop(p, false, s); },
+                 [](const Problem& p) {  // + read-back; upload
+                   return rmse_work(p, p.batches * (chain_bytes(p) + kF) + kF * p.batches);
+                 },
+                 0, lab::Pacing::Host, synced, waits},
+                [](int b) {
+                  return std::to_string(b) +
+                         " x (3 cudaMalloc + 4 kernels + 1 read-back and "
+                         "sync + 3 cudaFree) + 1 upload";
+                }});
+  // + root: read the sum, write out[b]
+  auto chain_and_root = [](const Problem& p) {
+    return rmse_work(p, p.batches * (chain_bytes(p) + 2 * kF));
+  };
+  variants.add(
+      {{"device_results", lab::Role::Baseline,
+        "sqrt on the GPU into out[b]: no read-back, but cudaMalloc/cudaFree per slice",
+        [](Problem& p, cudaStream_t s) { device_results(p, s); }, chain_and_root, 0,
+        lab::Pacing::Host, synced, waits},
+       [](int b) { return std::to_string(b) + " x (3 cudaMalloc + 5 kernels + 3 cudaFree)"; }});
+  variants.add(
+      {{"preallocated", lab::Role::Baseline,
+        "temporaries allocated once: 5 launches per slice, no sync",
+        [](Problem& p, cudaStream_t s) { preallocated(p, s); }, chain_and_root, kTemporaries},
+       [](int b) { return std::to_string(b) + " x 5 kernels"; }});
+  variants.add(
+      {{"fused_per_batch", lab::Role::Baseline,
+        "map fused into the reduction: 1 kernel per slice (atomicAdd), 1 sqrt kernel",
+        [](Problem& p, cudaStream_t s) { fused_per_batch(p, s); },
+        [](const Problem& p) {
+          const double nb = p.batches, blocks = std::clamp<double>(
+                                           std::ceil(static_cast<double>(p.n) / (8 * kThreads)), 1,
+                                           8.0 * lab::device_info().sms);
+          return rmse_work(p, kF * nb  // memset of the sums
+                                       // A and B once; an atomicAdd (read + write) per block
+                                  + nb * (kF * 2 * static_cast<double>(p.n) + 2 * kF * blocks) +
+                                  2 * kF * nb);  // root: read the sums, write out
+        },
+        kSums},
+       [](int b) { return "1 memset + " + std::to_string(b) + " kernels + 1 kernel"; }});
+  variants.add({{"exercise", lab::Role::Exercise, "your batched RMSE (exercise.cu)",
+                 [](Problem& p, cudaStream_t s) {
+                   exercise::batched_rmse(p.A.data(), p.B.data(), p.out.data(), p.rows, p.cols,
+                                          p.batches, p.workspace.data(), s);
+                 },
+                 [](const Problem& p) {  // the minimum: A and B read once, out written once
+                   return rmse_work(p, kF * 2 * p.total + kF * p.batches);
+                 },
+                 kWorkspace}});
+  variants.add({{"cub_segmented", lab::Role::Reference,
+                 "cub::DeviceTransform (A-B)^2, cub::DeviceSegmentedReduce::Sum, sqrt",
+                 [](Problem& p, cudaStream_t s) { cub_segmented(p, s); },
+                 [](const Problem& p) {
+                   const double nb = p.batches;
+                   return rmse_work(
+                       p, kF * 3 * p.total  // transform: read A and B, write (A - B)^2
+                                            // segmented sum: read (A - B)^2, offsets; write sums
+                              + kF * p.total + kF * nb + 2 * 8 * nb + 2 * kF * nb);  // root
+                 },
+                 kCub},
+                [](int) { return std::string("3 kernels (transform, segmented sum, root)"); }});
+  variants.add(
+      {{"graph_loop", lab::Role::Baseline, "preallocated, captured in one CUDA graph and replayed",
+        [](Problem& p, cudaStream_t s) { p.graph.launch(s); }, chain_and_root,
+        kTemporaries | kGraph},
+       [](int b) { return "1 graph of " + std::to_string(b) + " x 5 kernels"; }});
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -417,13 +435,12 @@ struct Generated {
   long long n = 1;  // floats per slice
   bool scaled = false;
   __host__ __device__ float operator()(std::uint64_t i) const {
-    const float u = lab::uniform01(fill_seed, i);
+    const float v = lab::random_input(fill_seed, i);
+    if (!scaled) return v;
 #ifdef __CUDA_ARCH__
-    const float v = __fadd_rn(-1.0f, __fmul_rn(2.0f, u));
-    return scaled ? __fmul_rn(v, slice_scale(scale_seed, static_cast<int>(i / n))) : v;
+    return __fmul_rn(v, slice_scale(scale_seed, static_cast<int>(i / n)));
 #else
-    const float v = -1.0f + 2.0f * u;  // 2u is exact: one rounding, fused or not
-    return scaled ? v * slice_scale(scale_seed, static_cast<int>(i / n)) : v;
+    return v * slice_scale(scale_seed, static_cast<int>(i / n));
 #endif
   }
 };
@@ -490,36 +507,20 @@ Reference reference(const Problem& p, cudaStream_t s) {
   return ref;
 }
 
-// Adds the guard zone's verdict to @p c: @p guard holds the kGuard floats after out[batches - 1].
-void check_guard(lab::Comparison& c, const float* guard, int batches) {
-  std::size_t hits = 0, first = 0;
-  for (std::size_t i = 0; i < kGuard; ++i)
-    if (std::memcmp(&guard[i], &kCanary, sizeof(float)) != 0 && hits++ == 0) first = i;
-  if (hits == 0) return;
-  const std::string values = c.ok ? "" : "; also " + c.summary();
-  c.ok = false;
-  c.mismatches += hits;
-  c.note = "wrote past the end of out: out[" + std::to_string(batches + first) + "] and " +
-           std::to_string(hits - 1) + " more past out[batches - 1] were changed" + values;
-}
-
-// Runs one variant once with out poisoned (NaN), the guard zone after it set to the canary and the
-// exercise's workspace filled with 0xFF, and records whether it got the reference.
-void validate(lab::Lesson& l, const Variant& v, Problem& p, const Reference& ref,
+// Runs one variant once with out poisoned (NaN), its guard zone armed and the exercise's
+// workspace filled with 0xFF, and records whether it got the reference.
+void validate(lab::Lesson& l, const Rmse& v, Problem& p, const Reference& ref,
               const std::string& case_name) {
   cudaStream_t s = l.stream();
-  std::vector<float> init(p.out.size(), kCanary);
-  for (int b = 0; b < p.batches; ++b) init[b] = std::nanf("");
-  LAB_CHECK(cudaMemcpyAsync(p.out.data(), init.data(), p.out.bytes(), cudaMemcpyHostToDevice, s));
+  p.out.poison(s);
+  p.out.arm(s);
   if (p.workspace.size() > 0) lab::poison(p.workspace.data(), p.workspace.bytes(), s);
   LAB_CHECK(cudaStreamSynchronize(s));
   v.launch(p, s);
   LAB_CHECK(cudaGetLastError());
-  std::vector<float> got(p.out.size());
-  LAB_CHECK(cudaMemcpyAsync(got.data(), p.out.data(), p.out.bytes(), cudaMemcpyDeviceToHost, s));
-  LAB_CHECK(cudaStreamSynchronize(s));
+  const std::vector<float> got = p.out.download(s);
   lab::Comparison c = lab::allclose(got.data(), ref.rmse.data(), ref.rmse.size(), ref.tolerance);
-  check_guard(c, got.data() + p.batches, p.batches);
+  p.out.check_guard(c, s);
   l.check(v.name, case_name, c);
 }
 
@@ -528,34 +529,6 @@ void validate(lab::Lesson& l, const Variant& v, Problem& p, const Reference& ref
 // inputs as the call before) could skip the work there and still pass every validated call; so
 // every timed call gets new inputs and a poisoned output and workspace, and a random sample of
 // them is checked like a validated call (lab::TimedCallChecks).
-
-// stats[0] += the number of elements of p[0 .. n) that are not, bit for bit, value(i);
-// stats[1] = the smallest such index.
-__global__ void count_changed(const float* __restrict__ p, std::size_t n, Generated value,
-                              unsigned long long* stats) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
-       i += std::size_t(gridDim.x) * blockDim.x)
-    if (__float_as_uint(p[i]) != __float_as_uint(value(i))) {
-      atomicAdd(&stats[0], 1ull);
-      atomicMin(&stats[1], static_cast<unsigned long long>(i));
-    }
-}
-
-// "" if the read-only input p[0 .. n) still holds what the harness wrote there, else what changed.
-std::string changed_input(const char* name, const float* p, std::size_t n, const Generated& value,
-                          cudaStream_t s) {
-  lab::DeviceBuffer<unsigned long long> stats(2);
-  const unsigned long long init[2] = {0ull, ~0ull};
-  LAB_CHECK(cudaMemcpyAsync(stats.data(), init, sizeof init, cudaMemcpyHostToDevice, s));
-  count_changed<<<1024, kThreads, 0, s>>>(p, n, value, stats.data());
-  LAB_CHECK_LAUNCH();
-  unsigned long long found[2];
-  LAB_CHECK(cudaMemcpyAsync(found, stats.data(), sizeof found, cudaMemcpyDeviceToHost, s));
-  LAB_CHECK(cudaStreamSynchronize(s));
-  if (found[0] == 0) return "";
-  return std::string(name) + " was written: " + std::to_string(found[0]) + " of its " +
-         std::to_string(n) + " elements changed, the first at [" + std::to_string(found[1]) + "]";
-}
 
 // How the exercise's timed calls are prepared and checked.
 //  * prepare, before every timed call: a new B (every slice, each with a new scale) from the
@@ -581,11 +554,9 @@ class TimedCalls {
 
   void check_inputs(cudaStream_t s) {
     if (!prepared_) return;  // the exercise was not timed
-    std::string what = changed_input("A", p_.A.data(), p_.A.size(), a_, s);
-    const std::string b = changed_input("B", p_.B.data(), p_.B.size(), b_, s);
-    if (!b.empty()) what += (what.empty() ? "" : "; ") + b;
-    l_.check("exercise", "inputs unchanged after timing", what.empty(),
-             what + " (A and B are read-only: see exercise.cuh)");
+    lab::check_inputs_unchanged(l_, "exercise",
+                                {lab::changed_input("A", p_.A.data(), p_.A.size(), a_, s),
+                                 lab::changed_input("B", p_.B.data(), p_.B.size(), b_, s)});
   }
 
  private:
@@ -595,15 +566,13 @@ class TimedCalls {
     prepared_ = true;
     b_ = b_input(p_, seed, seed);
     fill_b(p_, b_, s);
-    lab::poison(p_.out.data(), p_.batches * sizeof(float), s);
+    p_.out.poison(s);
     if (p_.workspace.size() > 0) lab::poison(p_.workspace.data(), p_.workspace.bytes(), s);
   }
 
   void verify(cudaStream_t s, const std::string& case_name) {
     if (failed_) return;  // one wrong call fails the rule; more would only repeat it in the table
-    std::vector<float> got(p_.out.size());
-    LAB_CHECK(cudaMemcpyAsync(got.data(), p_.out.data(), p_.out.bytes(), cudaMemcpyDeviceToHost, s));
-    LAB_CHECK(cudaStreamSynchronize(s));
+    const std::vector<float> got = p_.out.download(s);
     std::uniform_int_distribution<int> any_slice(0, p_.batches - 1);
     std::vector<std::size_t> slices(kSlices);
     std::vector<float> picked(kSlices), expected(kSlices);
@@ -625,7 +594,7 @@ class TimedCalls {
     }
     lab::Comparison c = lab::allclose(picked.data(), expected.data(), kSlices, rmse_tolerance(p_.n));
     for (lab::Mismatch& m : c.first) m.index = slices[m.index];  // report out's own index
-    check_guard(c, got.data() + p_.batches, p_.batches);
+    p_.out.check_guard(c, s);
     l_.check("exercise", case_name, c);
     failed_ = !c.ok;
   }
@@ -639,34 +608,12 @@ class TimedCalls {
   std::mt19937_64 pick_{std::random_device{}()};  // the harness's own: which slices to check
 };
 
-std::string dims(int rows, int cols, int batches) {
-  return std::to_string(rows) + "x" + std::to_string(cols) + "x" + std::to_string(batches);
-}
-
-std::string fixed(double v, int digits) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   lab::Lesson lesson("06-fusion", "Fusion: from a loop of small kernels to one pass over memory");
-  lesson.declare("naive_loop", lab::Role::Baseline,
-                 "per slice: cudaMalloc'ed slice copies, diff, square, 2-pass sum, read back + sync");
-  lesson.declare("views", lab::Role::Baseline, "the same, kernels read the slices in place");
-  lesson.declare("device_results", lab::Role::Baseline,
-                 "sqrt on the GPU into out[b]: no read-back, but cudaMalloc/cudaFree per slice");
-  lesson.declare("preallocated", lab::Role::Baseline,
-                 "temporaries allocated once: 5 launches per slice, no sync");
-  lesson.declare("fused_per_batch", lab::Role::Baseline,
-                 "map fused into the reduction: 1 kernel per slice (atomicAdd), 1 sqrt kernel");
-  lesson.declare("exercise", lab::Role::Exercise, "your batched RMSE (exercise.cu)");
-  lesson.declare("cub_segmented", lab::Role::Reference,
-                 "cub::DeviceTransform (A-B)^2, cub::DeviceSegmentedReduce::Sum, sqrt");
-  lesson.declare("graph_loop", lab::Role::Baseline,
-                 "preallocated, captured in one CUDA graph and replayed");
+  lab::Variants<Problem, Rmse> variants(lesson);
+  add_variants(variants);
 
   long long rows = 0, cols = 0, batches = 0;
   lesson.option("--rows", &rows, "rows of a slice at the timing size (0: 1024, or 256 with --quick)");
@@ -682,23 +629,13 @@ int main(int argc, char** argv) {
         rows * cols * batches > (1LL << 34))
       throw std::invalid_argument("--rows/--cols/--batches too large");
 
-    const std::vector<Variant> variants = all_variants();
-    Needs needs;
-    needs.temporaries = l.selected("preallocated") || l.selected("graph_loop");
-    needs.sums = l.selected("fused_per_batch");
-    needs.cub = l.selected("cub_segmented");
-    needs.workspace = l.selected("exercise");
+    const unsigned needs = variants.needs();  // what the selected variants need, nothing more
     // graph_loop is preallocated's enqueue, captured once per problem (outside every timed call).
     auto capture_graph = [&](Problem& p) {
-      if (l.selected("graph_loop")) p.graph.capture([&p](cudaStream_t s) { preallocated(p, s); }, stream);
+      if (needs & kGraph) p.graph.capture([&p](cudaStream_t s) { preallocated(p, s); }, stream);
     };
-    // Every selected variant once on p, the exercise last: whatever it does to the buffers cannot
-    // touch the given variants' checks.
     auto validate_all = [&](Problem& p, const Reference& ref, const std::string& case_name) {
-      for (const bool exercise : {false, true})
-        for (const Variant& v : variants)
-          if (l.selected(v.name) && (v.name == "exercise") == exercise)
-            validate(l, v, p, ref, case_name);
+      for (const Rmse* v : variants.selected_exercise_last()) validate(l, *v, p, ref, case_name);
     };
 
     // 1. Validation on shapes that are not powers of two (slices that are not a multiple of 4
@@ -712,7 +649,7 @@ int main(int argc, char** argv) {
         fill_inputs(p, seed, stream);
         capture_graph(p);
         const Reference ref = reference(p, stream);
-        validate_all(p, ref, dims(k.rows, k.cols, k.batches));
+        validate_all(p, ref, lab::dims({k.rows, k.cols, k.batches}));
         seed += 4;
       }
     }
@@ -726,48 +663,16 @@ int main(int argc, char** argv) {
     Problem p(R, C, NB, needs);
     const double input_bytes = 4.0 * p.total;
     l.size("A, B: " + std::to_string(NB) + " slices of " + std::to_string(R) + " x " +
-           std::to_string(C) + " float32 (" + fixed(input_bytes / (1 << 20), 0) + " MiB each, " +
-           fixed(2 * input_bytes / (1 << 20), 0) + " MiB read by one pass)");
+           std::to_string(C) + " float32 (" + lab::fixed(input_bytes / (1 << 20), 0) +
+           " MiB each, " + lab::fixed(2 * input_bytes / (1 << 20), 0) + " MiB read by one pass)");
     fill_inputs(p, l.seed() * 8 + 100, stream);
     capture_graph(p);
     // The guard zone after out, armed once: the exercise's verified timed calls check it (the
     // given variants, timed first, write nothing there).
-    const std::vector<float> canaries(kGuard, kCanary);
-    LAB_CHECK(cudaMemcpy(p.out.data() + NB, canaries.data(), kGuard * sizeof(float),
-                         cudaMemcpyHostToDevice));
+    p.out.arm(stream);
     // The exercise's timed calls: a new B before each, some checked (TimedCalls above).
     TimedCalls timed(l, p, l.seed() * 8 + 100);
-
-    // The slow loops allocate and wait inside the call. A lead-in (a spin kernel that holds the
-    // GPU while the launch call enqueues) only hides launch latency for work that is pure
-    // enqueueing; here the host is part of the work, so it is off: the events then measure what
-    // the loop costs from the first call to the last result, host waits included. The library
-    // still notes their slow launch call, rightly. Few samples: they are slow and not subtle.
-    lab::BenchmarkOptions synced;
-    synced.lead_in_us = 0;
-    synced.stop.min_samples = 8;
-    synced.stop.min_total_ms = 20.0;
-    synced.stop.target_precision = 0.02;
-    synced.timeout_s = 1.5;
-    synced.warmup_runs = 2;
-    synced.warmup_ms = 10.0;
-    std::vector<std::pair<std::string, const lab::Measurement*>> measured;
-    for (const Variant& v : variants) {
-      if (v.synchronizes && l.result().mode != lab::Mode::Cold) {
-        if (l.selected(v.name))
-          l.note(v.name + " not timed: it allocates and synchronizes, which a captured graph or "
-                          "back-to-back (hot) launches cannot hold");
-        continue;
-      }
-      Problem& problem = p;
-      const Launch& launch = v.launch;
-      const lab::Measurement* m =
-          l.measure(v.name, {bytes_of(v.name, p), 3.0 * p.total},
-                    [&launch, &problem](cudaStream_t s) { launch(problem, s); },
-                    v.synchronizes ? synced : lab::BenchmarkOptions{},
-                    v.name == "exercise" ? timed.checks() : lab::TimedCallChecks{});
-      measured.emplace_back(v.name, m);
-    }
+    variants.measure_all(p, timed.checks());
     if (!l.profiling()) timed.check_inputs(stream);
 
     // 3. Validation again, after timing, in the same buffers with new contents: a variant that
@@ -775,43 +680,35 @@ int main(int argc, char** argv) {
     if (!l.profiling()) {
       fill_inputs(p, l.seed() * 8 + 200, stream);
       const Reference ref = reference(p, stream);
-      validate_all(p, ref, dims(R, C, NB) + " after timing");
+      validate_all(p, ref, lab::dims({R, C, NB}) + " after timing");
     }
 
     // 4. Notes: bytes and launches per call, and what the graph and the fusion bought.
-    const double minimal = bytes_of("exercise", p);
+    const double minimal = variants["exercise"].work(p).bytes;
     l.note("bytes per call as a multiple of the minimum (A and B read once, " +
-           fixed(minimal / 1e6, 1) + " MB), and what one call launches:");
-    for (const Variant& v : variants) {
-      if (!l.selected(v.name)) continue;
-      const std::string calls = calls_of(v.name, NB);
-      std::string name = v.name;
+           lab::fixed(minimal / 1e6, 1) + " MB), and what one call launches:");
+    for (const Rmse* v : variants.selected()) {
+      std::string name = v->name;
       name.resize(16, ' ');
-      l.note("  " + name + fixed(bytes_of(v.name, p) / minimal, 2) + "x" +
-             (calls.empty() ? "" : "   " + calls));
+      l.note("  " + name + lab::fixed(v->work(p).bytes / minimal, 2) + "x" +
+             (v->calls ? "   " + v->calls(NB) : ""));
     }
-    auto find = [&](const std::string& name) -> const lab::Measurement* {
-      for (const auto& [n, m] : measured)
-        if (n == name) return m;
-      return nullptr;
-    };
-    const lab::Measurement* pre = find("preallocated");
-    const lab::Measurement* graph = find("graph_loop");
-    const lab::Measurement* fused = find("exercise");
+    const lab::Measurement* pre = variants.measurement("preallocated");
+    const lab::Measurement* graph = variants.measurement("graph_loop");
+    const lab::Measurement* fused = variants.measurement("exercise");
     if (pre && graph) {
-      const lab::Stats& a = pre->gpu_ms;
-      const lab::Stats& b = graph->gpu_ms;
-      l.metric("graph_speedup_over_stream", a.median / b.median, a.q1 / b.q3, a.q3 / b.q1);
+      const lab::Reading r = lab::speedup(*pre, *graph);
+      lab::metric(l, "graph_speedup_over_stream", r);
       l.note("the same 5 x " + std::to_string(NB) + " kernels as one graph: " +
-             fixed(a.median / b.median, 2) + "x faster than launched one by one (" +
-             fixed((a.median - b.median) * 1e3 / (5.0 * NB), 2) +
+             lab::fixed(r.value, 2) + "x faster than launched one by one (" +
+             lab::fixed((pre->gpu_ms.median - graph->gpu_ms.median) * 1e3 / (5.0 * NB), 2) +
              " us saved per kernel); the bytes are the same");
     }
     if (pre && fused) {
       const double per_slice_us = (pre->gpu_ms.median - fused->gpu_ms.median) * 1e3 / NB;
-      l.note("the unfused loop costs " + fixed(per_slice_us, 1) +
+      l.note("the unfused loop costs " + lab::fixed(per_slice_us, 1) +
              " us more per slice than your exercise: launches, gaps between them, and " +
-             fixed(bytes_of("preallocated", p) / minimal, 1) + "x the bytes");
+             lab::fixed(variants["preallocated"].work(p).bytes / minimal, 1) + "x the bytes");
     }
   });
 }

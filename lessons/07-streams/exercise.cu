@@ -4,8 +4,9 @@
 // compute, then copy out. At any moment only one of the three engines (host-to-device copy,
 // SMs, device-to-host copy) has work, so the time is the sum of the three stages.
 // Goal (what the checker tests): overlap_efficiency = (stage sum - your time) / (stage sum -
-// longest stage) of at least 0.75 with the 16 chunks the harness asks for, at least 1.5x faster
-// than the serial version, and output bitwise identical to it. Read exercise.cuh first: it says
+// longest stage) of [at least 0.75](check.toml#overlap) with the 16 chunks the harness asks for,
+// [at least 1.5x faster](check.toml#speedup) than the serial version, and output bitwise
+// identical to it. Read exercise.cuh first: it says
 // what "fork" and "join" mean for `main`.
 #include <algorithm>
 

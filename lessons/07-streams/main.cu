@@ -22,7 +22,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -32,22 +31,19 @@
 
 #include "exercise.cuh"
 #include "lab/data.hpp"
+#include "lab/format.hpp"
 #include "lab/harness.hpp"
 #include "lab/memory.hpp"
+#include "lab/presets.hpp"
+#include "lab/timed_calls.hpp"
 #include "lab/timing.hpp"
 #include "lab/validate.hpp"
+#include "lab/variant.hpp"
 
 namespace {
 
 constexpr std::size_t kOddN = 5'000'011;  // validation size: 5,000,011 = 16 * 312,500 + 11
 constexpr double kHoldUs = 2000;          // spin on main before the input arrives (fork check)
-
-std::string text(const char* format, double a = 0, double b = 0, double c = 0, double d = 0,
-                 double e = 0) {
-  char buf[256];
-  std::snprintf(buf, sizeof buf, format, a, b, c, d, e);
-  return buf;
-}
 
 // ---------------------------------------------------------------------------------------------
 // The kernel: `steps` dependent multiply-adds per element. Elementwise and deterministic, so a
@@ -270,28 +266,20 @@ std::vector<float> validate_case(lab::Lesson& l, Job& job, std::size_t n, std::u
 // microseconds on the host: the changed positions (this call's and the last's) always, the rest
 // within about 1e6 host multiply-adds: about 450 elements, a few ms, at the calibrated ~2500
 // steps.
-class TimedPipelines {
+class TimedPipelines : public lab::TimedCalls {
  public:
   static constexpr std::size_t kChanged = 64, kPoisoned = 256, kRandom = 64;
 
   // `input_seed`: the seed of the input the last validated run copied to the host input.
   TimedPipelines(lab::Lesson& l, Job& job, std::size_t n, const std::vector<cudaStream_t>& streams,
                  std::uint64_t input_seed)
-      : l_(l), job_(job), n_(n), streams_(streams), seed_(input_seed),
-        pick_(std::random_device{}()) {}
-
-  lab::TimedCallChecks checks() {
-    lab::TimedCallChecks c;
-    c.prepare = [this](cudaStream_t, std::uint64_t call_seed) { prepare(call_seed); };
-    c.verify = [this](cudaStream_t, const std::string& case_name) { verify(case_name); };
-    return c;
-  }
+      : l_(l), job_(job), n_(n), streams_(streams), seed_(input_seed) {}
 
  private:
   // What lab::fill_random wrote at i for the validated input.
-  float base(std::size_t i) const { return -1.0f + 2.0f * lab::uniform01(seed_, i); }
+  float base(std::size_t i) const { return lab::random_input(seed_, i); }
 
-  void prepare(std::uint64_t call_seed) {
+  void prepare(cudaStream_t, std::uint64_t call_seed) override {
     LAB_CHECK(cudaDeviceSynchronize());  // nothing of the last call may still touch the buffers
     std::mt19937_64 rng(call_seed);
     std::uniform_real_distribution<float> value(-1.0f, 1.0f);
@@ -319,7 +307,7 @@ class TimedPipelines {
     return it != changed_.end() && *it == i ? values_[it - changed_.begin()] : base(i);
   }
 
-  void verify(const std::string& case_name) {
+  bool verify(cudaStream_t, const std::string& case_name) override {
     const std::string name = std::to_string(n_) + " floats, " + case_name;
     std::string busy;
     for (std::size_t i = 0; i < streams_.size() && busy.empty(); ++i) {
@@ -335,14 +323,15 @@ class TimedPipelines {
     const std::size_t more = std::max<std::size_t>(32, 1'000'000 / std::max(job_.steps(), 1));
     for (std::size_t k = changed_.size(); k < poisoned_.size() && k < changed_.size() + more; ++k)
       at.push_back(poisoned_[k]);  // poisoned_ starts with changed_
-    for (std::size_t k = 0; k < std::min(kRandom, more / 4 + 1); ++k) at.push_back(pick_() % n_);
+    for (std::size_t k = 0; k < std::min(kRandom, more / 4 + 1); ++k) at.push_back(pick() % n_);
     std::vector<float> got, want;
     for (const std::size_t i : at) {
       got.push_back(job_.h_out()[i]);
       want.push_back(churn_on_host(input_at(i), job_.steps()));
     }
-    l_.check("exercise", name + " (" + std::to_string(at.size()) + " elements)",
-             lab::allclose(got, want, lab::Tolerance{0.0, 0.0}));
+    const lab::Comparison c = lab::allclose(got, want, lab::Tolerance{0.0, 0.0});
+    l_.check("exercise", name + " (" + std::to_string(at.size()) + " elements)", c);
+    return busy.empty() && c.ok;
   }
 
   lab::Lesson& l_;
@@ -350,20 +339,13 @@ class TimedPipelines {
   std::size_t n_;
   const std::vector<cudaStream_t>& streams_;
   std::uint64_t seed_;
-  std::mt19937_64 pick_;  // verify()'s random positions: chosen after the call
   std::vector<std::size_t> changed_, previous_, poisoned_;  // changed_ ascending, ...
   std::vector<float> values_;                               // ... to these values
 };
 
 // Kernel steps so that the kernel over `n` elements takes about `target_ms`: two timings, a line.
 int calibrate_steps(std::size_t n, double target_ms, const Job& job, cudaStream_t s) {
-  lab::BenchmarkOptions o;
-  o.stop.min_samples = 5;
-  o.stop.min_total_ms = 0;
-  o.stop.target_precision = 0.02;
-  o.timeout_s = 0.5;
-  o.warmup_runs = 1;
-  o.warmup_ms = 0;
+  const lab::BenchmarkOptions o = lab::short_run(0.5);
   auto kernel_ms = [&](int steps) {
     return lab::benchmark([&](cudaStream_t st) { launch_churn(job.d_in(), job.d_out(), n, steps, st); },
                           s, o).gpu_ms.median;
@@ -376,16 +358,57 @@ int calibrate_steps(std::size_t n, double target_ms, const Job& job, cudaStream_
   return static_cast<int>(std::clamp(std::lround(steps), 1L, 1L << 20));
 }
 
+// What the variants run on: the three stages over the timing size, the kernel's steps, and the
+// exercise's chunk count and streams.
+struct Pipeline {
+  l07::Stages stages;
+  int steps;
+  int chunks;
+  std::vector<cudaStream_t> streams;
+  double bytes() const { return double(stages.n) * sizeof(float); }
+  double flops() const { return 2.0 * stages.n * steps; }
+};
+
+void add_variants(lab::Variants<Pipeline>& variants) {
+  // A 1% median is plenty: the rules' thresholds are far more than 1% away.
+  const lab::BenchmarkOptions o = lab::median_within(0.01);
+  variants.add({"copy_in", lab::Role::Reference, "stage 1 alone: the whole array host -> device",
+                [](Pipeline& p, cudaStream_t s) { p.stages.copy_in(0, p.stages.n, s); },
+                [](const Pipeline& p) {
+                  return lab::Work{p.bytes(), 0, /*host_link=*/true};
+                },
+                0, lab::Pacing::Device, o});
+  variants.add({"compute", lab::Role::Reference,
+                "stage 2 alone: the kernel over the whole array (calibrated to ~copy_in)",
+                [](Pipeline& p, cudaStream_t s) { p.stages.compute(0, p.stages.n, s); },
+                [](const Pipeline& p) {
+                  return lab::Work{2 * p.bytes(), p.flops()};
+                },
+                0, lab::Pacing::Device, o});
+  variants.add({"copy_out", lab::Role::Reference, "stage 3 alone: the whole array device -> host",
+                [](Pipeline& p, cudaStream_t s) { p.stages.copy_out(0, p.stages.n, s); },
+                [](const Pipeline& p) {
+                  return lab::Work{p.bytes(), 0, /*host_link=*/true};
+                },
+                0, lab::Pacing::Device, o});
+  auto round_trip = [](const Pipeline& p) {
+    return lab::Work{2 * p.bytes(), p.flops(), /*host_link=*/true};
+  };
+  variants.add({"serial", lab::Role::Baseline, "the three stages in turn, whole array, one stream",
+                [](Pipeline& p, cudaStream_t s) { Job::serial(p.stages, s); }, round_trip, 0,
+                lab::Pacing::Device, o});
+  variants.add(
+      {"exercise", lab::Role::Exercise, "your pipelined() (exercise.cu)",
+       [](Pipeline& p, cudaStream_t s) { l07::pipelined(p.stages, p.chunks, p.streams, s); },
+       round_trip, 0, lab::Pacing::Device, o});
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   lab::Lesson lesson("07-streams", "Streams and overlap: hiding transfers behind compute");
-  lesson.declare("copy_in", lab::Role::Reference, "stage 1 alone: the whole array host -> device");
-  lesson.declare("compute", lab::Role::Reference,
-                 "stage 2 alone: the kernel over the whole array (calibrated to ~copy_in)");
-  lesson.declare("copy_out", lab::Role::Reference, "stage 3 alone: the whole array device -> host");
-  lesson.declare("serial", lab::Role::Baseline, "the three stages in turn, whole array, one stream");
-  lesson.declare("exercise", lab::Role::Exercise, "your pipelined() (exercise.cu)");
+  lab::Variants<Pipeline> variants(lesson);
+  add_variants(variants);
   long long mib = 0;
   lesson.option("--mib", &mib, "MiB in each direction (0: 256, or 16 with --quick)");
   long long chunks = 16;
@@ -412,23 +435,19 @@ int main(int argc, char** argv) {
 
     // Calibration: the H2D time of the whole array, then the kernel's steps to match it.
     {
-      lab::BenchmarkOptions o;
-      o.stop.min_samples = 5;
-      o.stop.min_total_ms = 0;
-      o.stop.target_precision = 0.02;
-      o.timeout_s = 0.5;
-      o.warmup_runs = 1;
-      o.warmup_ms = 0;
-      const double h2d_ms = lab::benchmark(
-          [&](cudaStream_t st) {
-            LAB_CHECK(cudaMemcpyAsync(job.d_in(), job.h_in(), n * sizeof(float),
-                                      cudaMemcpyHostToDevice, st));
-          }, s, o).gpu_ms.median;
+      const double h2d_ms =
+          lab::benchmark(
+              [&](cudaStream_t st) {
+                LAB_CHECK(cudaMemcpyAsync(job.d_in(), job.h_in(), n * sizeof(float),
+                                          cudaMemcpyHostToDevice, st));
+              },
+              s, lab::short_run(0.5))
+              .gpu_ms.median;
       job.set_steps(fixed_steps > 0 ? static_cast<int>(std::min<long long>(fixed_steps, 1 << 20))
                                     : calibrate_steps(n, h2d_ms, job, s));
-      l.note(text("Kernel: %.0f dependent multiply-adds per element (", job.steps()) +
+      l.note(lab::text("Kernel: %d dependent multiply-adds per element (", job.steps()) +
              (fixed_steps > 0 ? "fixed by --steps" : "calibrated on this GPU to match copy_in") +
-             text("); copy_in of %.0f MiB took %.3f ms during calibration.", double(mib), h2d_ms));
+             lab::text("); copy_in of %lld MiB took %.3f ms during calibration.", mib, h2d_ms));
     }
     l.size(std::to_string(mib) + " MiB (" + std::to_string(n) + " floats) up, kernel, " +
            std::to_string(mib) + " MiB down; " + std::to_string(k) + " chunks, " +
@@ -447,25 +466,15 @@ int main(int argc, char** argv) {
     // The stages alone, then the serial and the pipelined schedule. h_in still holds the input
     // of the last case, so the stage chain can be checked against `expected` before the
     // exercise's timed calls change it.
-    const l07::Stages st = job.stages(n);
-    lab::BenchmarkOptions o;
-    o.stop.target_precision = 0.01;  // thresholds are far from 1% away
-    const lab::Measurement* in_m =
-        l.measure("copy_in", {bytes, 0, /*host_link=*/true}, [&](cudaStream_t x) { st.copy_in(0, n, x); }, o);
-    const lab::Measurement* k_m = l.measure(
-        "compute", {2 * bytes, 2.0 * n * job.steps()}, [&](cudaStream_t x) { st.compute(0, n, x); },
-        o);
-    const lab::Measurement* out_m =
-        l.measure("copy_out", {bytes, 0, /*host_link=*/true}, [&](cudaStream_t x) { st.copy_out(0, n, x); }, o);
-    const lab::Measurement* serial_m =
-        l.measure("serial", {2 * bytes, 2.0 * n * job.steps(), /*host_link=*/true},
-                  [&](cudaStream_t x) { Job::serial(st, x); }, o);
+    Pipeline pipe{job.stages(n), job.steps(), k, streams};
+    for (const char* v : {"copy_in", "compute", "copy_out", "serial"})
+      variants.measure(variants[v], pipe);
 
     // The stage variants: one chain copy_in -> compute -> copy_out on the same input must give
     // the validated output.
     {
       std::memset(job.h_out(), 0xff, bytes);
-      Job::serial(st, s);
+      Job::serial(pipe.stages, s);
       LAB_CHECK(cudaStreamSynchronize(s));
       const lab::Comparison c =
           lab::allclose(job.h_out(), expected.data(), n, lab::Tolerance{0.0, 0.0});
@@ -473,28 +482,33 @@ int main(int argc, char** argv) {
         if (l.selected(v)) l.check(v, "chain of the three stages, after timing", c);
     }
     TimedPipelines timed(l, job, n, streams, input_seed);
-    const lab::Measurement* ex_m =
-        l.measure("exercise", {2 * bytes, 2.0 * n * job.steps(), /*host_link=*/true},
-                  [&](cudaStream_t x) { l07::pipelined(st, k, streams, x); }, o,
-                  l.profiling() ? lab::TimedCallChecks{} : timed.checks());
+    variants.measure(variants["exercise"], pipe,
+                     l.profiling() ? lab::TimedCallChecks{} : timed.checks());
     LAB_CHECK(cudaDeviceSynchronize());
 
     validate_case(l, job, n, seed(), k, streams, "after timing");
 
+    const lab::Measurement* in_m = variants.measurement("copy_in");
+    const lab::Measurement* k_m = variants.measurement("compute");
+    const lab::Measurement* out_m = variants.measurement("copy_out");
+    const lab::Measurement* serial_m = variants.measurement("serial");
+    const lab::Measurement* ex_m = variants.measurement("exercise");
     if (l.profiling() || !in_m || !k_m || !out_m) return;
     const double stage[3] = {in_m->gpu_ms.median, k_m->gpu_ms.median, out_m->gpu_ms.median};
     const double sum = stage[0] + stage[1] + stage[2];
     const double longest = std::max({stage[0], stage[1], stage[2]});
     const double model = longest + (sum - longest) / k;
-    l.note(text("Stages (medians): copy_in %.3f ms, compute %.3f ms, copy_out %.3f ms; sum "
-                "%.3f ms, longest %.3f ms.",
-                stage[0], stage[1], stage[2], sum, longest));
-    l.note(text("Pipeline model with k = %.0f chunks: longest + (sum - longest) / k = %.3f ms "
-                "(balanced stages: S (1 + 2/k)); at best overlap_efficiency = 1 - 1/k = %.3f.",
-                k, model, 1.0 - 1.0 / k));
+    l.note(
+        lab::text("Stages (medians): copy_in %.3f ms, compute %.3f ms, copy_out %.3f ms; sum "
+                  "%.3f ms, longest %.3f ms.",
+                  stage[0], stage[1], stage[2], sum, longest));
+    l.note(
+        lab::text("Pipeline model with k = %d chunks: longest + (sum - longest) / k = %.3f ms "
+                  "(balanced stages: S (1 + 2/k)); at best overlap_efficiency = 1 - 1/k = %.3f.",
+                  k, model, 1.0 - 1.0 / k));
     if (serial_m)
-      l.note(text("Serial: %.3f ms, %.3f of the stage sum.", serial_m->gpu_ms.median,
-                  serial_m->gpu_ms.median / sum));
+      l.note(lab::text("Serial: %.3f ms, %.3f of the stage sum.", serial_m->gpu_ms.median,
+                       serial_m->gpu_ms.median / sum));
     if (ex_m) {
       // Pessimistic reading: stages at their first quartiles, the pipeline at its third.
       auto efficiency = [&](double a, double b, double c, double t) {
@@ -505,11 +519,11 @@ int main(int argc, char** argv) {
       l.metric("overlap_efficiency", efficiency(stage[0], stage[1], stage[2], t.median),
                efficiency(in_m->gpu_ms.q1, k_m->gpu_ms.q1, out_m->gpu_ms.q1, t.q3),
                efficiency(in_m->gpu_ms.q3, k_m->gpu_ms.q3, out_m->gpu_ms.q3, t.q1));
-      l.note(text("Your pipeline: %.3f ms = %.2f x the model's %.3f ms; overlap_efficiency %.3f. "
-                  "Host time of one pipelined() call: %.0f us.",
-                  t.median, t.median / model, model, efficiency(stage[0], stage[1], stage[2],
-                                                                 t.median),
-                  ex_m->enqueue_us));
+      l.note(
+          lab::text("Your pipeline: %.3f ms = %.2f x the model's %.3f ms; overlap_efficiency %.3f. "
+                    "Host time of one pipelined() call: %.0f us.",
+                    t.median, t.median / model, model,
+                    efficiency(stage[0], stage[1], stage[2], t.median), ex_m->enqueue_us));
     }
   });
 }

@@ -10,8 +10,8 @@
 //   * correct: exact on integer-valued data, within the README's bound on data in [0, 1), at
 //     n = 1, 3, 1000003, 2^24 + 7 and the timing size (before and after timing), with the
 //     workspace full of 0xFF bytes on entry and nothing written past it or past result[0];
-//   * at least 0.9x the speed of cub::DeviceReduce::Sum;
-//   * at least 0.8x the copy ceiling (4n bytes: x read once).
+//   * [at least 0.9x the speed](check.toml#over_cub) of cub::DeviceReduce::Sum;
+//   * [at least 0.8x the copy ceiling](check.toml#bandwidth) (4n bytes: x read once).
 //
 // Build and run (from the repository root):
 //   cmake --workflow --preset lab                        # builds everything, checks the lessons

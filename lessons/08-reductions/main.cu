@@ -23,9 +23,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
-#include <cstring>
-#include <functional>
 #include <map>
 #include <memory>
 #include <random>
@@ -36,14 +33,18 @@
 #include "exercise.cuh"
 #include "lab/check.hpp"
 #include "lab/data.hpp"
+#include "lab/format.hpp"
+#include "lab/guard.hpp"
 #include "lab/harness.hpp"
 #include "lab/memory.hpp"
+#include "lab/reduce.cuh"
+#include "lab/timed_calls.hpp"
 #include "lab/validate.hpp"
+#include "lab/variant.hpp"
 
 namespace {
 
 constexpr int kThreads = 256;
-constexpr unsigned kFullMask = 0xffffffffu;
 
 // ---------------------------------------------------------------------------------------------
 // The classic ladder (Harris, "Optimizing Parallel Reduction in CUDA", steps 1, 3 and 4). Each
@@ -127,18 +128,6 @@ void tree_sum(TreeKernel kernel, long long per_block, const float* x, long long 
 // loop is not unrolled: each thread has one 4-byte load in flight at a time. The exercise is
 // what comes after this.
 
-__device__ float block_sum(float v) {
-  __shared__ float warp_sums[kThreads / 32];
-  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(kFullMask, v, offset);
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  if (lane == 0) warp_sums[warp] = v;
-  __syncthreads();
-  v = threadIdx.x < kThreads / 32 ? warp_sums[threadIdx.x] : 0.0f;
-  if (warp == 0)
-    for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(kFullMask, v, offset);
-  return v;  // valid in thread 0
-}
-
 __global__ void __launch_bounds__(kThreads)
     shuffle_kernel(const float* __restrict__ x, long long n, float* __restrict__ out) {
   float v = 0.0f;
@@ -146,7 +135,7 @@ __global__ void __launch_bounds__(kThreads)
   for (long long i = static_cast<long long>(blockIdx.x) * kThreads + threadIdx.x; i < n;
        i += static_cast<long long>(gridDim.x) * kThreads)
     v += x[i];
-  v = block_sum(v);
+  v = lab::block_sum<kThreads>(v);  // lab/reduce.cuh: warp shuffles, then one warp
   if (threadIdx.x == 0) out[blockIdx.x] = v;
 }
 
@@ -187,47 +176,43 @@ __global__ void fill_integers_kernel(float* __restrict__ x, long long n, std::ui
 
 enum class Data { Integers, Uniform01 };
 
-// result is allocated with this many extra floats after result[0], set to the canary before
-// every validated run; the workspace gets kGuardBytes after it, set to kGuardByte. A write into
-// either is reported as a wrong result.
-constexpr int kGuardFloats = 63;
-constexpr float kCanary = -12345.5f;
-constexpr std::size_t kGuardBytes = 256;
-constexpr unsigned char kGuardByte = 0xA5;
-
 void cub_check(cudaError_t e, const char* call) { lab::check(e, call, __FILE__, __LINE__); }
 
-struct Needs {
-  bool tree = false;       // interleaved, sequential, first_add, shuffle
-  bool cub = false;
-  bool workspace = false;  // exercise
+// What a variant needs besides x and the result (lab::Variant::needs).
+enum Needs : unsigned {
+  kPartials = 1,   // a, b: the tree and shuffle variants' partial sums
+  kCub = 2,        // cub's temporary storage
+  kWorkspace = 4,  // exercise::sum_workspace_bytes
 };
 
 struct Problem {
   long long n;
-  lab::DeviceBuffer<float> x, result;
+  lab::DeviceBuffer<float> x;
+  // The sum goes to result[0]; the 63 floats after it are a guard zone, and so are the 256 bytes
+  // after the workspace the exercise asked for: a write into either is a wrong result.
+  lab::GuardedBuffer<float> result{1, "result", 63 * sizeof(float)};
   lab::DeviceBuffer<float> a, b;  // partial sums of the tree variants
   lab::DeviceBuffer<unsigned char> cub_temp;
   std::size_t cub_temp_bytes = 0;
-  std::size_t workspace_bytes = 0;               // what exercise::sum_workspace_bytes asked for
-  lab::DeviceBuffer<unsigned char> workspace;    // that, plus kGuardBytes
+  lab::GuardedBuffer<unsigned char> workspace;  // exercise::sum_workspace_bytes of them
+  bool has_workspace = false;                   // (it may be 0 bytes, and guarded all the same)
 
-  Problem(long long count, const Needs& needs)
-      : n(count), x(static_cast<std::size_t>(count)), result(1 + kGuardFloats) {
-    if (needs.tree) {
+  Problem(long long count, unsigned needs) : n(count), x(static_cast<std::size_t>(count)) {
+    if (needs & kPartials) {
       const long long first = (n + kThreads - 1) / kThreads;  // the most any first pass writes
       a = lab::DeviceBuffer<float>(static_cast<std::size_t>(
           std::max<long long>(first, shuffle_blocks(n))));
       b = lab::DeviceBuffer<float>(static_cast<std::size_t>((first + kThreads - 1) / kThreads));
     }
-    if (needs.cub) {
+    if (needs & kCub) {
       cub_check(cub::DeviceReduce::Sum(nullptr, cub_temp_bytes, x.data(), result.data(), n),
                 "cub::DeviceReduce::Sum (size query)");
       cub_temp = lab::DeviceBuffer<unsigned char>(std::max<std::size_t>(cub_temp_bytes, 1));
     }
-    if (needs.workspace) {
-      workspace_bytes = exercise::sum_workspace_bytes(static_cast<std::size_t>(n));
-      workspace = lab::DeviceBuffer<unsigned char>(workspace_bytes + kGuardBytes);
+    if (needs & kWorkspace) {
+      workspace = lab::GuardedBuffer<unsigned char>(
+          exercise::sum_workspace_bytes(static_cast<std::size_t>(n)), "workspace", 256);
+      has_workspace = true;
     }
   }
 };
@@ -244,42 +229,53 @@ void fill(Problem& p, Data data, std::uint64_t seed, cudaStream_t s) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The variants. Each leaves the sum in p.result[0] on the device.
+// The variants, in the order the lesson takes them. Each leaves the sum in p.result[0] on the
+// device; each reads x once: 4n bytes, and n additions (the partial sums they write and read
+// back are under 0.5% of it).
 
-using Launch = std::function<void(Problem&, cudaStream_t)>;
-struct Variant {
-  std::string name;
-  Launch launch;
-};
-
-std::vector<Variant> all_variants() {
-  std::vector<Variant> v;
-  v.push_back({"interleaved", [](Problem& p, cudaStream_t s) {
-                 tree_sum(interleaved_kernel, kThreads, p.x.data(), p.n, p.result.data(),
-                          p.a.data(), p.b.data(), s);
-               }});
-  v.push_back({"sequential", [](Problem& p, cudaStream_t s) {
-                 tree_sum(sequential_kernel, kThreads, p.x.data(), p.n, p.result.data(),
-                          p.a.data(), p.b.data(), s);
-               }});
-  v.push_back({"first_add", [](Problem& p, cudaStream_t s) {
-                 tree_sum(first_add_kernel, 2 * kThreads, p.x.data(), p.n, p.result.data(),
-                          p.a.data(), p.b.data(), s);
-               }});
-  v.push_back({"shuffle", [](Problem& p, cudaStream_t s) {
-                 shuffle_sum(p.x.data(), p.n, p.result.data(), p.a.data(), s);
-               }});
-  v.push_back({"cub", [](Problem& p, cudaStream_t s) {
-                 std::size_t bytes = p.cub_temp_bytes;
-                 cub_check(cub::DeviceReduce::Sum(p.cub_temp.data(), bytes, p.x.data(),
-                                                  p.result.data(), p.n, s),
-                           "cub::DeviceReduce::Sum");
-               }});
-  v.push_back({"exercise", [](Problem& p, cudaStream_t s) {
-                 exercise::sum(p.x.data(), static_cast<std::size_t>(p.n), p.result.data(),
-                               p.workspace_bytes > 0 ? p.workspace.data() : nullptr, s);
-               }});
-  return v;
+void add_variants(lab::Variants<Problem>& variants) {
+  auto work = [](const Problem& p) { return lab::Work{4.0 * p.n, static_cast<double>(p.n)}; };
+  variants.add({"interleaved", lab::Role::Baseline,
+                "shared-memory tree, interleaved addressing (tid % 2s): divergent, multi-pass",
+                [](Problem& p, cudaStream_t s) {
+                  tree_sum(interleaved_kernel, kThreads, p.x.data(), p.n, p.result.data(),
+                           p.a.data(), p.b.data(), s);
+                },
+                work, kPartials});
+  variants.add({"sequential", lab::Role::Baseline,
+                "shared-memory tree, sequential addressing (tid < s), multi-pass",
+                [](Problem& p, cudaStream_t s) {
+                  tree_sum(sequential_kernel, kThreads, p.x.data(), p.n, p.result.data(),
+                           p.a.data(), p.b.data(), s);
+                },
+                work, kPartials});
+  variants.add({"first_add", lab::Role::Baseline,
+                "sequential tree, two elements added during the load, multi-pass",
+                [](Problem& p, cudaStream_t s) {
+                  tree_sum(first_add_kernel, 2 * kThreads, p.x.data(), p.n, p.result.data(),
+                           p.a.data(), p.b.data(), s);
+                },
+                work, kPartials});
+  variants.add({"shuffle", lab::Role::Baseline,
+                "grid-stride scalar loads, warp shuffles, 2 kernels",
+                [](Problem& p, cudaStream_t s) {
+                  shuffle_sum(p.x.data(), p.n, p.result.data(), p.a.data(), s);
+                },
+                work, kPartials});
+  variants.add({"cub", lab::Role::Reference, "cub::DeviceReduce::Sum",
+                [](Problem& p, cudaStream_t s) {
+                  std::size_t bytes = p.cub_temp_bytes;
+                  cub_check(cub::DeviceReduce::Sum(p.cub_temp.data(), bytes, p.x.data(),
+                                                   p.result.data(), p.n, s),
+                            "cub::DeviceReduce::Sum");
+                },
+                work, kCub});
+  variants.add({"exercise", lab::Role::Exercise, "your sum (exercise.cu)",
+                [](Problem& p, cudaStream_t s) {
+                  exercise::sum(p.x.data(), static_cast<std::size_t>(p.n), p.result.data(),
+                                p.workspace.size() > 0 ? p.workspace.data() : nullptr, s);
+                },
+                work, kWorkspace});
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -330,23 +326,14 @@ Reference reference(const Problem& p, Data data, std::vector<float>& host, cudaS
   return r;
 }
 
-std::string num(double v, const char* format = "%.9g") {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
-
-// Before a run: result[0] poisoned (NaN), the canaries after it, the exercise's workspace
-// filled with 0xFF and its guard bytes set. Enqueued on s, not waited for.
+// Before a run: result[0] poisoned (NaN), the guard zone after it armed, the exercise's
+// workspace filled with 0xFF and its guard zone armed. Enqueued on s, not waited for.
 void poison_outputs(Problem& p, cudaStream_t s) {
-  // From pageable memory: the copy has taken the values by the time it returns.
-  std::vector<float> init(p.result.size(), kCanary);
-  init[0] = std::nanf("");
-  LAB_CHECK(cudaMemcpyAsync(p.result.data(), init.data(), p.result.bytes(), cudaMemcpyHostToDevice,
-                            s));
-  if (p.workspace.size() > 0) {
-    lab::poison(p.workspace.data(), p.workspace_bytes, s);
-    LAB_CHECK(cudaMemsetAsync(p.workspace.data() + p.workspace_bytes, kGuardByte, kGuardBytes, s));
+  p.result.poison(s);
+  p.result.arm(s);
+  if (p.has_workspace) {
+    p.workspace.poison(s);
+    p.workspace.arm(s);
   }
 }
 
@@ -355,44 +342,26 @@ void poison_outputs(Problem& p, cudaStream_t s) {
 // what was asked for: both to the end of their allocations) are intact, else what is wrong.
 std::pair<float, std::string> judge_outputs(const Problem& p, const Reference& ref,
                                             cudaStream_t s) {
-  std::vector<float> got(p.result.size());
-  std::vector<unsigned char> guard(kGuardBytes, kGuardByte);
-  LAB_CHECK(cudaMemcpyAsync(got.data(), p.result.data(), p.result.bytes(), cudaMemcpyDeviceToHost,
-                            s));
-  if (p.workspace.size() > 0)
-    LAB_CHECK(cudaMemcpyAsync(guard.data(), p.workspace.data() + p.workspace_bytes, kGuardBytes,
-                              cudaMemcpyDeviceToHost, s));
-  LAB_CHECK(cudaStreamSynchronize(s));
-
-  std::string message;
-  const double value = got[0];
+  const float got = p.result.download(s)[0];
+  std::vector<std::string> wrong;
+  const double value = got;
   const double error = std::fabs(value - ref.exact);
-  if (!std::isfinite(value) || error > ref.bound) {
-    message = "got " + num(value) + ", expected " + num(ref.exact);
-    message += ref.integers ? " exactly (integer-valued data: every order of addition is exact)"
-                            : " within " + num(ref.bound, "%.3g") + " (off by " +
-                                  num(error, "%.3g") + ")";
-  }
-  int hits = 0;
-  for (int i = 1; i < static_cast<int>(got.size()); ++i)
-    if (std::memcmp(&got[i], &kCanary, sizeof(float)) != 0) ++hits;
-  if (hits > 0)
-    message += std::string(message.empty() ? "" : "; ") + "wrote past result[0]: " +
-               std::to_string(hits) + " of the next " + std::to_string(kGuardFloats) +
-               " floats changed";
-  hits = 0;
-  for (const unsigned char c : guard)
-    if (c != kGuardByte) ++hits;
-  if (hits > 0)
-    message += std::string(message.empty() ? "" : "; ") + "wrote past the end of the workspace (" +
-               std::to_string(p.workspace_bytes) + " bytes asked for): " + std::to_string(hits) +
-               " of the next " + std::to_string(kGuardBytes) + " bytes changed";
-  return {got[0], message};
+  if (!std::isfinite(value) || error > ref.bound)
+    wrong.push_back(lab::text("got %.9g, expected %.9g", value, ref.exact) +
+                    (ref.integers
+                         ? " exactly (integer-valued data: every order of addition is exact)"
+                         : lab::text(" within %.3g (off by %.3g)", ref.bound, error)));
+  wrong.push_back(p.result.damage(s));
+  if (p.has_workspace) wrong.push_back(p.workspace.damage(s));
+  std::string message;
+  for (const std::string& w : wrong)
+    if (!w.empty()) message += (message.empty() ? "" : "; ") + w;
+  return {got, message};
 }
 
 // Runs one variant once with its outputs poisoned and records whether it got the reference.
 // Returns what it got.
-float validate(lab::Lesson& l, const Variant& v, Problem& p, const Reference& ref,
+float validate(lab::Lesson& l, const lab::Variant<Problem>& v, Problem& p, const Reference& ref,
                const std::string& case_name) {
   cudaStream_t s = l.stream();
   poison_outputs(p, s);
@@ -437,7 +406,7 @@ __global__ void integer_sum_kernel(long long n, std::uint64_t seed, unsigned lon
   for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<long long>(gridDim.x) * blockDim.x)
     v += integer_value(seed, i);
-  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(kFullMask, v, offset);
+  v = lab::warp_sum(v);
   if (threadIdx.x % 32 == 0) atomicAdd(total, static_cast<unsigned long long>(v));  // mod 2^64
 }
 
@@ -464,17 +433,17 @@ __global__ void count_changed_kernel(const float* __restrict__ x, long long n, s
                                                  : static_cast<float>(integer_value(seed, i));
     local += __float_as_uint(x[i]) != __float_as_uint(want);
   }
-  for (int offset = 16; offset > 0; offset /= 2) local += __shfl_down_sync(kFullMask, local, offset);
+  local = lab::warp_sum(local);
   if (threadIdx.x % 32 == 0 && local > 0) atomicAdd(changed, local);
 }
 
-class TimedSums {
+class TimedSums : public lab::TimedCalls {
  public:
   static constexpr int kChanged = 64;  // positions of x changed before each timed call
 
   // Fills p.x with the integer data of `seed` and adds it up (on the device, from the seed).
-  TimedSums(Problem& p, std::uint64_t seed, cudaStream_t s)
-      : p_(p), seed_(seed), at_(2 * kChanged), value_(2 * kChanged), counter_(1) {
+  TimedSums(lab::Lesson& l, Problem& p, std::uint64_t seed, cudaStream_t s)
+      : l_(l), p_(p), seed_(seed), at_(2 * kChanged), value_(2 * kChanged), counter_(1) {
     fill(p, Data::Integers, seed, s);
     LAB_CHECK(cudaMemsetAsync(counter_.data(), 0, sizeof(unsigned long long), s));
     integer_sum_kernel<<<grid(), kThreads, 0, s>>>(p.n, seed, counter_.data());
@@ -482,21 +451,8 @@ class TimedSums {
     base_sum_ = static_cast<long long>(read_counter(s));
   }
 
-  lab::TimedCallChecks checks(lab::Lesson& l) {
-    lab::TimedCallChecks c;
-    c.prepare = [this](cudaStream_t s, std::uint64_t call_seed) { prepare(s, call_seed); };
-    c.verify = [this, &l](cudaStream_t s, const std::string& case_name) {
-      Reference ref;
-      ref.exact = static_cast<double>(base_sum_ + delta_);
-      ref.integers = true;  // bound 0: exact
-      const std::string message = judge_outputs(p_, ref, s).second;
-      l.check("exercise", size_name(p_.n) + " integers, " + case_name, message.empty(), message);
-    };
-    return c;
-  }
-
   // After timing: x holds the base data with the last call's changes, nothing else.
-  void check_input_unchanged(lab::Lesson& l, cudaStream_t s) {
+  void check_input_unchanged(cudaStream_t s) {
     upload(positions_, values_, s);
     LAB_CHECK(cudaMemsetAsync(counter_.data(), 0, sizeof(unsigned long long), s));
     count_changed_kernel<<<grid(), kThreads, 0, s>>>(p_.x.data(), p_.n, seed_, at_.data(),
@@ -505,14 +461,14 @@ class TimedSums {
                                                      counter_.data());
     LAB_CHECK_LAUNCH();
     const unsigned long long changed = read_counter(s);
-    l.check("exercise", size_name(p_.n) + " timed calls: inputs unchanged", changed == 0,
-            std::to_string(changed) + " of the " + std::to_string(p_.n) +
-                " elements of x were changed by the timed calls: x is the input, read-only "
-                "(const float*), not scratch space");
+    l_.check("exercise", size_name(p_.n) + " timed calls: inputs unchanged", changed == 0,
+             std::to_string(changed) + " of the " + std::to_string(p_.n) +
+                 " elements of x were changed by the timed calls: x is the input, read-only "
+                 "(const float*), not scratch space");
   }
 
  private:
-  void prepare(cudaStream_t s, std::uint64_t call_seed) {
+  void prepare(cudaStream_t s, std::uint64_t call_seed) override {
     poison_outputs(p_, s);
     std::map<long long, float> writes;  // position -> value, ascending
     for (const long long i : positions_) writes[i] = static_cast<float>(integer_value(seed_, i));
@@ -552,6 +508,15 @@ class TimedSums {
     LAB_CHECK_LAUNCH();
   }
 
+  bool verify(cudaStream_t s, const std::string& case_name) override {
+    Reference ref;
+    ref.exact = static_cast<double>(base_sum_ + delta_);
+    ref.integers = true;  // bound 0: exact
+    const std::string message = judge_outputs(p_, ref, s).second;
+    l_.check("exercise", size_name(p_.n) + " integers, " + case_name, message.empty(), message);
+    return message.empty();
+  }
+
   // From pageable memory: the copies have taken the values by the time they return.
   void upload(const std::vector<long long>& at, const std::vector<float>& value, cudaStream_t s) {
     if (at.empty()) return;
@@ -573,6 +538,7 @@ class TimedSums {
                                                        16LL * lab::device_info().sms));
   }
 
+  lab::Lesson& l_;
   Problem& p_;
   std::uint64_t seed_;
   lab::DeviceBuffer<long long> at_;
@@ -589,16 +555,8 @@ class TimedSums {
 int main(int argc, char** argv) {
   lab::Lesson lesson("08-reductions",
                      "Reductions: from a tree in shared memory to the speed of CUB");
-  lesson.declare("interleaved", lab::Role::Baseline,
-                 "shared-memory tree, interleaved addressing (tid % 2s): divergent, multi-pass");
-  lesson.declare("sequential", lab::Role::Baseline,
-                 "shared-memory tree, sequential addressing (tid < s), multi-pass");
-  lesson.declare("first_add", lab::Role::Baseline,
-                 "sequential tree, two elements added during the load, multi-pass");
-  lesson.declare("shuffle", lab::Role::Baseline,
-                 "grid-stride scalar loads, warp shuffles, 2 kernels");
-  lesson.declare("cub", lab::Role::Reference, "cub::DeviceReduce::Sum");
-  lesson.declare("exercise", lab::Role::Exercise, "your sum (exercise.cu)");
+  lab::Variants<Problem> variants(lesson);
+  add_variants(variants);
 
   long long n_option = 0;
   lesson.option("--n", &n_option, "floats to add at the timing size (0: 2^28, or 2^22 with --quick)");
@@ -607,13 +565,7 @@ int main(int argc, char** argv) {
     cudaStream_t stream = l.stream();
     const long long n = n_option > 0 ? n_option : (l.quick() ? (1LL << 22) : (1LL << 28));
     if (n > (1LL << 30)) throw std::invalid_argument("--n: at most 2^30");
-
-    const std::vector<Variant> variants = all_variants();
-    Needs needs;
-    needs.tree = l.selected("interleaved") || l.selected("sequential") ||
-                 l.selected("first_add") || l.selected("shuffle");
-    needs.cub = l.selected("cub");
-    needs.workspace = l.selected("exercise");
+    const unsigned needs = variants.needs();
     std::vector<float> host;
 
     // 1. Validation at sizes that are not powers of two, nor multiples of 4 or of a block: exact
@@ -630,33 +582,24 @@ int main(int argc, char** argv) {
           const Reference ref = reference(p, data, host, stream);
           const std::string name =
               size_name(size) + (data == Data::Integers ? " integers" : " in [0,1)");
-          for (const Variant& v : variants)
-            if (l.selected(v.name)) validate(l, v, p, ref, name);
+          for (const auto* v : variants.selected()) validate(l, *v, p, ref, name);
         }
       }
     }
 
     // 2. Timing: 2^28 floats, 1 GiB, far past the 50-60 MB L2 (and the harness flushes L2 before
-    //    every cold sample). Every variant is counted at 4n bytes: x read once. The exercise's
-    //    timed calls run on integer data that changes before every call, and some of them are
-    //    checked (TimedSums); after them, x must be as they found it.
+    //    every cold sample). The exercise's timed calls run on integer data that changes before
+    //    every call, and some of them are checked (TimedSums); after them, x must be as they
+    //    found it.
     Problem p(n, needs);
-    l.size("x: " + size_name(n) + " float32 (" + num(4.0 * n / (1 << 20), "%.0f") + " MiB)");
+    l.size("x: " + size_name(n) + " float32 (" + lab::text("%.0f", 4.0 * n / (1 << 20)) + " MiB)");
     fill(p, Data::Uniform01, l.seed() * 16 + 100, stream);
-    std::vector<std::pair<std::string, const lab::Measurement*>> measured;
-    for (const Variant& v : variants) {
-      Problem& problem = p;
-      const Launch& launch = v.launch;
-      // The exercise's timed calls get new data each and are spot-checked (TimedSums, above).
-      std::unique_ptr<TimedSums> timed;
-      if (v.name == "exercise" && l.selected(v.name) && !l.profiling())
-        timed = std::make_unique<TimedSums>(p, l.seed() * 16 + 150, stream);
-      const lab::Measurement* m =
-          l.measure(v.name, {4.0 * n, static_cast<double>(n)},
-                    [&launch, &problem](cudaStream_t s) { launch(problem, s); }, {},
-                    timed ? timed->checks(l) : lab::TimedCallChecks{});
-      if (timed) timed->check_input_unchanged(l, stream);
-      measured.emplace_back(v.name, m);
+    for (const auto& v : variants) {
+      std::unique_ptr<TimedSums> timed;  // made just before the exercise is timed: it refills x
+      if (v.role == lab::Role::Exercise && l.selected(v.name) && !l.profiling())
+        timed = std::make_unique<TimedSums>(l, p, l.seed() * 16 + 150, stream);
+      variants.measure(v, p, timed ? timed->checks() : lab::TimedCallChecks{});
+      if (timed) timed->check_input_unchanged(stream);
     }
     if (l.profiling()) return;
 
@@ -668,36 +611,34 @@ int main(int argc, char** argv) {
       const Reference ref = reference(p, data, host, stream);
       const std::string name = size_name(n) + (data == Data::Integers ? " integers" : " in [0,1)") +
                                " after timing";
-      for (const Variant& v : variants)
-        if (l.selected(v.name)) {
-          const float got = validate(l, v, p, ref, name);
-          if (data == Data::Uniform01) uniform_got.emplace_back(v.name, got);
-        }
+      for (const auto* v : variants.selected()) {
+        const float got = validate(l, *v, p, ref, name);
+        if (data == Data::Uniform01) uniform_got.emplace_back(v->name, got);
+      }
       if (data != Data::Uniform01) continue;
 
       // 4. Notes: the mean, the float error of each variant, and the single accumulator.
-      l.note("the mean of " + size_name(n) + " values in [0,1): " + num(ref.exact / n, "%.9f") +
-             " (double); accuracy bound on the sum " + num(ref.bound / ref.exact, "%.2g") +
-             " relative");
+      l.note("the mean of " + size_name(n) + " values in [0,1): " +
+             lab::text("%.9f", ref.exact / n) + " (double); accuracy bound on the sum " +
+             lab::text("%.2g", ref.bound / ref.exact) + " relative");
       for (const auto& [name, got] : uniform_got) {
         std::string padded = name;
         padded.resize(12, ' ');
-        l.note("  " + padded + " sum " + num(got, "%.8g") + ", relative error " +
-               num((got - ref.exact) / ref.exact, "%+.2e"));
+        l.note("  " + padded +
+               lab::text(" sum %.8g, relative error %+.2e", got, (got - ref.exact) / ref.exact));
       }
-      l.note("  one float accumulator, in order (host): " + num(ref.sequential, "%.8g") +
-             ", relative error " + num((ref.sequential - ref.exact) / ref.exact, "%+.2e"));
+      l.note(lab::text("  one float accumulator, in order (host): %.8g, relative error %+.2e",
+                       ref.sequential, (ref.sequential - ref.exact) / ref.exact));
     }
 
     // Each variant's speed as a fraction of cub's (the exercise's rule: >= 0.9).
-    const lab::Measurement* cub = nullptr;
-    for (const auto& [name, m] : measured)
-      if (name == "cub") cub = m;
-    if (cub) {
+    if (const lab::Measurement* cub = variants.measurement("cub")) {
       std::string line = "speed as a fraction of cub's:";
-      for (const auto& [name, m] : measured)
-        if (m && name != "cub")
-          line += " " + name + " " + num(cub->gpu_ms.median / m->gpu_ms.median, "%.2f");
+      for (const auto& v : variants) {
+        const lab::Measurement* m = variants.measurement(v.name);
+        if (m && v.name != "cub")
+          line += " " + v.name + lab::text(" %.2f", cub->gpu_ms.median / m->gpu_ms.median);
+      }
       l.note(line);
     }
   });

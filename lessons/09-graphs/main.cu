@@ -24,10 +24,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
 #include <functional>
+#include <map>
 #include <memory>
-#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -35,9 +34,14 @@
 #include "exercise.cuh"
 #include "lab/check.hpp"
 #include "lab/data.hpp"
+#include "lab/format.hpp"
 #include "lab/harness.hpp"
 #include "lab/memory.hpp"
+#include "lab/presets.hpp"
+#include "lab/ratio.hpp"
+#include "lab/timed_calls.hpp"
 #include "lab/validate.hpp"
+#include "lab/variant.hpp"
 
 namespace {
 
@@ -81,6 +85,8 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 int blocks_for(int n) { return (n + kThreads - 1) / kThreads; }
+
+const lab::Tolerance kExact{0.0, 0.0};  // fmaf is correctly rounded on both sides: bit for bit
 
 // ---------------------------------------------------------------------------------------------
 // A problem on the device. The pointers never change for its lifetime (a graph captured from
@@ -153,37 +159,67 @@ void kernel_floor(Problem& p, cudaStream_t s) {
   for (int i = 0; i < floor_steps(p); ++i) p.step(i, s);
 }
 
-struct Variant {
-  std::string name;
-  std::function<void(Problem&, cudaStream_t)> launch;
+// A variant of this lesson: besides what every variant has, how many steps of the chain one call
+// computes (its reference) and how many kernels it runs for them (what its time is divided by for
+// the time per kernel).
+struct Chain : lab::Variant<Problem> {
+  int (*steps)(const Problem&) = nullptr;
+  int (*kernels)(const Problem&) = nullptr;
 };
 
-std::vector<Variant> all_variants() {
-  return {
-      {"sync_each", sync_each},
-      {"stream", stream_launches},
-      {"exercise", [](Problem& p, cudaStream_t s) { p.chain->run(s); }},
-      {"fused", fused},
-      {"kernel_floor", kernel_floor},
-  };
-}
-
-// Kernels one call of the variant runs: what its time is divided by.
-int kernels_of(const std::string& name, const Problem& p) {
-  return name == "kernel_floor" ? floor_steps(p) : name == "fused" ? 1 : p.steps;
-}
+int all_steps(const Problem& p) { return p.steps; }
+int one(const Problem&) { return 1; }
 
 // Global-memory bytes of one call: every step reads n floats and two coefficients and writes n
 // floats; the fused kernel reads x once, writes y once, and each block reads the coefficients.
-double bytes_of(const std::string& name, const Problem& p) {
+// FLOPs: a multiply-add per element per step, 2 n K, whatever the variant.
+lab::Work chain_work(const Problem& p, int kernels) {
   const double f = sizeof(float), n = p.n;
-  if (name == "fused") return f * 2 * n + f * 2.0 * p.steps * blocks_for(p.n);
-  return kernels_of(name, p) * f * (2 * n + 2);
+  return {kernels * f * (2 * n + 2), 2.0 * p.n * p.steps};
+}
+
+void add_variants(lab::Variants<Problem, Chain>& variants) {
+  // One call = the whole chain. The host's launches are what is measured: host-paced, no lead-in
+  // may hide them. 20 samples and 30 ms, the median to 1%, within 3 s.
+  const lab::BenchmarkOptions chain_options = lab::measure_until(20, 30.0, 0.01, 3.0);
+  lab::BenchmarkOptions floor_options = chain_options;
+  floor_options.lead_in_us = kFloorLeadInUs;  // every launch queued before the first kernel runs
+  auto steps_work = [](const Problem& p) { return chain_work(p, p.steps); };
+  variants.add(
+      {{"sync_each", lab::Role::Baseline, "K launches, cudaStreamSynchronize after each one",
+        sync_each, steps_work, 0, lab::Pacing::Host, chain_options, "it synchronizes"},
+       all_steps,
+       all_steps});
+  variants.add({{"stream", lab::Role::Baseline, "K launches back to back on the stream",
+                 stream_launches, steps_work, 0, lab::Pacing::Host, chain_options},
+                all_steps,
+                all_steps});
+  variants.add(
+      {{"exercise", lab::Role::Exercise, "your Chain::run (exercise.cu): K steps, one graph",
+        [](Problem& p, cudaStream_t s) { p.chain->run(s); }, steps_work, 0, lab::Pacing::Host,
+        chain_options, "", "it would be a graph launched inside a graph"},
+       all_steps,
+       all_steps});
+  variants.add(
+      {{"fused", lab::Role::Reference, "one kernel does all K steps: the better fix", fused,
+        [](const Problem& p) {
+          const double f = sizeof(float), n = p.n;
+          return lab::Work{f * 2 * n + f * 2.0 * p.steps * blocks_for(p.n), 2.0 * p.n * p.steps};
+        },
+        0, lab::Pacing::Host, chain_options},
+       all_steps,
+       one});
+  variants.add({{"kernel_floor", lab::Role::Baseline,
+                 "min(K, 256) launches queued behind a 4 ms lead-in: the GPU's own cost per kernel",
+                 kernel_floor, [](const Problem& p) { return chain_work(p, floor_steps(p)); }, 0,
+                 lab::Pacing::Device, floor_options, "it needs its own lead-in"},
+                floor_steps,
+                floor_steps});
 }
 
 // Runs one variant once with y poisoned (NaN) and compares with the reference, bit for bit.
-void validate(lab::Lesson& l, const Variant& v, Problem& p, const std::vector<float>& full,
-              const std::vector<float>& floor, const std::string& case_name) {
+void validate(lab::Lesson& l, const Chain& v, Problem& p, const std::vector<float>& want,
+              const std::string& case_name) {
   cudaStream_t s = l.stream();
   lab::poison(p.y.data(), p.y.bytes(), s);
   LAB_CHECK(cudaStreamSynchronize(s));
@@ -192,22 +228,21 @@ void validate(lab::Lesson& l, const Variant& v, Problem& p, const std::vector<fl
   std::vector<float> got(p.n);
   LAB_CHECK(cudaMemcpyAsync(got.data(), p.y.data(), p.y.bytes(), cudaMemcpyDeviceToHost, s));
   LAB_CHECK(cudaStreamSynchronize(s));
-  const std::vector<float>& want = v.name == "kernel_floor" ? floor : full;
-  lab::Tolerance exact;
-  exact.rtol = 0.0;
-  exact.atol = 0.0;
-  l.check(v.name, case_name, lab::allclose(got.data(), want.data(), want.size(), exact));
+  l.check(v.name, case_name, lab::allclose(got.data(), want.data(), want.size(), kExact));
 }
 
-// Fills new inputs, computes both references and validates every selected variant.
-void validate_all(lab::Lesson& l, const std::vector<Variant>& variants, Problem& p,
+// Fills new inputs, replays the chain on the host for each number of steps a selected variant
+// computes, and validates every selected variant.
+void validate_all(lab::Lesson& l, const lab::Variants<Problem, Chain>& variants, Problem& p,
                   std::uint64_t seed, const std::string& case_name) {
   cudaStream_t s = l.stream();
   fill_inputs(p, seed, s);
-  const std::vector<float> full = replay(p, p.steps, s);
-  const std::vector<float> floor = replay(p, floor_steps(p), s);
-  for (const Variant& v : variants)
-    if (l.selected(v.name)) validate(l, v, p, full, floor, case_name);
+  std::map<int, std::vector<float>> reference;  // by the steps one call computes
+  for (const Chain* v : variants.selected()) {
+    const int steps = v->steps(p);
+    if (!reference.count(steps)) reference[steps] = replay(p, steps, s);
+    validate(l, *v, p, reference[steps], case_name);
+  }
 }
 
 // The exercise's timed calls (lab::TimedCallChecks). They must be as checkable as the validated
@@ -219,27 +254,20 @@ void validate_all(lab::Lesson& l, const std::vector<Variant>& variants, Problem&
 // that seed (regenerated: nothing is read back but y) for up to kSpotChecks elements picked only
 // then, bit for bit. Cost: three tiny fills per call; per verify, a copy of y and at most 2e6
 // host fmaf (512 x 1000 by default: about a millisecond).
-class TimedChains {
+class TimedChains : public lab::TimedCalls {
  public:
   static constexpr int kSpotChecks = 512;
 
-  explicit TimedChains(Problem& p) : p_(p), pick_(std::random_device{}()) {}
-
-  lab::TimedCallChecks checks(lab::Lesson& l) {
-    lab::TimedCallChecks c;
-    c.prepare = [this](cudaStream_t s, std::uint64_t call_seed) {
-      seed_ = call_seed;
-      fill_inputs(p_, seed_, s);
-      lab::poison(p_.y.data(), p_.y.bytes(), s);
-    };
-    c.verify = [this, &l](cudaStream_t s, const std::string& case_name) {
-      verify(l, s, case_name);
-    };
-    return c;
-  }
+  TimedChains(lab::Lesson& l, Problem& p) : l_(l), p_(p) {}
 
  private:
-  void verify(lab::Lesson& l, cudaStream_t s, const std::string& case_name) {
+  void prepare(cudaStream_t s, std::uint64_t call_seed) override {
+    seed_ = call_seed;
+    fill_inputs(p_, seed_, s);
+    lab::poison(p_.y.data(), p_.y.bytes(), s);
+  }
+
+  bool verify(cudaStream_t s, const std::string& case_name) override {
     std::vector<float> y(p_.n);
     LAB_CHECK(cudaMemcpyAsync(y.data(), p_.y.data(), p_.y.bytes(), cudaMemcpyDeviceToHost, s));
     LAB_CHECK(cudaStreamSynchronize(s));
@@ -251,23 +279,22 @@ class TimedChains {
     std::vector<float> got, want;
     const bool all = p_.n <= count;
     for (int k = 0; k < (all ? p_.n : count); ++k) {
-      const std::size_t j = all ? k : pick_() % p_.n;
-      float v = -1.0f + 2.0f * lab::uniform01(seed_, j);  // lab::fill_random(x, n, seed_)
+      const std::size_t j = all ? k : pick() % p_.n;
+      float v = lab::random_input(seed_, j);  // lab::fill_random(x, n, seed_)
       for (int i = 0; i < p_.steps; ++i) v = std::fmaf(a[i], v, b[i]);
       got.push_back(y[j]);
       want.push_back(v);
     }
-    lab::Tolerance exact;
-    exact.rtol = 0.0;
-    exact.atol = 0.0;
-    l.check("exercise",
-            "n=" + std::to_string(p_.n) + " K=" + std::to_string(p_.steps) + " " + case_name +
-                (all ? "" : " (" + std::to_string(count) + " random elements)"),
-            lab::allclose(got, want, exact));
+    const lab::Comparison c = lab::allclose(got, want, kExact);
+    l_.check("exercise",
+             "n=" + std::to_string(p_.n) + " K=" + std::to_string(p_.steps) + " " + case_name +
+                 (all ? "" : " (" + std::to_string(count) + " random elements)"),
+             c);
+    return c.ok;
   }
 
+  lab::Lesson& l_;
   Problem& p_;
-  std::mt19937_64 pick_;   // which elements verify() checks: chosen after the call
   std::uint64_t seed_ = 0;  // the last prepare()'s
 };
 
@@ -318,23 +345,12 @@ std::vector<std::string> capture_demo(Problem& p) {
   return lines;
 }
 
-std::string fixed(double v, int digits) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   lab::Lesson lesson("09-graphs", "Launch overhead and CUDA graphs: when the CPU is the bottleneck");
-  lesson.declare("sync_each", lab::Role::Baseline,
-                 "K launches, cudaStreamSynchronize after each one");
-  lesson.declare("stream", lab::Role::Baseline, "K launches back to back on the stream");
-  lesson.declare("exercise", lab::Role::Exercise, "your Chain::run (exercise.cu): K steps, one graph");
-  lesson.declare("fused", lab::Role::Reference, "one kernel does all K steps: the better fix");
-  lesson.declare("kernel_floor", lab::Role::Baseline,
-                 "min(K, 256) launches queued behind a 4 ms lead-in: the GPU's own cost per kernel");
+  lab::Variants<Problem, Chain> variants(lesson);
+  add_variants(variants);
 
   long long n_opt = 0, steps_opt = 0, demo = 1;
   lesson.option("--n", &n_opt, "floats per step (0: 4096)");
@@ -350,8 +366,6 @@ int main(int argc, char** argv) {
     if (n_ll > (1 << 26) || steps_ll > 100000)
       throw std::invalid_argument("--n at most 2^26, --steps at most 100000");
     const int N = static_cast<int>(n_ll), K = static_cast<int>(steps_ll);
-    const lab::Mode mode = l.result().mode;
-    const std::vector<Variant> variants = all_variants();
     auto make = [&](int n, int steps) {
       auto p = std::make_unique<Problem>(n, steps);
       if (l.selected("exercise")) {
@@ -382,40 +396,10 @@ int main(int argc, char** argv) {
     //    The exercise's timed calls get new inputs each, and some are checked (TimedChains).
     auto p = make(N, K);
     l.size("K = " + std::to_string(K) + " dependent kernels, each on n = " + std::to_string(N) +
-           " floats (" + fixed(N * 4.0 / 1024, 1) + " KiB); time per call = the whole chain");
+           " floats (" + lab::fixed(N * 4.0 / 1024, 1) + " KiB); time per call = the whole chain");
     fill_inputs(*p, l.seed() * 16 + 100, stream);
-
-    lab::BenchmarkOptions chain_options;
-    chain_options.lead_in_us = 0;  // the launches are what is measured: nothing may hide them
-    chain_options.stop.min_samples = 20;
-    chain_options.stop.min_total_ms = 30.0;
-    chain_options.stop.target_precision = 0.01;
-    chain_options.timeout_s = 3.0;
-    lab::BenchmarkOptions floor_options = chain_options;
-    floor_options.lead_in_us = kFloorLeadInUs;  // every launch queued before the first kernel runs
-
-    std::vector<std::pair<std::string, const lab::Measurement*>> measured;
-    for (const Variant& v : variants) {
-      if (!l.selected(v.name)) continue;
-      if (mode != lab::Mode::Cold && (v.name == "sync_each" || v.name == "kernel_floor")) {
-        l.note(v.name + " not timed in " + lab::to_string(mode) +
-               " mode: it synchronizes, or needs its own lead-in");
-        continue;
-      }
-      if (mode == lab::Mode::Graph && v.name == "exercise") {
-        l.note("exercise not timed in graph mode: it would be a graph launched inside a graph");
-        continue;
-      }
-      Problem& problem = *p;
-      const auto& launch = v.launch;
-      TimedChains timed(problem);  // the exercise's timed calls: new inputs, spot checks
-      const lab::Measurement* m =
-          l.measure(v.name, {bytes_of(v.name, problem), 2.0 * N * K},
-                    [&launch, &problem](cudaStream_t s) { launch(problem, s); },
-                    v.name == "kernel_floor" ? floor_options : chain_options,
-                    v.name == "exercise" ? timed.checks(l) : lab::TimedCallChecks{});
-      if (m) measured.emplace_back(v.name, m);
-    }
+    TimedChains timed(l, *p);  // the exercise's timed calls: new inputs, spot checks
+    variants.measure_all(*p, timed.checks());
 
     // 3. Validation after timing, new inputs in the same buffers: a chain that only computes
     //    the first time, or replays a stale answer, fails here.
@@ -424,31 +408,29 @@ int main(int argc, char** argv) {
                    "n=" + std::to_string(N) + " K=" + std::to_string(K) + " after timing");
 
     // 4. Per-kernel times (median / kernels per call) and what the graph bought.
-    auto find = [&](const std::string& name) -> const lab::Measurement* {
-      for (const auto& [nm, m] : measured)
-        if (nm == name) return m;
-      return nullptr;
-    };
-    if (!measured.empty()) l.note("time per kernel = median time of one call / kernels it runs:");
-    for (const auto& [name, m] : measured) {
-      const double k = kernels_of(name, *p);
+    bool first = true;
+    for (const Chain& v : variants) {
+      const lab::Measurement* m = variants.measurement(v.name);
+      if (!m) continue;
+      if (first) l.note("time per kernel = median time of one call / kernels it runs:");
+      first = false;
+      const double k = v.kernels(*p);
       const lab::Stats& t = m->gpu_ms;
-      l.metric("us_per_kernel_" + name, t.median * 1e3 / k, t.q1 * 1e3 / k, t.q3 * 1e3 / k, "us");
-      std::string label = name;
+      l.metric("us_per_kernel_" + v.name, t.median * 1e3 / k, t.q1 * 1e3 / k, t.q3 * 1e3 / k, "us");
+      std::string label = v.name;
       label.resize(14, ' ');
-      l.note("  " + label + fixed(t.median * 1e3 / k, 2) + " us per kernel (" +
+      l.note("  " + label + lab::fixed(t.median * 1e3 / k, 2) + " us per kernel (" +
              std::to_string(static_cast<int>(k)) + (k == 1 ? " kernel" : " kernels") +
-             ", launch call " + fixed(m->enqueue_us, 0) + " us of host time)");
+             ", launch call " + lab::fixed(m->enqueue_us, 0) + " us of host time)");
     }
-    const lab::Measurement* st = find("stream");
-    const lab::Measurement* ex = find("exercise");
-    const lab::Measurement* fu = find("fused");
-    const lab::Measurement* fl = find("kernel_floor");
+    const lab::Measurement* st = variants.measurement("stream");
+    const lab::Measurement* ex = variants.measurement("exercise");
+    const lab::Measurement* fu = variants.measurement("fused");
+    const lab::Measurement* fl = variants.measurement("kernel_floor");
     if (st && ex) {
-      const lab::Stats& a = ex->gpu_ms;
-      const lab::Stats& b = st->gpu_ms;
-      l.metric("exercise_time_over_stream", a.median / b.median, a.q1 / b.q3, a.q3 / b.q1);
-      l.note("exercise per-kernel time = " + fixed(a.median / b.median, 2) +
+      const lab::Reading r = lab::speedup(*ex, *st);  // exercise time / stream time
+      lab::metric(l, "exercise_time_over_stream", r);
+      l.note("exercise per-kernel time = " + lab::fixed(r.value, 2) +
              "x the stream-launched time (the checker wants <= 0.75x)");
     }
     if (ex) {
@@ -458,18 +440,20 @@ int main(int argc, char** argv) {
       const lab::Stats& a = ex->gpu_ms;
       l.metric("exercise_host_share", ex->enqueue_us / (a.median * 1e3), ex->enqueue_us / (a.q3 * 1e3),
                ex->enqueue_us / (a.q1 * 1e3));
-      l.note("exercise keeps the host busy " + fixed(ex->enqueue_us, 0) + " us per call, " +
-             fixed(ex->enqueue_us / (a.median * 1e3), 2) + " of its GPU time (the checker wants <= 0.5)");
+      l.note("exercise keeps the host busy " + lab::fixed(ex->enqueue_us, 0) + " us per call, " +
+             lab::fixed(ex->enqueue_us / (a.median * 1e3), 2) + " of its GPU time (the checker wants <= 0.5)");
     }
     if (st && fl) {
-      const double floor_us = fl->gpu_ms.median * 1e3 / kernels_of("kernel_floor", *p);
+      const double floor_us = fl->gpu_ms.median * 1e3 / variants["kernel_floor"].kernels(*p);
       const double stream_us = st->gpu_ms.median * 1e3 / K;
-      l.note("stream launches leave the GPU idle " + fixed(stream_us - floor_us, 2) +
-             " us per kernel beyond its own " + fixed(floor_us, 2) + " us: the host is the bottleneck");
+      l.note("stream launches leave the GPU idle " + lab::fixed(stream_us - floor_us, 2) +
+             " us per kernel beyond its own " + lab::fixed(floor_us, 2) +
+             " us: the host is the bottleneck");
     }
     if (fu && st)
       l.note("fused: all " + std::to_string(K) + " steps in one kernel, " +
-             fixed(st->gpu_ms.median / fu->gpu_ms.median, 0) + "x faster than the stream loop");
+             lab::fixed(st->gpu_ms.median / fu->gpu_ms.median, 0) +
+             "x faster than the stream loop");
 
     // 5. What a capture cannot hold, shown on a side stream (skipped for tests and profiling).
     if (demo != 0 && !l.quick() && !l.profiling()) {

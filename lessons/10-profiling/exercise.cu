@@ -10,9 +10,10 @@
 // TODO 2 (measure): profile the given app (see the README's commands) and write down, for each
 //        phase, its share of the time, its bytes, and what ncu says limits it.
 // TODO 3 (fix): speed up what the profile says dominates, then profile again: the next
-//        bottleneck only shows once the first is gone. The checker wants the app >= 4x faster
-//        than this file, >= 0.5 of the copy bandwidth on the bytes it *must* move (x read
-//        twice), and, where ncu may read counters, coalesced loads.
+//        bottleneck only shows once the first is gone. The checker wants the app
+//        [>= 4x faster](check.toml#speedup) than this file, [>= 0.5](check.toml#bandwidth) of the
+//        copy bandwidth on the bytes it *must* move (x read twice), and, where ncu may read
+//        counters, coalesced loads.
 #include <nvtx3/nvtx3.hpp>
 
 #include "exercise.cuh"

@@ -23,7 +23,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -32,9 +31,15 @@
 #include "exercise.cuh"
 #include "lab/check.hpp"
 #include "lab/data.hpp"
+#include "lab/format.hpp"
+#include "lab/guard.hpp"
 #include "lab/harness.hpp"
 #include "lab/memory.hpp"
+#include "lab/read_only.cuh"
+#include "lab/reduce.cuh"
+#include "lab/timed_calls.hpp"
 #include "lab/validate.hpp"
+#include "lab/variant.hpp"
 
 namespace {
 
@@ -110,7 +115,7 @@ __global__ void __launch_bounds__(kThreads) read_once(const float* __restrict__ 
     s += (v.x + v.y) + (v.z + v.w);
   }
   if (blockIdx.x == 0 && threadIdx.x < n - 4 * n4) s += x[4 * n4 + threadIdx.x];
-  for (int offset = 16; offset > 0; offset /= 2) s += __shfl_down_sync(0xffffffffu, s, offset);
+  s = lab::warp_sum(s);
   if (threadIdx.x % 32 == 0) atomicAdd(&out[blockIdx.x % 64], s);
 }
 
@@ -132,25 +137,27 @@ __global__ void fill_table(float* x, int rows, int cols, std::uint64_t seed) {
     x[i] = table_value(seed, i, static_cast<int>(i % cols));
 }
 
-// Outputs get kGuard floats (one 2 MiB page) after their end, set to a canary before every
-// validated run and checked to their last element; the workspace gets kGuard floats too. A write
-// into any of them, however far past the end, is reported as a wrong result.
-constexpr int kGuard = static_cast<int>((2 << 20) / sizeof(float));
-constexpr float kCanary = -12345.5f;
-
+// Every output and the workspace are lab::GuardedBuffers: a guard zone of one 2 MiB page after
+// their end, armed before every validated run and checked to its last byte. A write into any of
+// them, however far past the end, is reported as a wrong result.
 struct Problem {
   int rows, cols;
-  lab::DeviceBuffer<float> x, mean, inv_std, score;  // outputs with kGuard extra floats
-  lab::DeviceBuffer<float> z;                        // given app: the temporary table
-  lab::DeviceBuffer<float> sink;                     // read_once
-  std::size_t workspace_bytes;                       // what exercise::workspace_bytes asked for
-  lab::DeviceBuffer<unsigned char> workspace;        // that, plus kGuard floats
+  lab::DeviceBuffer<float> x;
+  lab::GuardedBuffer<float> mean, inv_std, score;
+  lab::DeviceBuffer<float> z;                   // given app: the temporary table
+  lab::DeviceBuffer<float> sink;                // read_once
+  lab::GuardedBuffer<unsigned char> workspace;  // exercise::workspace_bytes of them
 
   Problem(int r, int c)
-      : rows(r), cols(c), x(static_cast<std::size_t>(r) * c), mean(c + kGuard), inv_std(c + kGuard),
-        score(r + kGuard), z(static_cast<std::size_t>(r) * c), sink(64),
-        workspace_bytes(exercise::workspace_bytes(r, c)),
-        workspace(workspace_bytes + kGuard * sizeof(float)) {}
+      : rows(r),
+        cols(c),
+        x(static_cast<std::size_t>(r) * c),
+        mean(c, "mean"),
+        inv_std(c, "inv_std"),
+        score(r, "score"),
+        z(static_cast<std::size_t>(r) * c),
+        sink(64),
+        workspace(exercise::workspace_bytes(r, c), "workspace") {}
   long long elements() const { return static_cast<long long>(rows) * cols; }
 };
 
@@ -181,8 +188,9 @@ void read_twice(Problem& p, cudaStream_t s) {
   }
 }
 void run_exercise(Problem& p, cudaStream_t s) {
-  exercise::anomaly_scores(p.x.data(), p.rows, p.cols, p.mean.data(), p.inv_std.data(), p.score.data(),
-                           p.workspace_bytes > 0 ? p.workspace.data() : nullptr, s);
+  exercise::anomaly_scores(p.x.data(), p.rows, p.cols, p.mean.data(), p.inv_std.data(),
+                           p.score.data(), p.workspace.size() > 0 ? p.workspace.data() : nullptr,
+                           s);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -227,31 +235,23 @@ Expected reference(const Problem& p, cudaStream_t s) {
 
 // The outputs poisoned (NaN) and the workspace filled with 0xFF bytes, as on entry to any call.
 void poison_outputs(Problem& p, cudaStream_t s) {
-  lab::poison(p.mean.data(), p.cols * sizeof(float), s);
-  lab::poison(p.inv_std.data(), p.cols * sizeof(float), s);
-  lab::poison(p.score.data(), p.rows * sizeof(float), s);
-  lab::poison(p.workspace.data(), p.workspace_bytes, s);
+  p.mean.poison(s);
+  p.inv_std.poison(s);
+  p.score.poison(s);
+  p.workspace.poison(s);
 }
 
-// The canary in the guard zones after the three outputs and after the workspace.
+// The guard zones after the three outputs and after the workspace, armed.
 void arm_guards(Problem& p, cudaStream_t s) {
-  const std::vector<float> canary(kGuard, kCanary);
-  for (float* guard : {p.mean.data() + p.cols, p.inv_std.data() + p.cols, p.score.data() + p.rows,
-                       reinterpret_cast<float*>(p.workspace.data() + p.workspace_bytes)})
-    LAB_CHECK(cudaMemcpyAsync(guard, canary.data(), kGuard * sizeof(float), cudaMemcpyHostToDevice, s));
-  LAB_CHECK(cudaStreamSynchronize(s));  // canary is a local: the copies must finish here
+  p.mean.arm(s);
+  p.inv_std.arm(s);
+  p.score.arm(s);
+  p.workspace.arm(s);
 }
 
 void set_canaries(Problem& p, cudaStream_t s) {
   poison_outputs(p, s);
   arm_guards(p, s);
-}
-
-std::vector<float> download(const float* ptr, std::size_t n, cudaStream_t s) {
-  std::vector<float> h(n);
-  LAB_CHECK(cudaMemcpyAsync(h.data(), ptr, n * sizeof(float), cudaMemcpyDeviceToHost, s));
-  LAB_CHECK(cudaStreamSynchronize(s));
-  return h;
 }
 
 // Runs `launch` once on fresh canaries and checks the three outputs and the guard zones.
@@ -264,30 +264,26 @@ struct Outcome {
 
 Outcome compare(const Problem& p, const Expected& e, bool stats, bool scores, cudaStream_t s) {
   const lab::Tolerance tol{1e-4, 1e-4};
-  const std::pair<const float*, const std::vector<float>*> outputs[] = {
-      {stats ? p.mean.data() : nullptr, &e.mean},
-      {stats ? p.inv_std.data() : nullptr, &e.inv_std},
-      {scores ? p.score.data() : nullptr, &e.score}};
+  const std::pair<const lab::GuardedBuffer<float>*, const std::vector<float>*> outputs[] = {
+      {stats ? &p.mean : nullptr, &e.mean},
+      {stats ? &p.inv_std : nullptr, &e.inv_std},
+      {scores ? &p.score : nullptr, &e.score}};
   const char* names[] = {"mean", "inv_std", "score"};
   Outcome o;
   for (int i = 0; i < 3 && o.c.ok; ++i) {
     if (!outputs[i].first) continue;
-    const std::vector<float>& want = *outputs[i].second;
-    o.c = lab::allclose(download(outputs[i].first, want.size(), s).data(), want.data(), want.size(), tol);
+    o.c = lab::allclose(outputs[i].first->download(s), *outputs[i].second, tol);
     o.what = names[i];
   }
   return o;
 }
 
-// The canaries after every output and after the workspace are still there.
-bool guards_intact(const Problem& p, cudaStream_t s) {
-  const float* guards[] = {p.mean.data() + p.cols, p.inv_std.data() + p.cols, p.score.data() + p.rows,
-                           reinterpret_cast<const float*>(p.workspace.data() + p.workspace_bytes)};
-  for (const float* g : guards) {
-    const auto v = download(g, kGuard, s);
-    if (!std::all_of(v.begin(), v.end(), [](float f) { return f == kCanary; })) return false;
-  }
-  return true;
+// "" if the guard zones after every output and after the workspace are intact, else what changed.
+std::string guard_damage(const Problem& p, cudaStream_t s) {
+  for (const std::string& d :
+       {p.mean.damage(s), p.inv_std.damage(s), p.score.damage(s), p.workspace.damage(s)})
+    if (!d.empty()) return d;
+  return "";
 }
 
 void record(lab::Lesson& l, const std::string& variant, const std::string& case_name, const Outcome& o) {
@@ -296,17 +292,18 @@ void record(lab::Lesson& l, const std::string& variant, const std::string& case_
 }
 
 // Runs `launch` once on fresh canaries and checks the three outputs and the guard zones.
-void validate(lab::Lesson& l, const std::string& variant, const std::string& case_name, Problem& p,
-              const Expected& e, void (*launch)(Problem&, cudaStream_t)) {
+void validate(lab::Lesson& l, const lab::Variant<Problem>& v, const std::string& case_name,
+              Problem& p, const Expected& e) {
   cudaStream_t s = l.stream();
   set_canaries(p, s);
-  launch(p, s);
+  v.launch(p, s);
   LAB_CHECK(cudaStreamSynchronize(s));
   const Outcome o = compare(p, e, true, true, s);
-  if (o.c.ok && !guards_intact(p, s))
-    l.check(variant, case_name, false, "wrote past the end of an output or of the workspace");
+  const std::string damage = o.c.ok ? guard_damage(p, s) : "";
+  if (!damage.empty())
+    l.check(v.name, case_name, false, damage);
   else
-    record(l, variant, case_name, o);
+    record(l, v.name, case_name, o);
 }
 
 // The phases of the given app, run one by one as they are timed: phase 1 is checked on mean and
@@ -334,7 +331,10 @@ void validate_floor(lab::Lesson& l, const std::string& case_name, Problem& p, do
   LAB_CHECK(cudaMemsetAsync(p.sink.data(), 0, p.sink.bytes(), s));
   read_twice(p, s);
   double total = 0;
-  for (const float v : download(p.sink.data(), p.sink.size(), s)) total += v;
+  std::vector<float> sink(p.sink.size());
+  LAB_CHECK(cudaMemcpyAsync(sink.data(), p.sink.data(), p.sink.bytes(), cudaMemcpyDeviceToHost, s));
+  LAB_CHECK(cudaStreamSynchronize(s));
+  for (const float v : sink) total += v;
   const double expected = 2 * sum_of_x;
   l.check("read_twice", case_name, std::fabs(total - expected) <= 1e-4 * std::fabs(expected) + 1e-2,
           "its partial sums total " + std::to_string(total) + ", expected " + std::to_string(expected));
@@ -364,18 +364,14 @@ __global__ void reference_column_sums(int rows, int cols, int row_step, std::uin
   atomicAdd(&squares[c], q);
 }
 
-// stats[0] += the number of elements of x that are not, bit for bit, the table fill_table(seed)
-// made; stats[1] = the smallest such index.
-__global__ void count_changed(const float* __restrict__ x, int rows, int cols, std::uint64_t seed,
-                              unsigned long long* stats) {
-  const long long n = static_cast<long long>(rows) * cols;
-  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<long long>(gridDim.x) * blockDim.x)
-    if (__float_as_uint(x[i]) != __float_as_uint(table_value(seed, i, static_cast<int>(i % cols)))) {
-      atomicAdd(&stats[0], 1ull);
-      atomicMin(&stats[1], static_cast<unsigned long long>(i));
-    }
-}
+// x[i] of the table fill_table(seed) makes, for lab::changed_input.
+struct Table {
+  std::uint64_t seed;
+  int cols;
+  __host__ __device__ float operator()(std::uint64_t i) const {
+    return table_value(seed, static_cast<long long>(i), static_cast<int>(i % cols));
+  }
+};
 
 // How the exercise's timed calls are prepared and checked.
 //  * prepare, before every timed call: a new table x from the call's seed, which the harness
@@ -388,44 +384,28 @@ __global__ void count_changed(const float* __restrict__ x, int rows, int cols, s
 //    only now, computed in double on the host from their regenerated values; then the guard zones.
 //    About 5 ms, most of it copying outputs and guard zones back.
 //  * check_inputs, after timing: x still holds the last call's table.
-class TimedCalls {
+class TimedCalls : public lab::TimedCalls {
  public:
   TimedCalls(lab::Lesson& l, Problem& p) : l_(l), p_(p) {}
 
-  lab::TimedCallChecks checks() {
-    return {[this](cudaStream_t s, std::uint64_t seed) {
-              prepared_ = true;
-              seed_ = seed;
-              fill_table<<<8 * lab::device_info().sms, kThreads, 0, s>>>(p_.x.data(), p_.rows,
-                                                                         p_.cols, seed);
-              LAB_CHECK_LAUNCH();
-              poison_outputs(p_, s);
-            },
-            [this](cudaStream_t s, const std::string& name) { verify(s, name); }};
-  }
-
   void check_inputs(cudaStream_t s) {
-    if (!prepared_) return;  // the exercise was not timed
-    lab::DeviceBuffer<unsigned long long> stats(2);
-    const unsigned long long init[2] = {0ull, ~0ull};
-    LAB_CHECK(cudaMemcpyAsync(stats.data(), init, sizeof init, cudaMemcpyHostToDevice, s));
-    count_changed<<<8 * lab::device_info().sms, kThreads, 0, s>>>(p_.x.data(), p_.rows, p_.cols,
-                                                                  seed_, stats.data());
-    LAB_CHECK_LAUNCH();
-    unsigned long long found[2];
-    LAB_CHECK(cudaMemcpyAsync(found, stats.data(), sizeof found, cudaMemcpyDeviceToHost, s));
-    LAB_CHECK(cudaStreamSynchronize(s));
-    l_.check("exercise", "inputs unchanged after timing", found[0] == 0,
-             "x was written: " + std::to_string(found[0]) + " of its " +
-                 std::to_string(p_.elements()) + " elements changed, the first at [" +
-                 std::to_string(found[1]) + "] (x is read-only: see exercise.cuh)");
+    if (prepared())  // (else the exercise was not timed)
+      lab::check_inputs_unchanged(
+          l_, "exercise",
+          {lab::changed_input("x", p_.x.data(), p_.x.size(), Table{seed_, p_.cols}, s)});
   }
 
  private:
   static constexpr int kRows = 256;
 
-  void verify(cudaStream_t s, const std::string& case_name) {
-    if (failed_) return;  // one wrong call fails the rule; more would only repeat it in the table
+  void prepare(cudaStream_t s, std::uint64_t seed) override {
+    seed_ = seed;
+    fill_table<<<8 * lab::device_info().sms, kThreads, 0, s>>>(p_.x.data(), p_.rows, p_.cols, seed);
+    LAB_CHECK_LAUNCH();
+    poison_outputs(p_, s);
+  }
+
+  bool verify(cudaStream_t s, const std::string& case_name) override {
     const int rows = p_.rows, cols = p_.cols;
     // Column statistics of the regenerated table.
     lab::DeviceBuffer<double> sums(2 * static_cast<std::size_t>(cols));
@@ -453,7 +433,7 @@ class TimedCalls {
     std::uniform_int_distribution<int> any_row(0, rows - 1);
     std::vector<std::size_t> picked_rows(kRows);
     for (std::size_t& r : picked_rows) {
-      r = any_row(pick_);
+      r = any_row(pick);
       double s2 = 0;
       for (int c = 0; c < cols; ++c) {
         const double z = (table_value(seed_, static_cast<long long>(r) * cols + c, c) - m[c]) * is[c];
@@ -464,14 +444,14 @@ class TimedCalls {
     // The exercise's outputs against them: the statistics, then the scores; the first that
     // differs decides (as in compare()).
     const lab::Tolerance tol{1e-4, 1e-4};
-    const std::vector<float> score = download(p_.score.data(), rows, s);
+    const std::vector<float> score = p_.score.download(s);
     std::vector<float> picked_scores;
     for (std::size_t r : picked_rows) picked_scores.push_back(score[r]);
     Outcome o;
-    o.c = lab::allclose(download(p_.mean.data(), cols, s), e.mean, tol);
+    o.c = lab::allclose(p_.mean.download(s), e.mean, tol);
     o.what = "mean";
     if (o.c.ok) {
-      o.c = lab::allclose(download(p_.inv_std.data(), cols, s), e.inv_std, tol);
+      o.c = lab::allclose(p_.inv_std.download(s), e.inv_std, tol);
       o.what = "inv_std";
     }
     if (o.c.ok) {
@@ -479,38 +459,59 @@ class TimedCalls {
       for (lab::Mismatch& mm : o.c.first) mm.index = picked_rows[mm.index];  // score's own index
       o.what = "score";
     }
-    const bool guards_ok = !o.c.ok || guards_intact(p_, s);  // (as in validate())
-    if (!guards_ok)
-      l_.check("exercise", case_name, false, "wrote past the end of an output or of the workspace");
+    const std::string damage = o.c.ok ? guard_damage(p_, s) : "";  // (as in validate())
+    if (!damage.empty())
+      l_.check("exercise", case_name, false, damage);
     else
       record(l_, "exercise", case_name, o);
-    failed_ = !o.c.ok || !guards_ok;
+    return o.c.ok && damage.empty();
   }
 
   lab::Lesson& l_;
   Problem& p_;
   std::uint64_t seed_ = 0;  // the last timed call's table
-  bool prepared_ = false;
-  bool failed_ = false;
-  std::mt19937_64 pick_{std::random_device{}()};  // the harness's own: which rows to check
 };
 
-std::string ms(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3f ms", v);
-  return buf;
-}
+std::string ms(double v) { return lab::text("%.3f ms", v); }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   lab::Lesson lesson("10-profiling", "The profiling workflow: find the bottleneck, then fix it");
-  lesson.declare("given_app", lab::Role::Baseline, "the application as handed out (the starter)");
-  lesson.declare("given_stats", lab::Role::Baseline, "its phase 1: column statistics, one block per column");
-  lesson.declare("given_standardize", lab::Role::Baseline, "its phase 2: z = (x - mean) * inv_std, a temporary table");
-  lesson.declare("given_scores", lab::Role::Baseline, "its phase 3: one thread per row sums its row of z squared");
-  lesson.declare("read_twice", lab::Role::Reference, "the floor: x read twice, float4 loads, nothing else");
-  lesson.declare("exercise", lab::Role::Exercise, "your application (exercise.cu)");
+  // Bytes in S = rows x cols x 4 (see the top of this file); FLOPs per element: stats 3 (add;
+  // multiply-add), scores 4 (subtract, multiply; multiply-add).
+  lab::Variants<Problem> variants(lesson);
+  auto S = [](const Problem& p) { return 4.0 * p.elements(); };  // the table's bytes
+  auto outputs = [](const Problem& p) { return 4.0 * (p.rows + 2.0 * p.cols); };
+  variants.add({"given_app", lab::Role::Baseline, "the application as handed out (the starter)",
+                given_app, [=](const Problem& p) {
+                  return lab::Work{5 * S(p) + outputs(p), 7.0 * p.elements()};
+                }});
+  variants.add({"given_stats", lab::Role::Baseline,
+                "its phase 1: column statistics, one block per column", given_stats,
+                [=](const Problem& p) {
+                  return lab::Work{2 * S(p) + 8.0 * p.cols, 3.0 * p.elements()};
+                }});
+  variants.add({"given_standardize", lab::Role::Baseline,
+                "its phase 2: z = (x - mean) * inv_std, a temporary table", given_standardize,
+                [=](const Problem& p) {
+                  return lab::Work{2 * S(p), 2.0 * p.elements()};
+                }});
+  variants.add({"given_scores", lab::Role::Baseline,
+                "its phase 3: one thread per row sums its row of z squared", given_scores,
+                [=](const Problem& p) {
+                  return lab::Work{S(p) + 4.0 * p.rows, 2.0 * p.elements()};
+                }});
+  variants.add({"read_twice", lab::Role::Reference,
+                "the floor: x read twice, float4 loads, nothing else", read_twice,
+                [=](const Problem& p) {
+                  return lab::Work{2 * S(p), 2.0 * p.elements()};
+                }});
+  // Credited with the 2 S it must move, whatever it moves (see the top of this file).
+  variants.add({"exercise", lab::Role::Exercise, "your application (exercise.cu)", run_exercise,
+                [=](const Problem& p) {
+                  return lab::Work{2 * S(p) + outputs(p), 7.0 * p.elements()};
+                }});
   long long rows = 262147, cols = 256;
   lesson.option("--rows", &rows, "Rows of the timed table");
   lesson.option("--cols", &cols, "Columns of the timed table");
@@ -524,10 +525,10 @@ int main(int argc, char** argv) {
     // Every variant once on p, the exercise last: whatever it does to x cannot touch the given
     // variants' checks.
     auto validate_all = [&](const std::string& name, Problem& p, const Expected& e) {
-      if (l.selected("given_app")) validate(l, "given_app", name, p, e, given_app);
+      if (l.selected("given_app")) validate(l, variants["given_app"], name, p, e);
       validate_phases(l, name, p, e);
       validate_floor(l, name, p, e.sum_of_x);
-      if (l.selected("exercise")) validate(l, "exercise", name, p, e, run_exercise);
+      if (l.selected("exercise")) validate(l, variants["exercise"], name, p, e);
     };
 
     // Validation: odd shapes (no multiple of 32 in both), tall and wide, then the timed one.
@@ -537,7 +538,7 @@ int main(int argc, char** argv) {
       fill_table<<<256, kThreads, 0, s>>>(p.x.data(), r, c, l.seed() + r);
       LAB_CHECK_LAUNCH();
       const Expected e = reference(p, s);
-      validate_all(std::to_string(r) + "x" + std::to_string(c), p, e);
+      validate_all(lab::dims({r, c}), p, e);
     }
 
     Problem p(static_cast<int>(rows), static_cast<int>(cols));
@@ -547,45 +548,39 @@ int main(int argc, char** argv) {
     l.size("x: " + std::to_string(p.rows) + " x " + std::to_string(p.cols) + " floats (" +
            std::to_string(static_cast<long long>(S / (1 << 20))) + " MiB), row-major");
     const Expected e = reference(p, s);
-    validate_all(std::to_string(p.rows) + "x" + std::to_string(p.cols), p, e);
+    validate_all(lab::dims({p.rows, p.cols}), p, e);
     fill_table<<<8 * lab::device_info().sms, kThreads, 0, s>>>(p.x.data(), p.rows, p.cols, l.seed());
     LAB_CHECK_LAUNCH();  // (x again as the harness wrote it, whatever the exercise did to it)
     given_app(p, s);  // the phases alone need the previous phases' outputs
 
-    // FLOPs per element: stats 3 (add; multiply-add), scores 4 (subtract, multiply; multiply-add).
-    const double flops = 7.0 * p.elements();
-    const double outputs = 4.0 * (p.rows + 2.0 * p.cols);
-    auto timed_run = [&](const char* name, lab::Work w, void (*launch)(Problem&, cudaStream_t),
-                         const lab::TimedCallChecks& checks = {}) {
-      return l.measure(name, w, [&, launch](cudaStream_t st) { launch(p, st); }, {}, checks);
-    };
-    const auto* app = timed_run("given_app", {5 * S + outputs, flops}, given_app);
-    const auto* stats = timed_run("given_stats", {2 * S + 8.0 * p.cols, 3.0 * p.elements()}, given_stats);
-    const auto* stdz = timed_run("given_standardize", {2 * S, 2.0 * p.elements()}, given_standardize);
-    const auto* scores = timed_run("given_scores", {S + 4.0 * p.rows, 2.0 * p.elements()}, given_scores);
-    const auto* floor = timed_run("read_twice", {2 * S, 2.0 * p.elements()}, read_twice);
     // The exercise's timed calls: a new table before each, some checked (TimedCalls above). The
-    // guard zones are armed once here and must stay intact through them.
+    // guard zones are armed once here and must stay intact through them (the given variants,
+    // timed first, write nothing there).
     arm_guards(p, s);
     TimedCalls checked(l, p);
-    const auto* mine = timed_run("exercise", {2 * S + outputs, flops}, run_exercise, checked.checks());
+    variants.measure_all(p, checked.checks());
     checked.check_inputs(s);
 
     // Outputs after timing must still be right (the timed calls reused the buffers), on the table
     // the reference e was made from.
     fill_table<<<8 * lab::device_info().sms, kThreads, 0, s>>>(p.x.data(), p.rows, p.cols, l.seed());
     LAB_CHECK_LAUNCH();
-    if (l.selected("exercise")) validate(l, "exercise", "after timing", p, e, run_exercise);
+    if (l.selected("exercise")) validate(l, variants["exercise"], "after timing", p, e);
 
+    const lab::Measurement* app = variants.measurement("given_app");
+    const lab::Measurement* stats = variants.measurement("given_stats");
+    const lab::Measurement* stdz = variants.measurement("given_standardize");
+    const lab::Measurement* scores = variants.measurement("given_scores");
+    const lab::Measurement* floor = variants.measurement("read_twice");
+    const lab::Measurement* mine = variants.measurement("exercise");
     if (app && stats && stdz && scores) {
       const double a = app->gpu_ms.median, p1 = stats->gpu_ms.median, p2 = stdz->gpu_ms.median,
                    p3 = scores->gpu_ms.median;
-      char line[256];
-      std::snprintf(line, sizeof line,
-                    "given app %s = stats %s (%.0f%%) + standardize %s (%.0f%%) + scores %s (%.0f%%)",
+      l.note(
+          lab::text("given app %s = stats %s (%.0f%%) + standardize %s (%.0f%%) + scores %s "
+                    "(%.0f%%)",
                     ms(a).c_str(), ms(p1).c_str(), 100 * p1 / a, ms(p2).c_str(), 100 * p2 / a,
-                    ms(p3).c_str(), 100 * p3 / a);
-      l.note(line);
+                    ms(p3).c_str(), 100 * p3 / a));
     }
     if (mine && floor)
       l.note("your app takes " + ms(mine->gpu_ms.median) + ", " +

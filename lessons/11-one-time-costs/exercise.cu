@@ -8,10 +8,11 @@
 //   * correct: bit for bit the same program compiled once ahead of time, on fresh inputs and odd
 //     sizes, for several programs (same source with other options, another architecture), in
 //     new processes that find your cache folder, and after the harness damaged its files;
-//   * steady: a call costs at most 1.15x the same two kernels launched from a prebuilt module
-//     with a preallocated intermediate (rule `steady`: exercise at least 0.87x as fast);
-//   * disk_cache: a new process that finds your cache folder gets its first result at least 2x
-//     faster than one that starts with an empty folder and must compile.
+//   * steady: a call costs about as much as the same two kernels launched from a prebuilt module
+//     with a preallocated intermediate: exercise [at least 0.87x as fast](check.toml#steady);
+//   * disk_cache: a new process that finds your cache folder gets its first result
+//     [at least 2x faster](check.toml#disk_cache) than one that starts with an empty folder and
+//     must compile.
 //
 // Build and run (from the repository root):
 //   cmake --workflow --preset lab                                  # builds everything

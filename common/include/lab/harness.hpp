@@ -99,7 +99,7 @@ class Lesson {
   cudaStream_t stream() const;
   /// @return the ceilings measured in this process (with the tensor roof, once measured)
   const Ceilings& ceilings() const;
-  /// @param variant a declared variant
+  /// @param variant a declared variant (an undeclared name throws std::logic_error)
   /// @return false if --variant excluded it
   bool selected(const std::string& variant) const;
   /// @return true in --profile mode (measure() then runs the work once for the profiler)

@@ -1,16 +1,21 @@
 /// @file result.hpp
-/// @brief The result document a lesson writes with --json (schema cuda-perf-lab/result/1; see
-/// docs/result-file.md). Plain structs plus a writer and a reader (host only).
+/// @brief The result file a lesson program writes with --json and the checker reads (schema
+/// cuda-perf-lab/result/1, docs/result-file.md): its structs, the names of its modes and roles,
+/// the rates derived from a measurement, and the writer. Plain C++ (library lab_result: no CUDA
+/// header, no CUDA runtime), so the checker links the same code; the reader is in
+/// lab/result_reader.hpp.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "lab/device.hpp"
-#include "lab/timing.hpp"
+#include "lab/stats.hpp"
 
 namespace lab {
 
@@ -20,6 +25,24 @@ inline constexpr const char* kResultSchema = "cuda-perf-lab/result/1";
 /// At most this many samples of a variant are written (samples_ms), evenly spaced over the run.
 inline constexpr std::size_t kMaxResultSamples = 2000;
 
+/// @brief How samples are taken.
+enum class Mode {
+  Cold,   ///< default: one launch per sample, L2 flushed, launch latency hidden by a lead-in
+  Hot,    ///< back-to-back launches between one event pair, L2 warm: pipelined throughput
+  Graph,  ///< the launches captured once in a CUDA graph and replayed: no CPU launch cost
+};
+
+/// Every mode, in the order --mode lists them.
+inline constexpr Mode kModes[] = {Mode::Cold, Mode::Hot, Mode::Graph};
+
+/// @param mode a mode
+/// @return "cold", "hot" or "graph": its name on the command line and in the result file
+const char* to_string(Mode mode);
+
+/// @param name a mode's name
+/// @return the mode, or nothing if no mode has that name
+std::optional<Mode> mode_named(std::string_view name);
+
 /// @brief What a variant is, for the table and the checker.
 enum class Role {
   Baseline,   ///< given code the lesson starts from or compares with
@@ -27,9 +50,54 @@ enum class Role {
   Reference,  ///< a library's implementation (cuBLAS, CUB) or the hardware ceiling
 };
 
+/// Every role.
+inline constexpr Role kRoles[] = {Role::Baseline, Role::Exercise, Role::Reference};
+
 /// @param role a role
 /// @return "baseline", "exercise" or "reference"
 const char* to_string(Role role);
+
+/// @param name a role's name
+/// @return the role, or nothing if no role has that name
+std::optional<Role> role_named(std::string_view name);
+
+/// @brief What lab::benchmark measured for one piece of work.
+struct Measurement {
+  Mode mode = Mode::Cold;                ///< how it was measured
+  Stats gpu_ms;                          ///< GPU time per launch (events), milliseconds
+  double enqueue_us = 0;                 ///< median host time of the launch call (per launch)
+  int batch = 1;                         ///< launches per sample (Hot and Graph)
+  bool converged = false;                ///< the stopping rule was met before any limit
+  /// Why sampling stopped: "converged", "timeout" (BenchmarkOptions::timeout_s), "budget" (the
+  /// process's time budget, see set_time_budget) or "samples" (BenchmarkOptions::max_samples).
+  std::string stop_reason;
+  double sm_clock_mhz = 0;               ///< median SM clock over the timed work (0: unknown)
+  int discarded_throttled = 0;           ///< samples dropped: SM clock < 75% of its default
+  std::vector<double> samples_ms;        ///< the kept samples (GPU ms per launch), in the order
+                                         ///< taken: gpu_ms summarizes these
+  std::vector<std::string> diagnostics;  ///< why a number may not be trusted, in words
+};
+
+/// @brief The rates of one launch. Every GB/s, GFLOP/s and fraction of a ceiling that the table
+/// prints, the result file holds and the checker judges is computed by rates_of.
+struct Rates {
+  double gbs = 0;                          ///< bytes per second, in 10^9
+  double gflops = 0;                       ///< FLOPs per second, in 10^9
+  std::optional<double> intensity;         ///< FLOPs per byte (when there are bytes)
+  std::optional<double> fraction_of_copy;  ///< gbs over the copy ceiling
+  std::optional<double> fraction_of_peak;  ///< gbs over the theoretical DRAM bandwidth
+};
+
+/// @param bytes global-memory bytes read plus written by one launch
+/// @param flops floating-point operations of one launch
+/// @param host_link the bytes cross the host link: they have no fraction of a device-memory
+///        ceiling (their ceiling is the pinned transfer rate)
+/// @param median_ms the median time of one launch (> 0, else every rate is 0)
+/// @param copy_gbs the copy ceiling measured in the same run (0: unknown, no fraction_of_copy)
+/// @param peak_gbs the theoretical DRAM bandwidth (0: unknown, no fraction_of_peak)
+/// @return the rates
+Rates rates_of(double bytes, double flops, bool host_link, double median_ms, double copy_gbs,
+               double peak_gbs);
 
 /// @brief One validation of one variant on one case (a size and a seed).
 struct CheckResult {
@@ -85,16 +153,14 @@ struct Result {
   /// @param name a variant name
   /// @return the variant, or nullptr
   const VariantResult* find(const std::string& name) const;
+  /// @param v one of this result's variants, measured
+  /// @return its rates, against this result's ceilings and device
+  Rates rates(const VariantResult& v) const;
 };
 
 /// @param result the document
 /// @return its JSON text (pretty-printed)
 std::string to_json_text(const Result& result);
-
-/// @param text a JSON document
-/// @return the parsed document; throws std::runtime_error with a readable message on a wrong
-///         schema or a malformed document
-Result parse_result(const std::string& text);
 
 /// @brief Writes @p text to @p path atomically (a temporary file in the same folder, renamed).
 /// @param path destination

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "lab/memory.hpp"
+#include "lab/result.hpp"  // Mode, Measurement
 #include "lab/stats.hpp"
 
 namespace lab {
@@ -51,17 +52,6 @@ class EventTimer {
   Event stop_;
 };
 
-/// @brief How samples are taken.
-enum class Mode {
-  Cold,   ///< default: one launch per sample, L2 flushed, launch latency hidden by a lead-in
-  Hot,    ///< back-to-back launches between one event pair, L2 warm: pipelined throughput
-  Graph,  ///< the launches captured once in a CUDA graph and replayed: no CPU launch cost
-};
-
-/// @param mode a mode
-/// @return "cold", "hot" or "graph"
-const char* to_string(Mode mode);
-
 /// @brief Options of lab::benchmark. The defaults are the course's method; change them only with
 /// a reason you can state.
 struct BenchmarkOptions {
@@ -88,23 +78,6 @@ struct BenchmarkOptions {
   /// with the sample's index (-1 in warm-up): a harness checks that very call's outputs here, on a
   /// sample it chooses only now, after the call could no longer know.
   std::function<void(cudaStream_t, int sample)> after_sample;
-};
-
-/// @brief What lab::benchmark measured for one piece of work.
-struct Measurement {
-  Mode mode = Mode::Cold;                ///< how it was measured
-  Stats gpu_ms;                          ///< GPU time per launch (events), milliseconds
-  double enqueue_us = 0;                 ///< median host time of the launch call (per launch)
-  int batch = 1;                         ///< launches per sample (Hot and Graph)
-  bool converged = false;                ///< the stopping rule was met before any limit
-  /// Why sampling stopped: "converged", "timeout" (BenchmarkOptions::timeout_s), "budget" (the
-  /// process's time budget, see set_time_budget) or "samples" (BenchmarkOptions::max_samples).
-  std::string stop_reason;
-  double sm_clock_mhz = 0;               ///< median SM clock over the timed work (0: unknown)
-  int discarded_throttled = 0;           ///< samples dropped: SM clock < 75% of its default
-  std::vector<double> samples_ms;        ///< the kept samples (GPU ms per launch), in the order
-                                         ///< taken: gpu_ms summarizes these
-  std::vector<std::string> diagnostics;  ///< why a number may not be trusted, in words
 };
 
 /// @brief Sets a time budget for all of this process's measurements: from now on no

@@ -3,6 +3,7 @@
 /// NaN never passes, and the first mismatches reported with index and values (host only).
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -57,6 +58,19 @@ Comparison allclose(const float* got, const float* expected, std::size_t n, Tole
 /// @return the comparison
 Comparison allclose(const double* got, const double* expected, std::size_t n, Tolerance tol = {},
                     std::size_t max_report = 5);
+
+/// @brief The tolerance for a float sum of @p terms terms added in any order (a dot product, an
+/// element of a matrix product): the worst case, n 2^-24 sum|terms|, is far too loose at
+/// thousands of terms; the probabilistic bound of Higham and Mary (SIAM J. Sci. Comput. 2019),
+/// lambda sqrt(n) 2^-24 sum|terms|, holds with overwhelming probability whatever the order, and
+/// lambda = 4 is ample. rtol 1e-6 pays for rounding the result itself. A missing term, a stale
+/// element or a wrong index is off by far more.
+/// @param terms the number of terms added (e.g. K + 2 for alpha A B + beta C)
+/// @param magnitude the largest sum|terms| over the checked elements
+/// @return the tolerance
+inline Tolerance sum_tolerance(double terms, double magnitude) {
+  return Tolerance{1e-6, 4.0 * std::sqrt(terms) * 0x1p-24 * magnitude};
+}
 
 /// @param got values computed by the code under test
 /// @param expected reference values (sizes must match, else the comparison fails with a note)

@@ -1,4 +1,6 @@
-// Reading and validating the result file a lesson program writes (docs/result-file.md).
+// The runs of a lesson program: the result file one run wrote, accepted or refused with a
+// sentence, and several runs combined. The format itself (reader, schema, derived rates) is the
+// lab library's: lab/result_reader.hpp.
 #pragma once
 
 #include <filesystem>
@@ -7,13 +9,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lab/result_reader.hpp"
+
 namespace lab {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
-
-inline constexpr const char* kResultSchema = "cuda-perf-lab/result/1";
-inline constexpr std::uintmax_t kMaxResultBytes = 16u << 20;
 
 struct LoadedResult {
   bool ok = false;
@@ -21,17 +22,11 @@ struct LoadedResult {
   json doc;
 };
 
-/// Reads `path` and checks it: exists, is JSON, has the schema this checker reads, every field
-/// the rules use has the right type, and it echoes `nonce` (proof it was written by this run of
+/// Reads `path` with lab::read_result (at most kMaxResultBytes; JSON within limits; every field
+/// of the schema checked) and checks that it echoes `nonce` (proof it was written by this run of
 /// the harness, not left behind or forged) and names `lesson` (if not empty).
 LoadedResult load_result(const fs::path& path, const std::string& nonce,
                          const std::string& lesson);
-
-/// The structural part of the check on an already-parsed document: "" if valid, else why not.
-std::string validate_result(const json& doc);
-
-/// The variant called `name`, or nullptr.
-const json* find_variant(const json& doc, const std::string& name);
 
 /// Merges several runs of the same lesson into one document (the re-run rule): for each variant
 /// the run with the lowest median time is kept, and a variant counts as correct only if it was

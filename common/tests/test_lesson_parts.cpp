@@ -1,0 +1,143 @@
+// The pieces a lesson harness is built from, without a GPU: the variant list, the readings of
+// metrics, the tolerance of a float sum, number formatting, regenerated inputs.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "lab/data.hpp"
+#include "lab/format.hpp"
+#include "lab/harness.hpp"
+#include "lab/presets.hpp"
+#include "lab/ratio.hpp"
+#include "lab/validate.hpp"
+#include "lab/variant.hpp"
+
+namespace {
+
+struct Problem {
+  double n = 1000;
+};
+
+lab::Variant<Problem> variant(const std::string& name, lab::Role role, unsigned needs) {
+  return {name, role, "a " + name,
+          [](Problem&, cudaStream_t) {},
+          [](const Problem& p) { return lab::Work{4 * p.n, p.n}; }, needs};
+}
+
+lab::Stats stats(double q1, double median, double q3) {
+  lab::Stats s;
+  s.q1 = q1;
+  s.median = median;
+  s.q3 = q3;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("variants are declared once, in order, and a misspelt name is an error") {
+  lab::Lesson lesson("99-test", "variants");
+  lab::Variants<Problem> variants(lesson);
+  variants.add(variant("given", lab::Role::Baseline, 1));
+  variants.add(variant("exercise", lab::Role::Exercise, 4));
+  variants.add(variant("library", lab::Role::Reference, 2));
+
+  // Declared to the lesson, in the order added.
+  const lab::Result& r = lesson.result();
+  REQUIRE(r.variants.size() == 3);
+  CHECK(r.variants[0].name == "given");
+  CHECK(r.variants[1].role == lab::Role::Exercise);
+  CHECK(r.variants[2].description == "a library");
+
+  CHECK(variants["library"].work(Problem{}).bytes == 4000);
+  CHECK_THROWS_WITH_AS(variants["exercse"],
+                       "no variant named 'exercse' (variants: given, exercise, library)",
+                       std::logic_error);
+  CHECK_THROWS_AS(variants.measurement("librari"), std::logic_error);
+  CHECK(variants.measurement("library") == nullptr);  // declared, not measured
+  CHECK_THROWS_AS(lesson.selected("librari"), std::logic_error);
+  CHECK_THROWS_WITH_AS(variants.add(variant("given", lab::Role::Baseline, 0)),
+                       "variant 'given' declared twice", std::logic_error);
+
+  // With no --variant every one is selected; validations run the exercise last.
+  CHECK(variants.any_selected());
+  CHECK(variants.needs() == 7);
+  std::vector<std::string> order;
+  for (const auto* v : variants.selected_exercise_last()) order.push_back(v->name);
+  CHECK(order == std::vector<std::string>{"given", "library", "exercise"});
+}
+
+TEST_CASE("a variant without a launch can be declared but not measured") {
+  lab::Lesson lesson("99-test", "variants");
+  lab::Variants<Problem> variants(lesson);
+  variants.add({"exercise", lab::Role::Exercise, "a timer, judged on what it reports"});
+  Problem p;
+  CHECK_THROWS_WITH_AS(variants.measure(variants["exercise"], p),
+                       "variant 'exercise' has no launch or work: it cannot be measured",
+                       std::logic_error);
+}
+
+TEST_CASE("a speedup and a relative error come with their range from the quartiles") {
+  lab::Measurement slow, fast;
+  slow.gpu_ms = stats(9, 10, 12);
+  fast.gpu_ms = stats(1.9, 2, 2.5);
+  const lab::Reading s = lab::speedup(slow, fast);
+  CHECK(s.value == doctest::Approx(5.0));
+  CHECK(s.low == doctest::Approx(9 / 2.5));
+  CHECK(s.high == doctest::Approx(12 / 1.9));
+
+  const lab::Stats t = stats(0.9, 1.0, 1.2);
+  const lab::Reading inside = lab::relative_error(0.95, t);  // within [q1, q3]: as good as it gets
+  CHECK(inside.value == doctest::Approx(0.05));
+  CHECK(inside.low == 0);
+  CHECK(inside.high == doctest::Approx(0.25 / 1.2));
+  const lab::Reading off = lab::relative_error(2.0, t);
+  CHECK(off.value == doctest::Approx(1.0));
+  CHECK(off.low == doctest::Approx(2.0 / 1.2 - 1));
+  // A timer that reports NaN or infinity is 100% off, never 0% (NaN compares false everywhere).
+  CHECK(lab::relative_error(std::numeric_limits<double>::quiet_NaN(), t).value == 1.0);
+  CHECK(lab::relative_error(std::numeric_limits<double>::infinity(), t).value == 1.0);
+
+  const lab::Reading w = lab::worst(inside, off);
+  CHECK(w.value == off.value);
+  CHECK(w.low == off.low);
+  CHECK(w.high == doctest::Approx(std::max(inside.high, off.high)));
+}
+
+TEST_CASE("the tolerance of a float sum grows with the square root of its terms") {
+  const lab::Tolerance t = lab::sum_tolerance(4098, 1024);
+  CHECK(t.rtol == 1e-6);
+  CHECK(t.atol == doctest::Approx(4 * std::sqrt(4098.0) * std::ldexp(1.0, -24) * 1024));
+  CHECK(lab::sum_tolerance(4 * 4098, 1024).atol == doctest::Approx(2 * t.atol));
+}
+
+TEST_CASE("numbers into text") {
+  CHECK(lab::text("%d of %s", 3, "four") == "3 of four");
+  CHECK(lab::fixed(2.345, 1) == "2.3");
+  CHECK(lab::dims({1000, 777}) == "1000x777");
+  CHECK(lab::dims({3, 5, 7}) == "3x5x7");
+  CHECK(lab::text("%s", std::string(600, 'x').c_str()).size() == 511);  // cut, not overflowed
+}
+
+TEST_CASE("an input is regenerated element by element, as the host fill wrote it") {
+  std::vector<float> host(1000);
+  lab::fill_random_host(host.data(), host.size(), 77, -2.0f, 3.0f);
+  for (std::size_t i = 0; i < host.size(); ++i) {
+    CHECK(lab::random_input(77, i, -2.0f, 3.0f) == host[i]);
+    if (lab::random_input(77, i, -2.0f, 3.0f) != host[i]) break;  // one failure says enough
+  }
+  lab::fill_random_host(host.data(), host.size(), 78);  // the default range, [-1, 1)
+  CHECK(lab::random_input(78, 999) == host[999]);
+}
+
+TEST_CASE("a short run is short") {
+  const lab::BenchmarkOptions o = lab::short_run(0.5);
+  CHECK(o.timeout_s == 0.5);
+  CHECK(o.stop.min_samples == 5);
+  CHECK(o.warmup_runs == 1);
+  CHECK(lab::median_within(0.01).stop.target_precision == 0.01);
+  CHECK(lab::median_within(0.01).stop.min_samples == lab::BenchmarkOptions{}.stop.min_samples);
+}
