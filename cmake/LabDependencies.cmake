@@ -33,7 +33,16 @@ function(lab_dependency alias)
   endif()
 
   if(EXISTS "${LAB_DEPS_DIR}/include/${ARG_HEADER}")
-    target_include_directories(${lib} SYSTEM INTERFACE "${LAB_DEPS_DIR}/include")
+    # The bundle holds all four libraries in one include/ folder. Only this one's folder is put
+    # on the include path (copied into the build folder): with the whole bundle there, a target
+    # that uses the bundle's toml++ would also see the bundle's nlohmann/json in front of the
+    # system's, and two versions of one library in one program do not link (found on the GPU
+    # machine, whose system has nlohmann/json but not toml++).
+    string(REGEX MATCH "^[^/]+" top "${ARG_HEADER}")
+    set(only "${CMAKE_BINARY_DIR}/_deps/lab-${alias}-bundle/include")
+    file(REMOVE_RECURSE "${only}")
+    file(COPY "${LAB_DEPS_DIR}/include/${top}" DESTINATION "${only}")
+    target_include_directories(${lib} SYSTEM INTERFACE "${only}")
     message(STATUS "lab: ${ARG_PACKAGE} from the offline bundle ${LAB_DEPS_DIR}")
     return()
   endif()

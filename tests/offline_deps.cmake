@@ -90,6 +90,31 @@ else()
   message(STATUS "download: unpacked and used")
 endif()
 
+# A library taken from the bundle puts only its own folder on the include path: where the system
+# has nlohmann/json and the bundle toml++, a target using both must not see the bundle's json.
+file(MAKE_DIRECTORY "${WORK_DIR}/one/project")
+file(WRITE "${WORK_DIR}/one/project/CMakeLists.txt"
+  "cmake_minimum_required(VERSION 3.25)\n"
+  "project(lab_bundle_probe LANGUAGES NONE)\n"
+  "include(\"${SOURCE_DIR}/cmake/LabDependencies.cmake\")\n"
+  "get_target_property(dirs lab_dep_toml INTERFACE_INCLUDE_DIRECTORIES)\n"
+  "message(STATUS \"probe: include \${dirs}\")\n")
+execute_process(
+  COMMAND "${CMAKE_COMMAND}" -S "${WORK_DIR}/one/project" -B "${WORK_DIR}/one/build" ${generator}
+          -DCMAKE_DISABLE_FIND_PACKAGE_CLI11=ON -DCMAKE_DISABLE_FIND_PACKAGE_nlohmann_json=ON
+          -DCMAKE_DISABLE_FIND_PACKAGE_tomlplusplus=ON -DCMAKE_DISABLE_FIND_PACKAGE_doctest=ON
+          "-DLAB_DEPS_DIR=${WORK_DIR}/fake-bundle"
+  RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE out TIMEOUT 60)
+string(REGEX MATCH "probe: include ([^\n]*)" line "${out}")
+set(dir "${CMAKE_MATCH_1}")
+if(NOT code EQUAL 0 OR NOT EXISTS "${dir}/toml++/toml.h")
+  string(APPEND failures "toml++ from the bundle is not on its include path (exit ${code}):\n${out}\n")
+elseif(EXISTS "${dir}/nlohmann" OR EXISTS "${dir}/CLI" OR EXISTS "${dir}/doctest")
+  string(APPEND failures "toml++'s include path from the bundle also holds the other libraries: ${dir}\n")
+else()
+  message(STATUS "bundle: one library per include path")
+endif()
+
 if(failures)
   message(FATAL_ERROR "${failures}")
 endif()
