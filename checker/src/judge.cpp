@@ -208,7 +208,19 @@ Attempt run_once(const LessonConfig& lesson, const fs::path& program, const Judg
   // queued between the tracer's bracket kernels and the events moves them apart (measured on an
   // H200 under load: lesson 09's stream loop 5% apart). There the run is not judged at all.
   const bool shared_gpu = !seen.disturbance().empty();
-  if (c.state == Corroboration::disagrees && !shared_gpu) {
+  // A variant with wrong results earns nothing for its time, so its disagreement is not the
+  // run's verdict: its wrong result is (a student learns more from "wrong" than from
+  // "unverified"). Its name goes on the unverified list, and no timed rule may use its time
+  // (evaluate_rule): a forged time of a wrong baseline still buys nothing.
+  json unverified = json::array();
+  bool only_wrong_variants = c.state == Corroboration::disagrees && !c.variants.empty();
+  for (const VariantCheck& v : c.variants) {
+    if (v.problem.empty()) continue;
+    const json* found = find_variant(loaded.doc, v.name);
+    if (found && !found->value("correct", true)) unverified.push_back(v.name);
+    else only_wrong_variants = false;
+  }
+  if (c.state == Corroboration::disagrees && !shared_gpu && !only_wrong_variants) {
     a.reason = reason::unverified_time;
     a.message = "unverified time: " + c.message;
     return a;
@@ -216,8 +228,13 @@ Attempt run_once(const LessonConfig& lesson, const fs::path& program, const Judg
   a.ok = true;
   a.doc = std::move(loaded.doc);
   trust_only_the_checker(a.doc, seen);
-  if (c.state == Corroboration::disagrees)
-    a.doc["diagnostics"].push_back("its times disagreed with the checker's tracer on a shared GPU: " + c.message);
+  if (c.state == Corroboration::disagrees) {
+    a.doc["unverified_variants"] = unverified;
+    a.doc["diagnostics"].push_back(
+        std::string(shared_gpu ? "its times disagreed with the checker's tracer on a shared GPU: "
+                               : "the times of variants with wrong results disagreed with the "
+                                 "checker's tracer (they count for nothing): ") + c.message);
+  }
   // Grading takes no time on the program's word alone: not corroborated, not judged.
   if (c.state == Corroboration::unavailable && opt.corroborate == Corroborate::required) {
     a.doc["environment_ok"] = false;

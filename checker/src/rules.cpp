@@ -504,6 +504,17 @@ RuleOutcome evaluate_rule(const Rule& rule, const json& result) {
     return finish(Verdict::fail, msg);
   }
 
+  // Nothing timed counts on a time the checker's tracer contradicted (judge.cpp lets such a run
+  // be judged only when the variants concerned gave wrong results). A metric may be computed
+  // from any variant's time, so one contradicted time fails every metric rule.
+  if (rule.kind != RuleKind::counter && result.contains("unverified_variants") &&
+      result["unverified_variants"].is_array()) {
+    for (const json& name : result["unverified_variants"])
+      if (rule.kind == RuleKind::metric || name == rule.variant || name == rule.over)
+        return finish(Verdict::fail, "the time of \"" + name.get<std::string>() +
+                                         "\" disagreed with the checker's tracer, so no timed "
+                                         "rule that uses it counts");
+  }
   // Performance only counts for correct code.
   if (variant && !(*variant)["correct"].get<bool>())
     return finish(Verdict::fail, "\"" + rule.variant + "\" gives wrong results, so its " +
@@ -570,6 +581,10 @@ RuleOutcome evaluate_rule(const Rule& rule, const json& result) {
         return finish(Verdict::fail, "\"" + rule.variant + "\" was not timed (it stopped before it was measured)");
       if (!over->contains("time_ms"))
         return finish(Verdict::error, "the baseline \"" + rule.over + "\" was not timed");
+      // A baseline whose results are wrong did other work than the exercise: no speedup over it.
+      if (!over->value("correct", true))
+        return finish(Verdict::fail, "the baseline \"" + rule.over + "\" gives wrong results, so "
+                                     "there is no speedup over it to judge");
       // Both medians from the same run: the interval of their ratio, from both sets of samples.
       const double v = (*over)["time_ms"]["median"].get<double>() / (*variant)["time_ms"]["median"].get<double>();
       const Interval i = ratio_of_medians(samples_of(*over), samples_of(*variant));

@@ -92,6 +92,14 @@ json combine_runs(const std::vector<json>& runs) {
     variants.push_back(merged);
   }
   out["variants"] = variants;
+  // A time the tracer contradicted in any run stays contradicted (rules.cpp counts none of it).
+  json unverified = json::array();
+  for (const json* r : use)
+    for (const json& name : r->value("unverified_variants", json::array()))
+      if (std::find(unverified.begin(), unverified.end(), name) == unverified.end())
+        unverified.push_back(name);
+  out.erase("unverified_variants");
+  if (!unverified.empty()) out["unverified_variants"] = unverified;
   out["runs_combined"] = static_cast<int>(use.size());
   return out;
 }

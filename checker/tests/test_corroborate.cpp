@@ -344,6 +344,25 @@ TEST_CASE("judge: a time the tracer does not corroborate is an error naming the 
   CHECK(judge_traced({"--trace", "garbage"}).reason == reason::unverified_time);
 }
 
+TEST_CASE("judge: a wrong variant's contradicted time is judged as wrong, and none of its time counts") {
+  // Found on the H100: lesson 07's no_join mutant (wrong results, and its unjoined work delays
+  // the tracer's closing kernel) read "unverified time" where the student needs "wrong results".
+  const LessonOutcome o = judge_traced({"--wrong", "--exercise-ms", "1.0", "--trace-exercise-ms", "3.0"});
+  CHECK(o.verdict == Verdict::fail);
+  CHECK(o.corroboration[0]["state"] == "disagrees");
+  REQUIRE(o.rules.size() == 3);
+  CHECK(o.rules[0].verdict == Verdict::fail);  // correct: wrong results
+  for (std::size_t i = 1; i < o.rules.size(); ++i) {
+    CHECK(o.rules[i].verdict == Verdict::fail);
+    CHECK(contains(o.rules[i].message, "disagreed with the checker's tracer"));
+  }
+  CHECK(o.score == 0);
+  // A right variant's contradicted time stays an error, whatever else is wrong.
+  const LessonOutcome forged = judge_traced({"--exercise-ms", "1.0", "--baseline-ms", "4.0",
+                                             "--trace-baseline-ms", "2.0", "--wrong"});
+  CHECK(forged.reason == reason::unverified_time);
+}
+
 TEST_CASE("judge: without a trace, grading judges no time (environment, once) and `run` says why") {
   const LessonOutcome graded = judge_traced({"--trace", "none"});
   CHECK(graded.verdict == Verdict::environment);

@@ -36,6 +36,26 @@ TEST_CASE("speedup: pass, fail and ambiguous from the interval of the ratio") {
   CHECK(contains(close.message, "too close to at least 3.00x to call"));
 }
 
+TEST_CASE("no timed rule counts a contradicted time, nor a speedup over a wrong baseline") {
+  json result = sample_result(1.0, 4.0);
+  result["unverified_variants"] = json::array({"naive"});
+  const Rule speed = make_rule("speedup", RuleKind::speedup, 3.0);
+  auto r = evaluate_rule(speed, result);
+  CHECK(r.verdict == Verdict::fail);
+  CHECK(contains(r.message, "the time of \"naive\" disagreed with the checker's tracer"));
+  // A metric may come from any variant's time: one contradicted time fails every metric rule.
+  CHECK(evaluate_rule(make_rule("overlap", RuleKind::metric, 0.5), result).verdict == Verdict::fail);
+  // A rule on variants whose times agreed is judged as usual.
+  CHECK(evaluate_rule(make_rule("bandwidth", RuleKind::fraction_of_copy, 0.15), result).verdict ==
+        Verdict::pass);
+
+  json wrong_baseline = sample_result(1.0, 4.0);
+  wrong_baseline["variants"][0]["correct"] = false;
+  r = evaluate_rule(speed, wrong_baseline);
+  CHECK(r.verdict == Verdict::fail);
+  CHECK(contains(r.message, "the baseline \"naive\" gives wrong results"));
+}
+
 TEST_CASE("fraction_of_copy and fraction_of_peak use the same run's ceilings") {
   const json result = sample_result(1.0);  // 1000 GB/s against a 2800 GB/s copy
   CHECK(evaluate_rule(make_rule("bw", RuleKind::fraction_of_copy, 0.3), result).verdict == Verdict::pass);

@@ -16,7 +16,7 @@
 // Built with -DFAKE_COURSE (checker/tests/fake-course), the default mode and the exercise's time
 // come from the student's exercise.cu instead: const char* exercise_mode(); double exercise_ms().
 // Where the checker asks for a trace (LAB_TRACE_FILE), it also plays the tracer: with the times it
-// reported, or --trace-exercise-ms for the exercise's; --trace none|early|garbage writes none, one
+// reported, or --trace-exercise-ms / --trace-baseline-ms for the exercise's / the baseline's; --trace none|early|garbage writes none, one
 // without its end line, or a damaged one.
 #include <signal.h>
 #include <unistd.h>
@@ -43,7 +43,7 @@ std::string arg_lesson = FAKE_LESSON_NAME;
 #else
 std::string arg_lesson = "90-fake";
 #endif
-double arg_baseline = 4.0, arg_spread = 0.01, arg_trace_exercise = 0;
+double arg_baseline = 4.0, arg_spread = 0.01, arg_trace_exercise = 0, arg_trace_baseline = 0;
 std::string arg_trace = "ok";
 bool arg_wrong = false, arg_env_bad = false, arg_quick = false;
 long arg_seed = 0;
@@ -66,7 +66,8 @@ void write_trace(double exercise_ms) {
     now += length;
     correlation += 2;
   };
-  const double medians[] = {0.5, arg_baseline, arg_trace_exercise > 0 ? arg_trace_exercise : exercise_ms};
+  const double medians[] = {0.5, arg_trace_baseline > 0 ? arg_trace_baseline : arg_baseline,
+                           arg_trace_exercise > 0 ? arg_trace_exercise : exercise_ms};
   for (int m = 0; m < 3; ++m)
     for (int sample = -1; sample < 30; ++sample) {
       edge(m, m - 1, sample, 0, 0.020);
@@ -153,6 +154,7 @@ int main(int argc, char** argv) {
     else if (a == "--spread") arg_spread = std::atof(next().c_str());
     else if (a == "--trace") arg_trace = next();
     else if (a == "--trace-exercise-ms") arg_trace_exercise = std::atof(next().c_str());
+    else if (a == "--trace-baseline-ms") arg_trace_baseline = std::atof(next().c_str());
     else if (a == "--lesson") arg_lesson = next();
     else if (a == "--wrong") arg_wrong = true;
     else if (a == "--env-bad") arg_env_bad = true;
