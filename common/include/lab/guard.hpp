@@ -73,7 +73,8 @@ class GuardedBuffer {
   /// @return "" when the zone is intact, else what was written there, in words
   std::string damage(cudaStream_t stream) const {
     std::size_t changed = 0;
-    return describe(scan(stream, changed), changed);
+    const std::size_t first = scan(stream, changed);  // before describe() reads `changed`: the
+    return describe(first, changed);                  // order of a call's arguments is unspecified
   }
 
   /// @brief Adds the guard zone's verdict to @p c (waits for @p stream): a changed zone fails
