@@ -33,8 +33,12 @@ struct RandomInput {
 };
 
 /// @brief An element's bits, for a bit-for-bit comparison (FP32 and BF16 arrays).
+/// @param x the element
+/// @return its bits
 __device__ inline unsigned bits_of(float x) { return __float_as_uint(x); }
 /// @overload
+/// @param x the element
+/// @return its bits
 __device__ inline unsigned bits_of(__nv_bfloat16 x) { return __bfloat16_as_ushort(x); }
 
 /// @brief stats[0] += the number of elements of p[0 .. n) that are not, bit for bit, value(i);
