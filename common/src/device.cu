@@ -8,7 +8,6 @@
 
 #include "lab/device.hpp"
 #include "lab/memory.hpp"
-#include "lab/presets.hpp"
 #include "lab/timing.hpp"
 
 namespace lab {
@@ -126,7 +125,13 @@ const Ceilings& ceilings() {
     Ceilings c;
     Stream stream;
     // Short rules: these are big, steady transfers; the whole set must cost well under a second.
-    BenchmarkOptions quick = ceiling_run(0.25);
+    BenchmarkOptions quick;
+    quick.stop.min_samples = 10;
+    quick.stop.min_total_ms = 5;
+    quick.stop.target_precision = 0.01;
+    quick.timeout_s = 0.25;
+    quick.warmup_runs = 1;
+    quick.warmup_ms = 0;
 
     // Device copy: >= 256 MiB each way (and >= 4x L2) so neither side fits in cache.
     const std::size_t bytes =
@@ -174,7 +179,8 @@ const Ceilings& ceilings() {
     {
       DeviceBuffer<float> sink(1);
       const int blocks = device_info().sms * 8, threads = 256, iterations = 1024;
-      const BenchmarkOptions hot = ceiling_run(0.25, Mode::Hot);
+      BenchmarkOptions hot = quick;
+      hot.mode = Mode::Hot;
       const Measurement m = benchmark(
           [&](cudaStream_t s) {
             fma_throughput<<<blocks, threads, 0, s>>>(sink.data(), iterations, 0.999f, 0.001f);

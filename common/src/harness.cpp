@@ -12,8 +12,6 @@
 #include <random>
 
 #include "lab/check.hpp"
-#include "lab/format.hpp"
-#include "lab/presets.hpp"
 
 namespace lab {
 
@@ -186,7 +184,15 @@ const Measurement* Lesson::measure(const std::string& variant, Work work,
 void Lesson::measure_tensor_roof(const std::function<void(cudaStream_t)>& gemm, double flops) {
   if (state_->profile || !state_->result.ceilings) return;
   // As the FP32 roof (lab::ceilings): back to back, a short rule; a big product is steady.
-  const Measurement m = benchmark(gemm, stream(), ceiling_run(0.5, Mode::Hot));
+  BenchmarkOptions hot;
+  hot.mode = Mode::Hot;
+  hot.stop.min_samples = 10;
+  hot.stop.min_total_ms = 5;
+  hot.stop.target_precision = 0.01;
+  hot.timeout_s = 0.5;
+  hot.warmup_runs = 1;
+  hot.warmup_ms = 0;
+  const Measurement m = benchmark(gemm, stream(), hot);
   state_->result.ceilings->bf16_tensor_gflops = flops / (m.gpu_ms.median * 1e6);
 }
 
@@ -201,6 +207,12 @@ std::string program_kind(const char* argv0) {
   std::string name = argv0 ? argv0 : "";
   const auto slash = name.find_last_of('/');
   return slash == std::string::npos ? name : name.substr(slash + 1);
+}
+
+std::string fixed(double x, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, x);
+  return buf;
 }
 
 std::string time_text(double ms) {

@@ -12,7 +12,6 @@
 
 #include "lab/data.hpp"
 #include "lab/device.hpp"
-#include "lab/format.hpp"
 #include "lab/graph.hpp"
 #include "lab/timing.hpp"
 #include "lab/trace_tag.hpp"
@@ -135,6 +134,13 @@ void flush_l2(cudaStream_t stream) {
 }
 
 std::optional<std::chrono::steady_clock::time_point> g_deadline;  // set_time_budget
+
+std::string fixed(double x, int digits) {
+  std::ostringstream out;
+  out.precision(digits);
+  out << std::fixed << x;
+  return out.str();
+}
 
 std::string percent(double x) {
   std::ostringstream out;

@@ -42,11 +42,8 @@
 #include "exercise.cuh"
 #include "lab/check.hpp"
 #include "lab/data.hpp"
-#include "lab/format.hpp"
 #include "lab/harness.hpp"
 #include "lab/memory.hpp"
-#include "lab/ratio.hpp"
-#include "lab/read_only.cuh"
 #include "lab/validate.hpp"
 
 namespace {
@@ -60,6 +57,12 @@ namespace wmma = nvcuda::wmma;
 // timed call (as in lesson 05).
 constexpr std::size_t kGuard = (std::size_t{2} << 20) / sizeof(float);
 constexpr float kCanary = -12345.5f;
+
+std::string fixed(double v, int digits) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
 
 std::string sci(double v) {
   char buf[32];
@@ -92,6 +95,25 @@ void check_guard(lab::Comparison& c, const float* guard, std::size_t n) {
 
 // A ratio of two medians with its pessimistic and optimistic readings from the quartiles:
 // time of @p slow / time of @p fast (how many times faster @p fast is).
+struct Ratio {
+  double value = 0, low = 0, high = 0;
+};
+Ratio speed_ratio(const lab::Measurement& slow, const lab::Measurement& fast) {
+  const lab::Stats& a = slow.gpu_ms;
+  const lab::Stats& b = fast.gpu_ms;
+  return {a.median / b.median, a.q1 / b.q3, a.q3 / b.q1};
+}
+
+// The value lab::fill_random(p, n, seed) writes at p[i] (its default range, [-1, 1)): the same
+// bits on host and device (2u is exact, and -1 + 2u is one rounding on both).
+__host__ __device__ inline float random_input(std::uint64_t seed, std::uint64_t i) {
+#ifdef __CUDA_ARCH__
+  return __fadd_rn(-1.0f, __fmul_rn(2.0f, lab::uniform01(seed, i)));
+#else
+  return -1.0f + 2.0f * lab::uniform01(seed, i);
+#endif
+}
+
 // The BF16 copy of an FP32 value, as the harness makes it: round to nearest even (the host and
 // device versions of __float2bfloat16_rn give the same bits).
 __host__ __device__ inline bf16 to_bf16(float x) { return __float2bfloat16_rn(x); }
@@ -107,14 +129,34 @@ void convert_to_bf16(const float* in, bf16* out, std::size_t n, cudaStream_t s) 
   LAB_CHECK_LAUNCH();
 }
 
-// The BF16 copy of what lab::fill_random(p32, n, seed) wrote at i: the value a read-only BF16
-// input must still hold, for lab::changed_input.
-struct BF16Input {
-  std::uint64_t seed;
-  __host__ __device__ bf16 operator()(std::uint64_t i) const {
-    return to_bf16(lab::random_input(seed, i));
-  }
-};
+// stats[0] += the number of elements of p[0 .. n) that are not, bit for bit, the BF16 copy of
+// what lab::fill_random(p32, n, seed) wrote; stats[1] = the smallest such index.
+__global__ void count_changed(const bf16* __restrict__ p, std::size_t n, std::uint64_t seed,
+                              unsigned long long* stats) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
+    if (__bfloat16_as_ushort(p[i]) != __bfloat16_as_ushort(to_bf16(random_input(seed, i)))) {
+      atomicAdd(&stats[0], 1ull);
+      atomicMin(&stats[1], static_cast<unsigned long long>(i));
+    }
+}
+
+// "" if the read-only BF16 input p[0 .. n) still holds the copy of fill_random(.., seed), else
+// what changed.
+std::string changed_input(const char* name, const bf16* p, std::size_t n, std::uint64_t seed,
+                          cudaStream_t s) {
+  lab::DeviceBuffer<unsigned long long> stats(2);
+  const unsigned long long init[2] = {0ull, ~0ull};
+  LAB_CHECK(cudaMemcpyAsync(stats.data(), init, sizeof init, cudaMemcpyHostToDevice, s));
+  count_changed<<<1024, 256, 0, s>>>(p, n, seed, stats.data());
+  LAB_CHECK_LAUNCH();
+  unsigned long long found[2];
+  LAB_CHECK(cudaMemcpyAsync(found, stats.data(), sizeof found, cudaMemcpyDeviceToHost, s));
+  LAB_CHECK(cudaStreamSynchronize(s));
+  if (found[0] == 0) return "";
+  return std::string(name) + " was written: " + std::to_string(found[0]) + " of its " +
+         std::to_string(n) + " elements changed, the first at [" + std::to_string(found[1]) + "]";
+}
 
 // =============================================================================================
 // sgemm_fp32: lesson 05's register-tiled SGEMM, C = A B in FP32. A 128 x 128 tile of C per block
@@ -575,9 +617,8 @@ class TimedGemm {
   void check_inputs(cudaStream_t s) {
     if (!prepared_) return;
     std::string what;
-    for (const std::string& c :
-         {lab::changed_input("A", g_.A16.data(), g_.A16.size(), BF16Input{seed_}, s),
-          lab::changed_input("B", g_.B16.data(), g_.B16.size(), BF16Input{b_seed_}, s)})
+    for (const std::string& c : {changed_input("A", g_.A16.data(), g_.A16.size(), seed_, s),
+                                 changed_input("B", g_.B16.data(), g_.B16.size(), b_seed_, s)})
       if (!c.empty()) what += (what.empty() ? "" : "; ") + c;
     l_.check("exercise", "inputs unchanged after timing", what.empty(),
              what + " (inputs are read-only: see exercise.cuh)");
@@ -606,9 +647,9 @@ class TimedGemm {
     for (int p = 0; p < kPicks; ++p)
       for (int k = 0; k < K; ++k) {
         a[static_cast<std::size_t>(p) * K + k] = __bfloat162float(
-            to_bf16(lab::random_input(seed_, static_cast<std::uint64_t>(rows[p]) * K + k)));
+            to_bf16(random_input(seed_, static_cast<std::uint64_t>(rows[p]) * K + k)));
         bt[static_cast<std::size_t>(p) * K + k] = __bfloat162float(
-            to_bf16(lab::random_input(b_seed_, static_cast<std::uint64_t>(k) * N + cols[p])));
+            to_bf16(random_input(b_seed_, static_cast<std::uint64_t>(k) * N + cols[p])));
       }
     std::vector<std::size_t> index;
     std::vector<double> picked, expected;
@@ -729,13 +770,13 @@ int main(int argc, char** argv) {
       if (!l.selected(v.name)) continue;
       const Accuracy a = validate(l, v, cublas.get(), g, ref, gemm_case(n, n, n) + " after timing");
       accuracy += std::string("\n  ") + v.name + " " + sci(a.rel_l2) + ", " +
-                  lab::fixed(a.over_fp32_tol, 2) + "x";
+                  fixed(a.over_fp32_tol, 2) + "x";
       // The lesson's claim, checked on the library's BF16 product: against the FP32 data, BF16
       // inputs cost more than the FP32 tolerance allows (if this passed, cuBLAS was not given
       // the BF16 copies, or the tolerance could not tell the precisions apart).
       if (v.kind == Kind::cublas_bf16)
         l.check(v.name, "against the FP32 data: outside the FP32 tolerance", a.over_fp32_tol > 1.0,
-                "its worst error against the FP32 data is only " + lab::fixed(a.over_fp32_tol, 2) +
+                "its worst error against the FP32 data is only " + fixed(a.over_fp32_tol, 2) +
                     "x the FP32 tolerance: the BF16 inputs' rounding should be far more");
       if (!std::isfinite(a.rel_l2) || !std::isfinite(a.over_fp32_tol)) continue;  // NaN in C:
       l.metric(std::string("error_") + v.name, a.rel_l2, a.rel_l2, a.rel_l2);  // its check failed
@@ -753,20 +794,21 @@ int main(int argc, char** argv) {
     for (std::size_t i = 0; i < m.size(); ++i) {
       if (!m[i]) continue;
       line += std::string("\n  ") + kVariants[i].name + " " +
-              lab::fixed(flops / (m[i]->gpu_ms.median * 1e9), 1);
-      if (bf16_ref) line += " (" + lab::fixed(lab::speedup(*bf16_ref, *m[i]).value, 3);
+              fixed(flops / (m[i]->gpu_ms.median * 1e9), 1);
+      if (bf16_ref) line += " (" + fixed(speed_ratio(*bf16_ref, *m[i]).value, 3);
       if (bf16_ref && roof > 0)
-        line += "; " + lab::fixed(flops / (m[i]->gpu_ms.median * 1e6) / roof, 3);
+        line += "; " + fixed(flops / (m[i]->gpu_ms.median * 1e6) / roof, 3);
       if (bf16_ref) line += ")";
     }
     l.note(line);
     const lab::Measurement* mine = measured(Kind::exercise);
     if (bf16_ref && mine) {
-      lab::metric(l, "fraction_of_cublas_bf16", lab::speedup(*bf16_ref, *mine));
+      const Ratio r = speed_ratio(*bf16_ref, *mine);
+      l.metric("fraction_of_cublas_bf16", r.value, r.low, r.high);
     }
     if (measured(Kind::sgemm_fp32) && mine) {
-      lab::metric(l, "speedup_over_sgemm_fp32", lab::speedup(*measured(Kind::sgemm_fp32), *mine),
-                  "x");
+      const Ratio r = speed_ratio(*measured(Kind::sgemm_fp32), *mine);
+      l.metric("speedup_over_sgemm_fp32", r.value, r.low, r.high, "x");
     }
   });
 }

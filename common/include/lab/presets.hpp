@@ -42,20 +42,6 @@ inline BenchmarkOptions short_run(double timeout_s = 10.0, std::size_t samples =
   return o;
 }
 
-/// @brief A ceiling's measurement (lab::ceilings, Lesson::measure_tensor_roof): big, steady work,
-/// one warm-up run, then at least 10 samples and 5 ms of GPU time until the median is known to
-/// 1%, so that all the ceilings together cost well under a second.
-/// @param timeout_s give up (converged = false) after this many seconds
-/// @param mode Cold for memory ceilings (caches flushed), Hot for compute roofs (back to back)
-/// @return the options
-inline BenchmarkOptions ceiling_run(double timeout_s, Mode mode = Mode::Cold) {
-  BenchmarkOptions o = measure_until(10, 5, 0.01, timeout_s);
-  o.mode = mode;
-  o.warmup_runs = 1;
-  o.warmup_ms = 0;
-  return o;
-}
-
 /// @brief The course's method with a looser stopping rule: for variants whose rules' thresholds
 /// are tens of percent away, where the default 0.5% would cost seconds (transfers over PCIe are
 /// noisier than kernels).

@@ -9,8 +9,6 @@
 /// could have written is trusted.
 #pragma once
 
-#include <cuda_bf16.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -32,27 +30,18 @@ struct RandomInput {
   __host__ __device__ float operator()(std::uint64_t i) const { return random_input(seed, i); }
 };
 
-/// @brief An element's bits, for a bit-for-bit comparison (FP32 and BF16 arrays).
-/// @param x the element
-/// @return its bits
-__device__ inline unsigned bits_of(float x) { return __float_as_uint(x); }
-/// @overload
-/// @param x the element
-/// @return its bits
-__device__ inline unsigned bits_of(__nv_bfloat16 x) { return __bfloat16_as_ushort(x); }
-
 /// @brief stats[0] += the number of elements of p[0 .. n) that are not, bit for bit, value(i);
 /// stats[1] = min(stats[1], the smallest such index). Launched by lab::count_changed.
 /// @param p the array, on the device
 /// @param n its elements
 /// @param value the expected value at an index
 /// @param stats two counters on the device: {0, ~0} on entry
-template <class T, class Value>
-__global__ void count_changed_kernel(const T* __restrict__ p, std::size_t n, Value value,
+template <class Value>
+__global__ void count_changed_kernel(const float* __restrict__ p, std::size_t n, Value value,
                                      unsigned long long* stats) {
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
        i += std::size_t(gridDim.x) * blockDim.x)
-    if (bits_of(p[i]) != bits_of(value(i))) {
+    if (__float_as_uint(p[i]) != __float_as_uint(value(i))) {
       atomicAdd(&stats[0], 1ull);
       atomicMin(&stats[1], static_cast<unsigned long long>(i));
     }
@@ -67,17 +56,14 @@ struct Changed {
 /// @brief Compares a device array, bit for bit, with values regenerated on the device (waits for
 /// @p stream): a read-only input with what the harness wrote, or an output whose every bit is
 /// known (a transpose moves bits, it computes nothing).
-/// @param p the array, on the device (float or __nv_bfloat16)
+/// @param p the array, on the device
 /// @param n its elements
 /// @param value the expected value at an index: RandomInput{seed}, or the lesson's own functor
-///        (a struct with a __host__ __device__ operator()(std::uint64_t) const that returns the
-///        array's element type)
+///        (a struct with a __host__ __device__ float operator()(std::uint64_t) const)
 /// @param stream where to run the comparison
 /// @return how many differ, and the first
-template <class T, class Value>
-Changed count_changed(const T* p, std::size_t n, Value value, cudaStream_t stream) {
-  static_assert(std::is_same_v<decltype(value(std::uint64_t{0})), T>,
-                "the expected value must have the array's element type: bits are compared");
+template <class Value>
+Changed count_changed(const float* p, std::size_t n, Value value, cudaStream_t stream) {
   DeviceBuffer<unsigned long long> stats(2);
   const unsigned long long init[2] = {0ull, ~0ull};
   LAB_CHECK(cudaMemcpyAsync(stats.data(), init, sizeof init, cudaMemcpyHostToDevice, stream));
@@ -96,8 +82,8 @@ Changed count_changed(const T* p, std::size_t n, Value value, cudaStream_t strea
 /// @param value the expected value at an index: RandomInput{seed}, or the lesson's own functor
 /// @param stream where to run the comparison
 /// @return "" when every element is as written, else how many changed and the first
-template <class T, class Value, std::enable_if_t<!std::is_integral_v<Value>, int> = 0>
-std::string changed_input(const std::string& name, const T* p, std::size_t n, Value value,
+template <class Value, std::enable_if_t<!std::is_integral_v<Value>, int> = 0>
+std::string changed_input(const std::string& name, const float* p, std::size_t n, Value value,
                           cudaStream_t stream) {
   const Changed c = count_changed(p, n, value, stream);
   if (c.count == 0) return "";
