@@ -307,39 +307,75 @@ void GradingBuild::prepare() {
   prepared_ = true;
 }
 
-GradingBuild::Built GradingBuild::build(const LessonConfig& lesson, const fs::path& exercise) {
-  Built b;
-  b.program = dir_ / "lessons" / lesson.name / "submission";
+void GradingBuild::set_time_limits(double all_lessons_s, double lesson_s) {
+  all_lessons_timeout_s_ = all_lessons_s;
+  lesson_timeout_s_ = lesson_s;
+}
+
+std::string GradingBuild::stage_submission(const LessonConfig& lesson, const fs::path& exercise) {
   std::error_code ec;
   const auto st = fs::symlink_status(exercise, ec);
-  if (ec || !fs::is_regular_file(st)) {
-    b.message = exercise.filename().string() + " is not a regular file (links are not followed)";
-    return b;
-  }
+  if (ec || !fs::is_regular_file(st))
+    return exercise.filename().string() + " is not a regular file (links are not followed)";
   std::string why;
   auto content = read_file_limited(exercise, kMaxExerciseBytes, why);
-  if (!content) {
-    b.message = "exercise.cu " + why;
-    return b;
-  }
+  if (!content) return "exercise.cu " + why;
   prepare();
   stage(lesson.name, *content);
-  fs::remove(b.program, ec);  // never run a previous student's program
+  fs::remove(dir_ / "lessons" / lesson.name / "submission", ec);  // never run a previous student's program
+  return "";
+}
 
-  const fs::path log = dir_ / "logs" / (lesson.name + ".log");
+ProcessResult GradingBuild::run_build(const std::vector<std::string>& targets, const std::vector<std::string>& tool_flags,
+                                      const fs::path& log, double timeout_s) const {
   fs::create_directories(log.parent_path());
   ProcessOptions p;
-  p.argv = {cmake_program(read_cmake_cache(main_build_)).string(), "--build", dir_.string(),
-            "--target", lesson.name + "-submission",
-            // The starter's object: the interface the inspection holds the exercise against.
-            lesson.name + "-starter-exercise", "-j", std::to_string(jobs_)};
+  p.argv = {cmake_program(read_cmake_cache(main_build_)).string(), "--build", dir_.string(), "--target"};
+  p.argv.insert(p.argv.end(), targets.begin(), targets.end());
+  p.argv.push_back("-j");
+  p.argv.push_back(std::to_string(jobs_));
+  if (!tool_flags.empty()) {
+    p.argv.push_back("--");
+    p.argv.insert(p.argv.end(), tool_flags.begin(), tool_flags.end());
+  }
   p.kind = ProcessKind::build;
   p.stdout_path = p.stderr_path = log;
-  p.timeout_s = kBuildTimeout;
+  p.timeout_s = timeout_s;
   p.max_output_bytes = 4u << 20;
   const ProcessResult r = run_process(p);
   if (!r.started)  // not the student's doing: the build tool or its sandbox would not start
     throw ConfigError("could not run the grading build " + dir_.string() + ": " + r.start_error);
+  return r;
+}
+
+void GradingBuild::build_all(const std::vector<std::string>& lessons) {
+  if (lessons.empty()) return;
+  prepare();
+  std::vector<std::string> targets;
+  for (const auto& lesson : lessons) {
+    targets.push_back(lesson + "-submission");
+    // The starter's object: the interface the inspection holds the exercise against.
+    targets.push_back(lesson + "-starter-exercise");
+  }
+  // Past a lesson that does not compile, so the others still build now, in parallel. Another
+  // generator stops there; the lesson steps then build what is left.
+  const auto cache = read_cmake_cache(dir_);
+  const std::string generator = cache.count("CMAKE_GENERATOR") ? cache.at("CMAKE_GENERATOR") : "";
+  std::vector<std::string> keep_going;
+  if (generator.find("Ninja") != std::string::npos) keep_going = {"-k", "0"};
+  else if (generator == "Unix Makefiles") keep_going = {"-k"};
+  // Whatever it ends with (errors, a limit, the time limit) is no verdict; each lesson's own step
+  // says that to the student.
+  run_build(targets, keep_going, dir_ / "logs" / "all-lessons.log", all_lessons_timeout_s_);
+}
+
+GradingBuild::Built GradingBuild::build(const LessonConfig& lesson) {
+  Built b;
+  b.program = dir_ / "lessons" / lesson.name / "submission";
+  prepare();
+  const fs::path log = dir_ / "logs" / (lesson.name + ".log");
+  const ProcessResult r =
+      run_build({lesson.name + "-submission", lesson.name + "-starter-exercise"}, {}, log, lesson_timeout_s_);
   if (r.exited_ok() && fs::exists(b.program)) {
     b.ok = true;
     return b;
@@ -356,10 +392,19 @@ GradingBuild::Built GradingBuild::build(const LessonConfig& lesson, const fs::pa
   b.output = compiler_errors(text, prefix, 25, lesson.name + "/exercise.cu");
   const bool limited = sandbox_policy().mode != Containment::none && !r.timed_out;
   const std::string limit = limited ? build_limit_hit(r, text, sandbox_policy().build_limits) : "";
-  b.message = r.timed_out ? "building your exercise.cu " + describe(r, kBuildTimeout)
+  b.message = r.timed_out ? "building your exercise.cu " + describe(r, lesson_timeout_s_)
               : !limit.empty() ? "building your exercise.cu went over a limit: " + limit + "; the first errors are below"
                                : "your exercise.cu did not compile; the first errors are below";
   return b;
+}
+
+GradingBuild::Built GradingBuild::build(const LessonConfig& lesson, const fs::path& exercise) {
+  if (std::string refused = stage_submission(lesson, exercise); !refused.empty()) {
+    Built b;
+    b.message = refused;
+    return b;
+  }
+  return build(lesson);
 }
 
 std::optional<fs::path> submitted_file(const fs::path& submission, const LessonConfig& lesson) {
@@ -407,15 +452,34 @@ std::optional<Report> grade_submission(const fs::path& submission, const std::ve
   report.name = submission_slug(submission);
   report.containment = describe_policy(sandbox_policy());
   report.started_at = utc_now();
+  // Every submitted lesson staged first and built together (one build on every job), so the
+  // lesson steps below only finish what it left or repeat a lesson's errors for its own log.
+  std::vector<std::optional<fs::path>> files;
+  std::map<std::string, std::string> refused;  // lesson -> why its file was not staged
+  std::vector<std::string> staged;
   for (const auto& lesson : lessons) {
+    files.push_back(submitted_file(submission, lesson));
+    if (!files.back()) continue;
+    if (std::string why = build.stage_submission(lesson, *files.back()); !why.empty()) refused[lesson.name] = why;
+    else staged.push_back(lesson.name);
+  }
+  const auto all_t0 = std::chrono::steady_clock::now();
+  build.build_all(staged);
+  // Its time, in equal shares, is part of each built lesson's build_s: the sum stays the total.
+  const double shared_build_s =
+      staged.empty() ? 0 : std::chrono::duration<double>(std::chrono::steady_clock::now() - all_t0).count() / staged.size();
+
+  for (std::size_t i = 0; i < lessons.size(); ++i) {
+    const LessonConfig& lesson = lessons[i];
     LessonOutcome outcome;
-    auto file = submitted_file(submission, lesson);
-    if (!file) {
+    if (!files[i]) {
       outcome = lesson_outcome(lesson, "submission", Verdict::fail, reason::not_submitted,
                                "not submitted (no " + lesson.name + "/exercise.cu)");
+    } else if (refused.count(lesson.name)) {
+      outcome = lesson_outcome(lesson, "submission", Verdict::error, reason::compile, refused[lesson.name]);
     } else {
       const auto t0 = std::chrono::steady_clock::now();
-      auto built = build.build(lesson, *file);
+      auto built = build.build(lesson);
       const double build_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (!built.ok) {
         outcome = lesson_outcome(lesson, "submission", Verdict::error, reason::compile, built.message);
@@ -425,7 +489,7 @@ std::optional<Report> grade_submission(const fs::path& submission, const std::ve
         j.build = "submission";
         outcome = judge_program(lesson, built.program, j);
       }
-      outcome.build_s = build_s;
+      outcome.build_s = shared_build_s + build_s;
     }
     report.lessons.push_back(outcome);
     report.finished_at = utc_now();

@@ -1,5 +1,6 @@
 // Grading submissions: one grading build folder, each student's exercise.cu files staged into
-// it in turn, only the submission programs rebuilt, then run and judged lesson by lesson.
+// it in turn, only the submission programs rebuilt (all lessons of a submission in one build),
+// then run and judged lesson by lesson.
 #pragma once
 
 #include <filesystem>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "judge.hpp"
+#include "process.hpp"
 #include "report.hpp"
 #include "rules.hpp"
 #include "sandbox.hpp"
@@ -47,23 +49,44 @@ class GradingBuild {
   /// each submission, so nothing of one student is there while another's code builds or runs.
   void clear_student_files();
 
+  /// Puts `exercise` in the staging folder as the lesson's exercise.cu and removes the lesson's
+  /// program (never run a previous student's program). Returns why it could not, for the student
+  /// (a link, too large), or "" once it is staged.
+  std::string stage_submission(const LessonConfig& lesson, const fs::path& exercise);
+
+  /// Builds the staged submissions of `lessons` in one run of the build tool, on every job and
+  /// past a lesson that does not compile, within one overall time limit. It judges nothing:
+  /// build() then finds each program made (a no-op) or builds the lesson again for its own log.
+  void build_all(const std::vector<std::string>& lessons);
+
   struct Built {
     bool ok = false;
     std::string message;   ///< why not, for the student
     std::string output;    ///< the first compiler errors
     fs::path program;
   };
-  /// Puts `exercise` in the staging folder as the lesson's exercise.cu and builds its
-  /// submission program (only that target).
+  /// Builds the lesson's staged submission program (only that target and the starter's object),
+  /// with the build log <dir>/logs/<lesson>.log as the student's feedback.
+  Built build(const LessonConfig& lesson);
+  /// One lesson on its own (selftest's compile_error mutants): stage_submission(), then build().
   Built build(const LessonConfig& lesson, const fs::path& exercise);
+
+  /// Seconds build_all() may take in all, and build() for one lesson (defaults: 900 each). A
+  /// lesson that never stops compiling costs at most both.
+  void set_time_limits(double all_lessons_s, double lesson_s);
 
   const fs::path& dir() const { return dir_; }
 
  private:
   void stage(const std::string& lesson, const std::string& content);
+  /// `cmake --build` of `targets` as a contained build (`tool_flags` go to the build tool), its
+  /// output in `log`. Throws ConfigError if it could not start.
+  ProcessResult run_build(const std::vector<std::string>& targets, const std::vector<std::string>& tool_flags,
+                          const fs::path& log, double timeout_s) const;
   std::vector<std::string> lessons_with_starter() const;
   fs::path source_, main_build_, dir_;
   int jobs_;
+  double all_lessons_timeout_s_ = 900, lesson_timeout_s_ = 900;
   bool prepared_ = false;
   std::unique_ptr<FileLock> lock_;
 };
@@ -84,7 +107,9 @@ std::optional<fs::path> submitted_file(const fs::path& submission, const LessonC
 std::string submission_slug(const fs::path& submission);
 
 /// Grades one submission folder and writes <out>/<slug>/{result.json,gradescope.json,junit.xml},
-/// rewritten after every lesson. Returns nullopt if it was skipped (already graded).
+/// rewritten after every lesson. Returns nullopt if it was skipped (already graded). All submitted
+/// lessons are built together first; each lesson's build_s is an equal share of that build plus
+/// its own build step, so their sum is the submission's whole build time.
 std::optional<Report> grade_submission(const fs::path& submission, const std::vector<LessonConfig>& lessons,
                                        GradingBuild& build, const GradeOptions& options);
 

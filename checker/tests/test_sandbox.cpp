@@ -479,6 +479,97 @@ TEST_CASE("grading build: where uid 65533 cannot reach the course, builds run as
   build.clear_student_files();
 }
 
+TEST_CASE("grading build: one build makes every lesson, past one that does not compile; each lesson's step then compiles nothing, or repeats only its own errors") {
+  PolicyScope scope(contained_policy());
+  TempDir tmp("lab-sandbox-course");
+  const fs::path main_build = configured_fake_course(tmp.path()), grading = tmp.path() / "grading";
+  GradingBuild build(kFakeCourse, main_build, grading, 2);
+  build.prepare();
+  build.clear_student_files();
+  LessonConfig broken, good;
+  broken.name = "90-fake";
+  good.name = "91-other";
+  const fs::path alice = tmp.path() / "alice";
+  write_text(alice / "90-fake" / "exercise.cu", "this is not C++ (BROKEN-90);\n");
+  write_text(alice / "91-other" / "exercise.cu", kGoodExercise);
+  // An earlier student's program is gone once the new file is staged, before anything builds.
+  write_text(grading / "lessons" / "91-other" / "submission", "an earlier student's program");
+  CHECK(build.stage_submission(broken, alice / "90-fake" / "exercise.cu") == "");
+  CHECK(build.stage_submission(good, alice / "91-other" / "exercise.cu") == "");
+  CHECK_FALSE(fs::exists(grading / "lessons" / "91-other" / "submission"));
+
+  build.build_all({"90-fake", "91-other"});
+  {
+    INFO(read_text(grading / "logs" / "all-lessons.log"));
+    CHECK(contains(read_text(grading / "logs" / "all-lessons.log"), "BROKEN-90"));
+    CHECK(fs::exists(grading / "lessons" / "91-other" / "submission"));  // built past 90-fake's error
+  }
+
+  // The good lesson's own step finds its program made: its log compiles and links nothing.
+  const GradingBuild::Built ok = build.build(good);
+  const std::string good_log = read_text(grading / "logs" / "91-other.log");
+  INFO(good_log);
+  CHECK_MESSAGE(ok.ok, ok.message << ok.output);
+  CHECK_FALSE(contains(good_log, "Building"));
+  CHECK_FALSE(contains(good_log, "Linking"));
+
+  // The broken one's step compiles it again: its log and feedback hold its errors, nothing else.
+  const GradingBuild::Built failed = build.build(broken);
+  const std::string broken_log = read_text(grading / "logs" / "90-fake.log");
+  INFO(broken_log);
+  CHECK_FALSE(failed.ok);
+  CHECK(contains(failed.message, "did not compile"));
+  CHECK(contains(failed.output, "90-fake/exercise.cu:1"));
+  CHECK(contains(broken_log, "BROKEN-90"));
+  CHECK_FALSE(contains(broken_log, "91-other"));
+  build.clear_student_files();
+}
+
+TEST_CASE("grading build: a lesson that never stops compiling costs the overall limit, then its own, and no other lesson's verdict") {
+  PolicyScope scope(contained_policy());
+  TempDir tmp("lab-sandbox-course");
+  const fs::path main_build = configured_fake_course(tmp.path()), grading = tmp.path() / "grading";
+  GradingBuild build(kFakeCourse, main_build, grading, 2);
+  LessonConfig bomb, good;
+  bomb.name = "90-fake";
+  good.name = "91-other";
+  const fs::path alice = tmp.path() / "alice";
+  write_text(alice / "91-other" / "exercise.cu", kGoodExercise);
+  // First one ordinary submission, so the harness objects are built as between two students.
+  build.prepare();
+  build.clear_student_files();
+  write_text(alice / "90-fake" / "exercise.cu", kGoodExercise);
+  for (const LessonConfig* l : {&bomb, &good}) REQUIRE(build.stage_submission(*l, alice / l->name / "exercise.cu") == "");
+  build.build_all({"90-fake", "91-other"});
+  build.clear_student_files();
+
+  // Each constant takes g++ about a second, within its per-evaluation limits; 100000 of them.
+  write_text(alice / "90-fake" / "exercise.cu",
+             "#include <utility>\n"
+             "template <int K> constexpr long spin() {\n"
+             "  long s = K;\n"
+             "  for (long i = 0; i < 1000; ++i)\n"
+             "    for (long j = 0; j < 1000; ++j) s += i ^ j;\n"
+             "  return s;\n}\n"
+             "template <int K> constexpr long spun = spin<K>();\n"
+             "template <int... K> long total(std::integer_sequence<int, K...>) { return (spun<K> + ...); }\n"
+             "const char* exercise_mode() { return total(std::make_integer_sequence<int, 100000>()) ? \"result\" : \"\"; }\n"
+             "double exercise_ms() { return 1.0; }\n");
+  build.set_time_limits(2, 8);
+  for (const LessonConfig* l : {&bomb, &good}) REQUIRE(build.stage_submission(*l, alice / l->name / "exercise.cu") == "");
+  const auto t0 = std::chrono::steady_clock::now();
+  build.build_all({"90-fake", "91-other"});
+  const GradingBuild::Built ok = build.build(good);
+  const GradingBuild::Built bombed = build.build(bomb);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CHECK_MESSAGE(ok.ok, ok.message << ok.output);
+  CHECK_FALSE(bombed.ok);
+  CHECK(contains(bombed.message, "building your exercise.cu timed out after 8 s"));
+  CHECK(took >= 2 + 8);
+  CHECK(took < 2 + 8 + 30);  // the two limits, and the good lesson's few seconds
+  build.clear_student_files();
+}
+
 TEST_CASE("two commands on one grading build or output folder take turns (flock)") {
   TempDir dir("lab-sandbox");
   const fs::path lock = dir.path() / "lab-check.lock";
