@@ -13,7 +13,8 @@
 #                                  (the grading-time goal; containment line)
 #   scripts/gpu-round.sh shared    lab-check run (LESSONS, solution and starter) while another
 #                                  CUDA process keeps the GPU busy: verdicts read environment
-#   scripts/gpu-round.sh tracer    the checker's CUPTI tracer injected by hand into one program
+#   scripts/gpu-round.sh tracer    the checker's tracer injected by hand into lesson 09 (what it
+#                                  costs), then every solution judged with it (agreement)
 # Every phase but build expects the release build to exist (build first, in the same call).
 # Logs go to build/gpu-round/; when $OUT is set (the device tool) they are also archived there.
 set -uo pipefail
@@ -90,12 +91,21 @@ case $phase in
     wait "$hog" 2> /dev/null
     ;;
   tracer)
+    # The tracer injected by hand into lesson 09 (1000 small launches per call, the lesson most
+    # sensitive to what tracing costs), then the same program without it: the cost per variant.
+    trace="$log/09.trace"
     step tracer env CUDA_INJECTION64_PATH="$PWD/$build/checker/tracer/liblab_tracer.so" \
-      LAB_TRACE_FILE="$log/04.trace" "$build/lessons/04-coalescing/solution" --quick --json "$log/04.json"
-    head -n 2 "$log/04.trace"
-    echo "tagged launches $(grep -c '^T' "$log/04.trace"), kernel records $(grep -c '^K' "$log/04.trace")"
-    grep '^F' "$log/04.trace"
-    tail -n 1 "$log/04.trace"
+      LAB_TRACE_FILE="$trace" "$build/lessons/09-graphs/solution" --json "$log/09-traced.json"
+    head -n 1 "$trace"
+    echo "tagged launches $(grep -c '^T' "$trace"), spans $(grep -c '^S' "$trace")"
+    grep '^F' "$trace"
+    tail -n 1 "$trace"
+    step untraced "$build/lessons/09-graphs/solution" --json "$log/09-untraced.json"
+    step tracer-cost python3 checker/tracer/agreement.py --cost "$log/09-traced.json" "$log/09-untraced.json"
+    # Every solution, judged with the tracer: each variant's reported and traced medians.
+    step corroboration bash -c "'$build/checker/lab-check' run ${LESSONS:-} --build solution \
+      --format json --report > '$log/corroboration.json'"
+    step agreement python3 checker/tracer/agreement.py "$log/corroboration.json"
     ;;
   *)
     echo "usage: scripts/gpu-round.sh build|counters|selftest|grade|shared|tracer" >&2

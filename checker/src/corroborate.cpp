@@ -32,12 +32,10 @@ const char* to_string(Corroboration c) {
 
 namespace {
 
-// A tagged kernel: its tag (from the launch) and, once joined, when it ran (from its record).
+// A tagged kernel's launch, as the tracer saw it.
 struct Edge {
   TraceTag tag{};
-  bool ran = false;
-  unsigned stream = 0;
-  unsigned long long start = 0, end = 0;
+  bool spanned = false;  // a span of the tracer's already names it
 };
 
 bool opens(int edge) { return edge == kTraceLeadIn || edge == kTraceOpenMark; }
@@ -55,40 +53,51 @@ double median_of(const std::vector<double>& v, std::size_t first, std::size_t co
   return count % 2 ? v[mid] : 0.5 * (v[mid - 1] + v[mid]);
 }
 
-// Pairs every sample's opening and closing kernels into TracedSamples.
-void pair_edges(const std::vector<Edge>& edges, Trace& t) {
-  std::map<std::pair<int, int>, std::pair<const Edge*, const Edge*>> by_sample;  // open, close
+struct SpanRecord {
+  unsigned open = 0, close = 0;
+  long long ns = 0;
+};
+
+// Turns every span into a TracedSample, after checking that its two kernels are an opening and
+// a closing one of the same sample, as the library launches them.
+void join_spans(std::vector<Edge>& edges, const std::unordered_map<unsigned, std::size_t>& by_id,
+                const std::vector<SpanRecord>& spans, Trace& t) {
+  std::map<std::pair<int, int>, int> seen;  // (measurement, sample) -> spans
   auto say = [&](const TraceTag& g, const std::string& what) {
     t.conflicts.push_back("sample " + std::to_string(g.sample) + " of measurement " +
                           std::to_string(g.measurement) + " " + what);
   };
-  for (const Edge& e : edges) {
-    if (!e.ran || e.tag.sample < 0) continue;  // never ran (its record is missing), or warm-up
-    if (e.tag.edge < kTraceLeadIn || e.tag.edge > kTraceCloseMark) {
-      say(e.tag, "has a kernel that is neither an opening nor a closing one");
+  for (const SpanRecord& s : spans) {
+    const auto open_at = by_id.find(s.open), close_at = by_id.find(s.close);
+    if (open_at == by_id.end() || close_at == by_id.end()) {
+      t.conflicts.push_back("a span names a launch the trace does not have (" +
+                            std::to_string(s.open) + " to " + std::to_string(s.close) + ")");
       continue;
     }
-    auto& slot = by_sample[{e.tag.measurement, e.tag.sample}];
-    const Edge*& mine = opens(e.tag.edge) ? slot.first : slot.second;
-    if (mine) say(e.tag, opens(e.tag.edge) ? "was opened twice" : "was closed twice");
-    else mine = &e;
-  }
-  for (const auto& entry : by_sample) {
-    const auto [open, close] = entry.second;
-    if (!open || !close) continue;  // incomplete: counted as missing by whoever needs it
-    const TraceTag& a = open->tag;
-    const TraceTag& b = close->tag;
-    if (a.variant != b.variant || a.batch != b.batch)
+    Edge& open = edges[open_at->second];
+    Edge& close = edges[close_at->second];
+    const TraceTag& a = open.tag;
+    const TraceTag& b = close.tag;
+    if (open.spanned || close.spanned) {
+      say(a, "has a kernel that opens or closes two spans");
+      continue;
+    }
+    open.spanned = close.spanned = true;
+    if (a.sample < 0 && b.sample < 0) continue;  // warm-up
+    if (!opens(a.edge) || opens(b.edge) || b.edge > kTraceCloseMark || a.edge < kTraceLeadIn)
+      say(a, "was opened or closed by a kernel of the wrong kind");
+    else if (a.measurement != b.measurement || a.sample != b.sample || a.variant != b.variant ||
+             a.batch != b.batch)
       say(a, "was opened and closed with different tags");
     else if ((a.edge == kTraceLeadIn) != (b.edge == kTraceClockProbe))
       say(a, "was opened and closed by kernels of two different kinds");
-    else if (open->stream != close->stream)
-      say(a, "was opened and closed on two different streams");
-    else if (close->start < open->end || a.batch < 1)
-      say(a, "was closed before it was opened");
+    else if (a.batch < 1)
+      say(a, "has a batch of " + std::to_string(a.batch));
+    else if (++seen[{a.measurement, a.sample}] > 1)
+      say(a, "was opened twice");
     else
       t.samples.push_back({a.measurement, a.variant, a.sample, a.batch, a.edge == kTraceLeadIn,
-                           1e-6 * static_cast<double>(close->start - open->end)});
+                           1e-6 * static_cast<double>(s.ns)});
   }
 }
 
@@ -97,11 +106,17 @@ void pair_edges(const std::vector<Edge>& edges, Trace& t) {
 Trace parse_trace(std::istream& in) {
   Trace t;
   std::string line;
-  if (!std::getline(in, line) || line != "lab-trace 1") return t;
+  if (!std::getline(in, line)) return t;
+  if (line != "lab-trace 2") {
+    t.loaded = true;
+    t.unusable = "the trace file is not one this checker reads (its first line is not \"lab-trace "
+                 "2\": a tracer from another version of lab-check?)";
+    return t;
+  }
   t.loaded = t.set_up = true;
   std::vector<Edge> edges;
-  std::unordered_map<unsigned, std::size_t> by_driver, by_runtime;  // correlation id -> edge
-  std::vector<std::tuple<unsigned, unsigned, unsigned long long, unsigned long long>> kernels;
+  std::unordered_map<unsigned, std::size_t> by_id;  // correlation id -> edge
+  std::vector<SpanRecord> spans;
   for (std::size_t number = 2; std::getline(in, line); ++number) {
     if (t.ended) {
       t.unusable = "the trace goes on after its end line (line " + std::to_string(number) + ")";
@@ -117,35 +132,32 @@ Trace parse_trace(std::istream& in) {
     bool ok = false;
     if (kind == 'F') {
       t.set_up = false;
-      t.unusable = "the tracer could not set CUPTI up (" + line.substr(std::min<std::size_t>(2, line.size())) + ")";
+      t.unusable = "the tracer could not set up (" + line.substr(std::min<std::size_t>(2, line.size())) + ")";
       return t;
     } else if (kind == 'T') {
-      unsigned driver = 0, runtime = 0;
+      unsigned id = 0;
       Edge e;
-      ok = whole(std::sscanf(text, "T %u %u %d %d %d %d %d%n", &driver, &runtime, &e.tag.measurement,
-                             &e.tag.variant, &e.tag.sample, &e.tag.batch, &e.tag.edge, &used),
-                 7);
-      if (ok && by_driver.count(driver)) {
-        t.conflicts.push_back("two launches have the correlation id " + std::to_string(driver));
+      ok = whole(std::sscanf(text, "T %u %d %d %d %d %d%n", &id, &e.tag.measurement, &e.tag.variant,
+                             &e.tag.sample, &e.tag.batch, &e.tag.edge, &used),
+                 6);
+      if (ok && by_id.count(id)) {
+        t.conflicts.push_back("two launches have the correlation id " + std::to_string(id));
       } else if (ok) {
-        by_driver[driver] = edges.size();
-        if (runtime != 0) by_runtime[runtime] = edges.size();
+        by_id[id] = edges.size();
         edges.push_back(e);
         ++t.launches;
       }
-    } else if (kind == 'K') {
-      unsigned correlation = 0, stream = 0;
-      unsigned long long start = 0, end = 0;
-      ok = whole(std::sscanf(text, "K %u %u %llu %llu%n", &correlation, &stream, &start, &end, &used), 4) &&
-           end >= start;
-      if (ok) kernels.emplace_back(correlation, stream, start, end);
-      t.kernels += ok ? 1 : 0;
+    } else if (kind == 'S') {
+      SpanRecord s;
+      ok = whole(std::sscanf(text, "S %u %u %lld%n", &s.open, &s.close, &s.ns, &used), 3) && s.ns >= 0;
+      if (ok) spans.push_back(s);
+      t.spans += ok ? 1 : 0;
     } else if (kind == 'U') {
       unsigned correlation = 0;
       ok = whole(std::sscanf(text, "U %u%n", &correlation, &used), 1);
       t.unreadable += ok ? 1 : 0;
     } else if (kind == 'E') {
-      ok = t.ended = whole(std::sscanf(text, "E %zu%n", &t.dropped, &used), 1);
+      ok = t.ended = whole(std::sscanf(text, "E %zu%n", &t.lost, &used), 1);
     }
     if (!ok) {
       t.unusable = "the trace is damaged at line " + std::to_string(number);
@@ -157,28 +169,7 @@ Trace parse_trace(std::istream& in) {
                  "or ended itself some other way)";
     return t;
   }
-  // A kernel record carries the correlation id of the driver call that launched it, or of the
-  // runtime call around that one: either joins it to its tag.
-  auto launch_of = [&](unsigned correlation) -> Edge* {
-    for (const auto* ids : {&by_driver, &by_runtime})
-      if (auto it = ids->find(correlation); it != ids->end()) return &edges[it->second];
-    return nullptr;
-  };
-  for (const auto& [correlation, stream, start, end] : kernels) {
-    Edge* found = launch_of(correlation);
-    if (!found) continue;  // its launch was not seen: nothing to attribute it to
-    Edge& e = *found;
-    if (e.ran) {
-      t.conflicts.push_back("a launch with correlation id " + std::to_string(correlation) +
-                            " ran twice");
-      continue;
-    }
-    e.ran = true;
-    e.stream = stream;
-    e.start = start;
-    e.end = end;
-  }
-  pair_edges(edges, t);
+  join_spans(edges, by_id, spans, t);
   return t;
 }
 
@@ -196,7 +187,7 @@ CorroborationResult corroborate(const json& result, const Trace& trace) {
   };
   if (!trace.loaded)
     return unavailable("the tracer wrote nothing: the CUDA driver did not load it (is this the "
-                       "driver of a CUDA 13 toolkit, and its CUPTI library readable?)");
+                       "driver of a CUDA 13 toolkit? CUDA_INJECTION64_PATH is how the checker loads it)");
   if (!trace.set_up) return unavailable(trace.unusable);
   out.state = Corroboration::disagrees;
   if (!trace.unusable.empty()) {
@@ -211,8 +202,8 @@ CorroborationResult corroborate(const json& result, const Trace& trace) {
   // means the tracer did not work here, whatever the program did.
   if (trace.samples.empty())
     return unavailable("the tracer saw no sample of lab::benchmark (" + std::to_string(trace.launches) +
-                       " tagged launches, " + std::to_string(trace.kernels) +
-                       " kernel records, none joined)");
+                       " tagged launches, " + std::to_string(trace.spans) +
+                       " spans, none a sample)");
 
   const json variants = result.value("variants", json::array());
   for (std::size_t i = 0; i < variants.size(); ++i) {
@@ -241,7 +232,8 @@ CorroborationResult corroborate(const json& result, const Trace& trace) {
     c.traced_samples = traced;
     const std::string who = "\"" + c.name + "\"";
     const std::string lost =
-        trace.dropped > 0 ? " (CUPTI dropped " + std::to_string(trace.dropped) + " records)" : "";
+        trace.lost > 0 ? " (the tracer could not read the events of " + std::to_string(trace.lost) +
+                             " samples)" : "";
     if (kept == 0 || !(c.reported_ms > 0)) {
       c.problem = who + " reports a time without samples";
     } else if (traced == 0) {

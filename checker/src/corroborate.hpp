@@ -1,6 +1,7 @@
 // Corroboration: every time a lesson program reports is checked against an instrument its code
 // does not control. The checker's tracer (checker/tracer), loaded into the program by the CUDA
-// driver, writes when each of lab::benchmark's samples was opened and closed on the GPU (the
+// driver, times each of lab::benchmark's samples with events of its own, recorded on the stream
+// right after the kernel that opens the sample and right before the one that closes it (the
 // kernels of lab/trace_tag.hpp); a variant's reported median must agree with the median of those
 // spans within the tolerance below, in both directions. docs/grading-security.md says why and
 // what it still does not cover.
@@ -19,7 +20,7 @@ namespace lab {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-/// The tracer library this checker was built with, or empty (built without CUPTI).
+/// The tracer library this checker was built with, or empty (none was built).
 fs::path built_tracer();
 
 /// One measured sample as the tracer saw it.
@@ -30,23 +31,24 @@ struct TracedSample {
   int batch = 1;        ///< launches it timed
   bool lead_in = true;  ///< opened by the lead-in (else by a mark launched before the host waited)
   double span_ms = 0;   ///< from the end of the kernel that opened it to the start of the one that
-                        ///< closed it, on one stream: the interval the events measure, and a little
+                        ///< closed it, on one stream (the tracer's events): the interval the
+                        ///< program's events measure, and a little
 };
 
 /// A trace file, read (the format is at the top of checker/tracer/tracer.cpp).
 struct Trace {
   bool loaded = false;  ///< it starts with the header: the tracer was loaded and set up
-  std::string unusable;  ///< why it cannot be used: the tracer could not set CUPTI up (not the
+  std::string unusable;  ///< why it cannot be used: the tracer could not set up (not the
                          ///< program's doing), or the file is damaged or ends early (then it is)
-  bool set_up = false;   ///< loaded and CUPTI set up (no "F" line)
+  bool set_up = false;   ///< loaded and set up (no "F" line; a header this checker reads)
   bool ended = false;    ///< the end line: the program exited through exit() and all was flushed
-  std::size_t dropped = 0;     ///< records CUPTI reported dropped
+  std::size_t lost = 0;        ///< samples whose events the tracer could not read
   std::size_t launches = 0;    ///< tagged launches ("T")
   std::size_t unreadable = 0;  ///< tagged launches whose tag could not be read ("U")
-  std::size_t kernels = 0;     ///< kernel records of tagged kernels ("K")
+  std::size_t spans = 0;       ///< spans timed by the tracer ("S")
   std::vector<TracedSample> samples;   ///< every measured sample (index >= 0) opened and closed
   std::vector<std::string> conflicts;  ///< what the library cannot have launched (a sample opened
-                                       ///< twice, opened and closed on two streams, ...)
+                                       ///< twice, opened and closed with two tags, ...)
 };
 
 /// Parses a trace. Never throws: a malformed line makes it unusable, saying which.

@@ -41,7 +41,7 @@ Tracing stage_tracer(const JudgeOptions& opt, const fs::path& work) {
   Tracing t;
   if (opt.corroborate == Corroborate::off) return t;
   if (opt.tracer.empty()) {
-    t.missing = "lab-check was built without its tracer (CUPTI was not found when it was configured)";
+    t.missing = "lab-check has no tracer (its build did not make checker/tracer)";
     return t;
   }
   std::error_code ec;

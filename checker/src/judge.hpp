@@ -83,7 +83,7 @@ struct JudgeOptions {
                                    ///< (inspect.hpp); off only for stand-in programs in tests
   std::vector<std::string> ncu_cmd = {"ncu"};  ///< the tool (tests swap it)
   Corroborate corroborate = Corroborate::required;
-  fs::path tracer = built_tracer();  ///< the tracer library; empty: built without CUPTI
+  fs::path tracer = built_tracer();  ///< the tracer library; empty: none was built
 };
 
 /// Runs `program` (a lesson built from some exercise.cu) and judges it by the lesson's rules.

@@ -171,7 +171,7 @@ int cmd_run(const Common& c, const std::vector<std::string>& names, const std::s
   j.sanitize = sanitize;
   j.timeout_s = c.timeout_s;
   j.counters = c.counters;
-  // One's own machine may lack CUPTI: the times are judged anyway, and the output says so.
+  // One's own machine may not load the tracer: the times are judged anyway, and the output says so.
   j.corroborate = c.corroborate ? Corroborate::if_available : Corroborate::off;
   const bool table = c.format == "table";
   const bool colour = table && use_colour(stdout);
@@ -456,7 +456,7 @@ int main(int argc, char** argv) {
   app.add_flag("!--no-counters", c.counters,
                "Do not run ncu for the counter rules (they are reported as skipped, out of the total)");
   app.add_flag("!--no-corroborate", c.corroborate,
-               "Do not check the reported times against the checker's tracer (CUPTI); every "
+               "Do not check the reported times against the checker's tracer (its own CUDA events); every "
                "record then says its times were not corroborated (docs/grading-security.md)");
   app.add_option("--build-dir", c.build_dir, "The configured build folder (default: the one lab-check lives in)");
   app.add_option("--format", c.format, "Output on stdout: table or json")

@@ -14,29 +14,24 @@ using namespace lab::test;
 
 namespace {
 
-// Writes what checker/tracer writes: tagged launches as they happen, kernel records later.
+// Writes what checker/tracer writes: tagged launches as they happen, and each sample's span
+// (the tracer's events) once it is closed.
 struct TraceWriter {
-  std::ostringstream launches, kernels;
+  std::ostringstream records;
   unsigned correlation = 10;
-  unsigned long long now = 5'000'000;
-  bool runtime_ids = false;  // kernel records carry the runtime call's id instead of the driver's
 
-  void kernel(int measurement, int variant, int sample, int batch, int edge, double ms, unsigned stream) {
-    launches << "T " << correlation + 1 << " " << correlation << " " << measurement << " " << variant
-             << " " << sample << " " << batch << " " << edge << "\n";
-    const auto length = static_cast<unsigned long long>(ms * 1e6);
-    kernels << "K " << (runtime_ids ? correlation : correlation + 1) << " " << stream << " " << now
-            << " " << now + length << "\n";
-    now += length;
-    correlation += 2;
+  unsigned kernel(int measurement, int variant, int sample, int batch, int edge) {
+    records << "T " << ++correlation << " " << measurement << " " << variant << " " << sample << " "
+            << batch << " " << edge << "\n";
+    return correlation;
   }
   // One sample: its opening kernel, `span_ms` on the GPU between the two, its closing kernel.
   void sample(int measurement, int variant, int index, double span_ms, int batch = 1,
-              bool lead_in = true, unsigned close_stream = 7) {
-    kernel(measurement, variant, index, batch, lead_in ? kTraceLeadIn : kTraceOpenMark, 0.02, 7);
-    now += static_cast<unsigned long long>(span_ms * 1e6);
-    kernel(measurement, variant, index, batch, lead_in ? kTraceClockProbe : kTraceCloseMark, 0.003,
-           close_stream);
+              bool lead_in = true) {
+    const unsigned open = kernel(measurement, variant, index, batch, lead_in ? kTraceLeadIn : kTraceOpenMark);
+    const unsigned close =
+        kernel(measurement, variant, index, batch, lead_in ? kTraceClockProbe : kTraceCloseMark);
+    records << "S " << open << " " << close << " " << static_cast<long long>(span_ms * 1e6) << "\n";
   }
   // `n` samples spread evenly (+-1%) around `median_ms` per launch, plus `gap_ms` per sample.
   void samples(int measurement, int variant, int n, double median_ms, double gap_ms = 0.002,
@@ -48,7 +43,7 @@ struct TraceWriter {
     }
   }
   std::string text(bool end = true) const {
-    return "lab-trace 1\n" + launches.str() + kernels.str() + (end ? "E 0\n" : "");
+    return "lab-trace 2\n" + records.str() + (end ? "E 0\n" : "");
   }
   // A run's beginning: the ceilings (no variant), then the baseline, 4 ms; the exercise next.
   static TraceWriter base(double baseline_ms = 4.0) {
@@ -73,11 +68,24 @@ CorroborationResult check(const json& result, const std::string& trace) {
   return corroborate(result, parsed(trace));
 }
 
+TraceEdgeFunction g_registered = nullptr;
+int g_registered_abi = 0;
+
 }  // namespace
+
+// The lesson program's side of the tracer's handshake, as lab's timing.cu has it (exported by
+// this test program's link options).
+extern "C" __attribute__((visibility("default"), used)) int lab_trace_register(int abi,
+                                                                             TraceEdgeFunction edge) {
+  g_registered_abi = abi;
+  if (abi != kTraceAbi) return 0;
+  g_registered = edge;
+  return 1;
+}
 
 TEST_SUITE("corroborate") {
 
-TEST_CASE("a trace is read into samples: span from the opening kernel's end to the closing one's start") {
+TEST_CASE("a trace is read into samples: the tracer's span from the opening kernel's end to the closing one's start") {
   TraceWriter w;
   w.sample(3, 1, 0, 0.250);
   w.sample(3, 1, 1, 0.500, 4);
@@ -89,7 +97,7 @@ TEST_CASE("a trace is read into samples: span from the opening kernel's end to t
   CHECK(t.unusable.empty());
   CHECK(t.conflicts.empty());
   CHECK(t.launches == 6);
-  CHECK(t.kernels == 6);
+  CHECK(t.spans == 3);
   REQUIRE(t.samples.size() == 2);
   CHECK(t.samples[0].measurement == 3);
   CHECK(t.samples[0].variant == 1);
@@ -98,10 +106,8 @@ TEST_CASE("a trace is read into samples: span from the opening kernel's end to t
   CHECK(t.samples[1].span_ms == doctest::Approx(0.500));
   CHECK(t.samples[1].lead_in);
 
-  TraceWriter runtime;  // kernel records that carry the runtime call's correlation id
-  runtime.runtime_ids = true;
-  runtime.sample(0, 0, 0, 0.1);
-  CHECK(parsed(runtime.text()).samples.size() == 1);
+  // A span between two launches of one sample, whatever the order of the lines.
+  CHECK(parsed("lab-trace 2\nT 1 0 0 0 1 0\nT 2 0 0 0 1 1\nS 1 2 1500\nE 0\n").samples.size() == 1);
 }
 
 TEST_CASE("a reported median that agrees with the trace is corroborated, with both numbers kept") {
@@ -215,13 +221,18 @@ TEST_CASE("no trace, or a tracer that could not set up, leaves the times unavail
   CorroborationResult c = check(sample_result(), "");
   CHECK(c.state == Corroboration::unavailable);
   CHECK(contains(c.message, "the tracer wrote nothing"));
-  c = check(sample_result(), "lab-trace 1\nF cuptiSubscribe: CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED\n");
+  c = check(sample_result(), "lab-trace 2\nF cuptiSubscribe: CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED\n");
   CHECK(c.state == Corroboration::unavailable);
-  CHECK(contains(c.message, "could not set CUPTI up (cuptiSubscribe: CUPTI_ERROR_MULTIPLE_SUBSCRIBERS"));
-  // Tags and kernel records that never join (even the ceilings', taken before any exercise code).
-  c = check(sample_result(), "lab-trace 1\nT 5 4 0 -1 0 1 0\nT 7 6 0 -1 0 1 1\nK 99 7 10 20\nE 0\n");
+  CHECK(contains(c.message, "could not set up (cuptiSubscribe: CUPTI_ERROR_MULTIPLE_SUBSCRIBERS"));
+  // Tagged launches without a single span (not even the ceilings', taken before any exercise code).
+  c = check(sample_result(), "lab-trace 2\nT 5 0 -1 0 1 0\nT 7 0 -1 0 1 1\nE 0\n");
   CHECK(c.state == Corroboration::unavailable);
-  CHECK(contains(c.message, "2 tagged launches, 1 kernel records, none joined"));
+  CHECK(contains(c.message, "2 tagged launches, 0 spans, none a sample"));
+  // A trace of another format (a tracer of another lab-check) is not read, and not held against
+  // the program.
+  c = check(sample_result(), "lab-trace 1\nT 5 4 0 -1 0 1 0\nE 0\n");
+  CHECK(c.state == Corroboration::unavailable);
+  CHECK(contains(c.message, "not one this checker reads"));
 }
 
 TEST_CASE("a damaged or truncated trace is not corroboration") {
@@ -229,45 +240,62 @@ TEST_CASE("a damaged or truncated trace is not corroboration") {
   CorroborationResult c = check(sample_result(), TraceWriter::lesson().text(/*end=*/false));
   CHECK(c.state == Corroboration::disagrees);
   CHECK(contains(c.message, "the trace ends early"));
-  c = check(sample_result(), good + "K 1 2 3 4\n");
+  c = check(sample_result(), good + "S 1 2 3\n");
   CHECK(contains(c.message, "goes on after its end line"));
-  const std::vector<std::string> damaged = {"K 12 seven 1 2\n", "T 1 2 3\n", "K 1 2 30 20\n", "X 1\n",
-                                           "E 0 1\n", std::string("K 1 2 3 4\0garbage\n", 18)};
+  const std::vector<std::string> damaged = {"S 12 seven 1\n", "T 1 2 3\n", "S 1 2 -30\n", "X 1\n",
+                                           "K 1 2 3 4\n", "E 0 1\n", std::string("S 1 2 3\0garbage\n", 16)};
   for (const std::string& bad : damaged) {
-    const std::string text = "lab-trace 1\n" + bad + "E 0\n";
+    const std::string text = "lab-trace 2\n" + bad + "E 0\n";
     c = check(sample_result(), text);
     CHECK(c.state == Corroboration::disagrees);
     CHECK(contains(c.message, "the trace is damaged at line 2"));
   }
-  c = check(sample_result(), std::string("lab-trace 1") + "\xff\xfe\n");
+  c = check(sample_result(), std::string("lab-trace 2") + "\xff\xfe\n");
   CHECK(c.state == Corroboration::unavailable);  // no header: the tracer never wrote it
 }
 
-TEST_CASE("kernels the library did not launch: a sample opened twice, or across two streams") {
+TEST_CASE("kernels the library did not launch: a sample opened twice, a span across two samples") {
   TraceWriter w = TraceWriter::lesson();
   w.sample(2, 1, 5, 0.1);  // the exercise's sample 5 again
   CorroborationResult c = check(sample_result(), w.text());
   CHECK(c.state == Corroboration::disagrees);
   CHECK(contains(c.message, "sample 5 of measurement 2 was opened twice"));
 
-  TraceWriter streams;
-  streams.samples(0, -1, 10, 0.5);
-  streams.sample(1, 0, 0, 4.0, 1, true, /*close_stream=*/9);
-  c = check(sample_result(), streams.text());
-  CHECK(contains(c.message, "sample 0 of measurement 1 was opened and closed on two different streams"));
+  TraceWriter mixed = TraceWriter::lesson();  // a span from one sample's opening to another's close
+  const unsigned open = mixed.kernel(2, 1, 40, 1, kTraceLeadIn);
+  const unsigned close = mixed.kernel(2, 1, 41, 1, kTraceClockProbe);
+  mixed.records << "S " << open << " " << close << " 1000000\n";
+  c = check(sample_result(), mixed.text());
+  CHECK(contains(c.message, "sample 40 of measurement 2 was opened and closed with different tags"));
 
-  c = check(sample_result(), "lab-trace 1\nT 5 4 0 -1 0 1 0\nT 5 6 0 -1 0 1 1\nE 0\n");
+  TraceWriter reversed = TraceWriter::lesson();  // closed by an opening kernel
+  const unsigned a = reversed.kernel(2, 1, 40, 1, kTraceLeadIn);
+  const unsigned b = reversed.kernel(2, 1, 40, 1, kTraceLeadIn);
+  reversed.records << "S " << a << " " << b << " 1000000\n";
+  c = check(sample_result(), reversed.text());
+  CHECK(contains(c.message, "was opened or closed by a kernel of the wrong kind"));
+
+  TraceWriter twice = TraceWriter::lesson();  // one launch in two spans
+  const unsigned o = twice.kernel(2, 1, 40, 1, kTraceLeadIn);
+  const unsigned x = twice.kernel(2, 1, 40, 1, kTraceClockProbe);
+  twice.records << "S " << o << " " << x << " 1000000\nS " << o << " " << x << " 1000000\n";
+  c = check(sample_result(), twice.text());
+  CHECK(contains(c.message, "has a kernel that opens or closes two spans"));
+
+  c = check(sample_result(), "lab-trace 2\nT 5 0 -1 0 1 0\nT 5 0 -1 0 1 1\nE 0\n");
   CHECK(contains(c.message, "two launches have the correlation id 5"));
+  c = check(sample_result(), TraceWriter::lesson().text(false) + "S 9999 10000 5\nE 0\n");
+  CHECK(contains(c.message, "a span names a launch the trace does not have"));
 }
 
-TEST_CASE("the tracer loads from a copy and puts its header on disk at once") {
+TEST_CASE("the tracer loads from a copy, puts its header on disk at once, and meets the program's library") {
   if (built_tracer().empty()) {
-    MESSAGE("lab-check was built without CUPTI: no tracer to load");
+    MESSAGE("lab-check was built without its tracer");
     return;
   }
-  // As the driver does in cuInit: load the library (from the copy a program's work folder gets,
-  // so CUPTI must be found through its own RUNPATH) and call InitializeInjection. Without a
-  // driver CUPTI refuses, and the tracer says so in its file.
+  // As the driver does in cuInit: load the library (from the copy a program's work folder gets)
+  // and call InitializeInjection. It finds this test's lab_trace_register (exported like a lesson
+  // program's) and hands over its entry point; without a driver loaded it then says so in its file.
   TempDir dir;
   const fs::path copy = dir.path() / "lab-tracer.so", trace = dir.path() / "trace.txt";
   fs::copy_file(built_tracer(), copy);
@@ -275,13 +303,24 @@ TEST_CASE("the tracer loads from a copy and puts its header on disk at once") {
   REQUIRE_MESSAGE(library, ::dlerror());
   void* entry = ::dlsym(library, "InitializeInjection");
   REQUIRE(entry != nullptr);
+  CHECK_FALSE(::dlsym(library, "on_edge"));  // nothing else is exported
   auto initialize = reinterpret_cast<int (*)()>(entry);
+  g_registered = nullptr;
+  g_registered_abi = 0;
   ::setenv("LAB_TRACE_FILE", trace.c_str(), 1);
   CHECK(initialize() == 1);
   ::unsetenv("LAB_TRACE_FILE");
+  CHECK(g_registered_abi == kTraceAbi);
+  CHECK(static_cast<bool>(g_registered));
   const Trace t = read_trace(trace);
   CHECK(t.loaded);
-  if (!t.set_up) CHECK(contains(t.unusable, "the tracer could not set CUPTI up ("));
+  if (::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD) == nullptr) {
+    CHECK_FALSE(t.set_up);
+    CHECK(contains(t.unusable, "the tracer could not set up (the CUDA driver's event functions"));
+    const TraceTag tag{0, 0, 0, 1, kTraceLeadIn};
+    if (g_registered) g_registered(&tag, nullptr);  // after a failed set-up: does nothing
+    CHECK(read_text(trace) == "lab-trace 2\nF the CUDA driver's event functions were not found in libcuda.so.1\n");
+  }
 }
 
 TEST_CASE("a program's environment gets the checker's additions, replacing its own of the same name") {
@@ -378,7 +417,7 @@ TEST_CASE("judge: without a trace, grading judges no time (environment, once) an
 
   const LessonOutcome unbuilt = judge_traced({}, Corroborate::required, "");
   CHECK(unbuilt.verdict == Verdict::environment);
-  CHECK(contains(unbuilt.rules.back().message, "lab-check was built without its tracer"));
+  CHECK(contains(unbuilt.rules.back().message, "lab-check has no tracer"));
 }
 
 TEST_CASE("judge: --no-corroborate judges the times as reported and says so") {

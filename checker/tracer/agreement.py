@@ -8,7 +8,8 @@
   agreement.py --cost TRACED.json UNTRACED.json
       Two result files of one lesson program (--json), run with and without the tracer
       (CUDA_INJECTION64_PATH and LAB_TRACE_FILE set, or not): each variant's median in both and
-      their ratio, which is what tracing costs that variant.
+      their ratio, which is what tracing costs that variant; then each metric of the lesson in
+      both (lesson 09's host share, for one, is a ratio of host to GPU time).
 """
 import json
 import sys
@@ -32,15 +33,20 @@ def agreement(path):
 
 
 def cost(traced_path, untraced_path):
-    medians = []
+    medians, metrics = [], []
     for path in (traced_path, untraced_path):
         doc = json.load(open(path))
         medians.append({v["name"]: v["time_ms"]["median"] for v in doc["variants"] if "time_ms" in v})
+        metrics.append({k: m["value"] for k, m in doc.get("metrics", {}).items()})
     print(f"{'variant':<22} {'traced':>12} {'untraced':>12} {'ratio':>7}")
     for name, t in medians[0].items():
         u = medians[1].get(name)
         if u:
             print(f"{name:<22} {t:>9.4f} ms {u:>9.4f} ms {t / u:>7.3f}")
+    for name, t in metrics[0].items():
+        u = metrics[1].get(name)
+        if u is not None:
+            print(f"metric {name:<30} traced {t:.4g}, untraced {u:.4g}")
 
 
 if __name__ == "__main__":

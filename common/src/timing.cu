@@ -55,8 +55,8 @@ struct SmStart {
 
 }  // namespace
 
-// The kernels that open and close a sample take its TraceTag first, for the checker's tracer,
-// which knows them by these C names (lab/trace_tag.hpp). They do nothing with it.
+// The kernels that open and close a sample take its TraceTag first, so that a profiler's
+// timeline shows which sample they bracket (lab/trace_tag.hpp). They do nothing with it.
 
 // The lead-in of a cold or batched sample: one thread per block, one block per SM, each spinning
 // for `ns`, so the stream is busy while the host records the start event and enqueues the work.
@@ -93,6 +93,13 @@ extern "C" __global__ void lab_trace_mark_kernel(TraceTag) {}
 namespace {
 
 int g_measurements = 0;  // lab::benchmark calls so far: TraceTag::measurement
+TraceEdgeFunction g_trace_edge = nullptr;  // the checker's tracer, when it was loaded
+
+// Hands an edge of a sample to the tracer: after the launch of the kernel that opens it, before
+// the launch of the one that closes it.
+void trace_edge(const TraceTag& tag, cudaStream_t stream) {
+  if (g_trace_edge) g_trace_edge(&tag, static_cast<void*>(stream));
+}
 
 // The L2 flush: reads every 16 bytes of a buffer twice the L2 size. Reading (unlike a memset)
 // leaves only clean lines, so the flush's own data is never written back during the timed kernel;
@@ -211,6 +218,7 @@ Measurement benchmark(const std::function<void(cudaStream_t)>& launch, cudaStrea
     if (lead_in_us <= 0) {
       lab_trace_mark_kernel<<<1, 1, 0, stream>>>(trace(kTraceOpenMark));
       LAB_CHECK_LAUNCH();
+      trace_edge(trace(kTraceOpenMark), stream);
     }
     LAB_CHECK(cudaStreamSynchronize(stream));
     ++tag;
@@ -218,6 +226,7 @@ Measurement benchmark(const std::function<void(cudaStream_t)>& launch, cudaStrea
       lab_lead_in_kernel<<<device.sms, 1, 0, stream>>>(
           trace(kTraceLeadIn), static_cast<long long>(lead_in_us * 1e3), starts.data(), tag);
       LAB_CHECK_LAUNCH();
+      trace_edge(trace(kTraceLeadIn), stream);
     }
     start.record(stream);
     HostTimer host;
@@ -231,10 +240,12 @@ Measurement benchmark(const std::function<void(cudaStream_t)>& launch, cudaStrea
     stop.record(stream);
     // After the stop event, so it adds nothing to the timed window, yet its window holds it.
     if (lead_in_us > 0) {
+      trace_edge(trace(kTraceClockProbe), stream);
       lab_clock_probe_kernel<<<device.sms, 1, 0, stream>>>(trace(kTraceClockProbe), starts.data(),
                                                            tag, khz);
       LAB_CHECK_LAUNCH();
     } else {
+      trace_edge(trace(kTraceCloseMark), stream);
       lab_trace_mark_kernel<<<1, 1, 0, stream>>>(trace(kTraceCloseMark));
       LAB_CHECK_LAUNCH();
     }
@@ -385,3 +396,12 @@ void profile_once(const std::function<void(cudaStream_t)>& launch, cudaStream_t 
 }
 
 }  // namespace lab
+
+// The tracer's handshake (lab/trace_tag.hpp). Exported from every lesson program; `used` keeps it
+// even though nothing in the program calls it.
+extern "C" __attribute__((visibility("default"), used)) int lab_trace_register(
+    int abi, lab::TraceEdgeFunction edge) {
+  if (abi != lab::kTraceAbi) return 0;
+  lab::g_trace_edge = edge;
+  return 1;
+}

@@ -54,28 +54,23 @@ void write_trace(double exercise_ms) {
   const char* path = std::getenv("LAB_TRACE_FILE");
   if (!path || arg_trace == "none") return;
   std::ofstream t(path);
-  t << "lab-trace 1\n";
-  std::ostringstream kernels;
+  t << "lab-trace 2\n";
   unsigned correlation = 100;
-  unsigned long long now = 1000000;
-  auto edge = [&](int measurement, int variant, int sample, int kind, double ms) {
-    t << "T " << correlation + 1 << " " << correlation << " " << measurement << " " << variant << " "
-      << sample << " 1 " << kind << "\n";
-    const unsigned long long length = static_cast<unsigned long long>(ms * 1e6);
-    kernels << "K " << correlation + 1 << " 7 " << now << " " << now + length << "\n";
-    now += length;
-    correlation += 2;
+  auto edge = [&](int measurement, int variant, int sample, int kind) {
+    t << "T " << ++correlation << " " << measurement << " " << variant << " " << sample << " 1 "
+      << kind << "\n";
+    return correlation;
   };
   const double medians[] = {0.5, arg_trace_baseline > 0 ? arg_trace_baseline : arg_baseline,
                            arg_trace_exercise > 0 ? arg_trace_exercise : exercise_ms};
   for (int m = 0; m < 3; ++m)
     for (int sample = -1; sample < 30; ++sample) {
-      edge(m, m - 1, sample, 0, 0.020);
-      now += static_cast<unsigned long long>(1e6 * medians[m] * (1 + arg_spread * (sample - 14.5) / 14.5)) + 2000;
-      edge(m, m - 1, sample, 1, 0.003);
+      const unsigned open = edge(m, m - 1, sample, 0), close = edge(m, m - 1, sample, 1);
+      t << "S " << open << " " << close << " "
+        << static_cast<long long>(1e6 * medians[m] * (1 + arg_spread * (sample - 14.5) / 14.5)) + 2000
+        << "\n";
     }
-  t << kernels.str();
-  if (arg_trace == "garbage") t << "K 12 seven\n";
+  if (arg_trace == "garbage") t << "S 12 seven\n";
   if (arg_trace != "early") t << "E 0\n";
 }
 

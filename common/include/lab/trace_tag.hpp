@@ -1,9 +1,10 @@
 /// @file trace_tag.hpp
-/// @brief How lab::benchmark marks its samples for the checker's tracer (checker/tracer): the
-/// kernel that opens a sample on its stream and the one that closes it take a TraceTag as their
-/// first argument, and the tracer reads it when they are launched. The GPU's own timestamps of
-/// those two kernels then time the same interval as the events, by a second instrument
-/// (docs/grading-security.md, "Trust in results"). Host only, no CUDA.
+/// @brief How lab::benchmark hands its samples to the checker's tracer (checker/tracer): right
+/// after launching the kernel that opens a sample on its stream, and right before launching the
+/// one that closes it, it gives the tracer the sample's TraceTag and the stream; the tracer
+/// records an event of its own there. The tracer's events then time the same interval as the
+/// program's, by a second instrument (docs/grading-security.md, "Trust in results"). The kernels
+/// take the tag too, so that a profiler's timeline shows it. Host only, no CUDA.
 #pragma once
 
 #include <cstdint>
@@ -30,8 +31,22 @@ struct TraceTag {
 };
 static_assert(sizeof(TraceTag) == 20, "the tracer reads TraceTag as five 32-bit integers");
 
-/// The kernels that carry a TraceTag, by their device names (extern "C": nothing to demangle).
-inline constexpr const char* kTraceKernels[] = {"lab_lead_in_kernel", "lab_clock_probe_kernel",
-                                                "lab_trace_mark_kernel"};
+/// What the tracer registers: called with a sample's tag and its stream (a cudaStream_t).
+using TraceEdgeFunction = void (*)(const TraceTag* tag, void* stream);
+/// The version of this handshake; lab_trace_register refuses any other.
+inline constexpr int kTraceAbi = 2;
+
+}  // namespace lab
+
+/// @brief Exported by every lesson program (lab's CMake links it with
+/// --export-dynamic-symbol=lab_trace_register). The tracer, which the CUDA driver loads inside
+/// cuInit (the program's first CUDA call, before any exercise code), calls it to hand over its
+/// entry point; the last registration wins.
+/// @param abi the tracer's kTraceAbi
+/// @param edge called at each opening and closing edge of a sample
+/// @return 1 if accepted, 0 if the ABI differs
+extern "C" int lab_trace_register(int abi, lab::TraceEdgeFunction edge);
+
+namespace lab {
 
 }  // namespace lab
