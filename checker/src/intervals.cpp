@@ -36,18 +36,6 @@ Interval failed(std::string why) {
 
 }  // namespace
 
-double normal_quantile(double p) {
-  if (!(p > 0 && p < 1)) return std::numeric_limits<double>::quiet_NaN();
-  // Bisection on Phi(z) = erfc(-z / sqrt 2) / 2: 100 halvings of [-40, 40] reach double precision.
-  double lo = -40, hi = 40;
-  for (int i = 0; i < 100; ++i) {
-    const double mid = 0.5 * (lo + hi);
-    if (0.5 * std::erfc(-mid / std::sqrt(2.0)) < p) lo = mid;
-    else hi = mid;
-  }
-  return 0.5 * (lo + hi);
-}
-
 Interval median_interval(std::vector<double> samples, double confidence, double tie_step_ms) {
   if (auto why = prepare(samples, confidence); !why.empty()) return failed(why);
   const MedianInterval r = median_interval_sorted(samples, confidence);
@@ -95,26 +83,23 @@ Interval ratio_of_medians(std::vector<double> numerator, std::vector<double> den
   if (auto why = prepare(numerator, confidence); !why.empty()) return failed("numerator: " + why);
   if (auto why = prepare(denominator, confidence); !why.empty())
     return failed("denominator: " + why);
-  // The standard error of log(median) from the median's own order-statistic interval: its ends
-  // are the median +- z_c standard errors, z_c from that interval's exact coverage c.
-  auto log_se = [confidence](const std::vector<double>& x) {
-    const MedianInterval r = median_interval_sorted(x, confidence);
-    const double z = normal_quantile(0.5 * (1 + r.coverage));
-    return (std::log(r.high) - std::log(r.low)) / (2 * z);
+  // Each side summarised with its median's interval at the level asked for (summarize's is at
+  // 95%), then the one ratio interval of lab/stats.hpp.
+  auto summary = [&](const std::vector<double>& sorted) {
+    Stats s = summarize(sorted);
+    const MedianInterval m = median_interval_sorted(sorted, confidence);
+    s.median_low = m.low;
+    s.median_high = m.high;
+    s.median_coverage = m.coverage;
+    return s;
   };
-  const double ma = quantile_sorted(numerator, 0.5), mb = quantile_sorted(denominator, 0.5);
-  const double sa = log_se(numerator), sb = log_se(denominator);
-  const double half = normal_quantile(0.5 * (1 + confidence)) * std::sqrt(sa * sa + sb * sb);
-  // Quantisation: each median may be off by one reading step, in the direction that widens.
-  const double step_a = step_of(numerator, tie_step_ms), step_b = step_of(denominator, tie_step_ms);
-  const double down = (ma - step_a) / ma * mb / (mb + step_b);
-  const double up = mb > step_b ? (ma + step_a) / ma * mb / (mb - step_b)
-                                : std::numeric_limits<double>::infinity();
+  const MedianRatio r =
+      ratio_of_medians(summary(numerator), summary(denominator), tie_step_ms, confidence);
   Interval out;
   out.ok = true;
-  out.value = ma / mb;
-  out.low = std::max(out.value * std::exp(-half) * down, 0.0);
-  out.high = out.value * std::exp(half) * up;
+  out.value = r.value;
+  out.low = r.low;
+  out.high = r.high;
   out.confidence = confidence;
   out.coverage = confidence;
   out.note = "ratio of medians, Price-Bonett interval on the log scale, +- one reading step";

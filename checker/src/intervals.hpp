@@ -24,6 +24,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lab/stats.hpp"
+
 namespace lab {
 
 /// The level every interval of the checker is computed at.
@@ -63,8 +65,7 @@ Interval ratio_of_medians(std::vector<double> numerator, std::vector<double> den
                           double confidence = kIntervalConfidence,
                           double tie_step_ms = kEventResolutionMs);
 
-/// The inverse of the standard normal distribution function, for p in (0, 1).
-double normal_quantile(double p);
+// normal_quantile and the ratio interval itself live in lab/stats.hpp (lab::speedup uses them too).
 
 /// A variant's samples_ms (empty when the file has none, e.g. written before they were added,
 /// or when any entry is not a positive number).

@@ -186,7 +186,7 @@ TEST_CASE("what cannot be judged is said, not guessed") {
   CHECK(median_interval({1, 2, 3, 4, 5}).note.find("too few") != std::string::npos);
   CHECK_FALSE(median_interval({}).ok);
   CHECK_FALSE(median_interval({1, 2, 3, -4, 5, 6, 7}).ok);
-  CHECK_FALSE(ratio_of_medians({1, 2, 3, 4, 5, 6}, {1, 2}).ok);
+  CHECK_FALSE(ratio_of_medians(std::vector<double>{1, 2, 3, 4, 5, 6}, std::vector<double>{1, 2}).ok);
   CHECK_FALSE(median_over_constant({1, 2, 3, 4, 5, 6}, 0.0).ok);
   CHECK(normal_quantile(0.975) == Approx(1.959963985));
   CHECK(normal_quantile(0.5) == Approx(0.0));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 namespace lab {
@@ -102,6 +103,42 @@ bool converged(const StoppingRule& rule, const Stats& stats, double total_ms) {
   return stats.n >= rule.min_samples && total_ms >= rule.min_total_ms &&
          stats.median_coverage >= kMedianConfidence &&
          median_uncertainty(stats, rule.resolution_ms) <= rule.target_precision * stats.median;
+}
+
+double normal_quantile(double p) {
+  if (!(p > 0 && p < 1)) return std::numeric_limits<double>::quiet_NaN();
+  // Bisection on Phi(z) = erfc(-z / sqrt 2) / 2: 100 halvings of [-40, 40] reach double precision.
+  double lo = -40, hi = 40;
+  for (int i = 0; i < 100; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    if (0.5 * std::erfc(-mid / std::sqrt(2.0)) < p) lo = mid;
+    else hi = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+
+MedianRatio ratio_of_medians(const Stats& a, const Stats& b, double tie_step, double confidence) {
+  MedianRatio out;
+  if (a.n == 0 || b.n == 0 || !(a.median > 0) || !(b.median > 0) || !(a.median_low > 0) ||
+      !(b.median_low > 0))
+    return out;
+  // The standard error of log(median) from the median's own order-statistic interval: its ends
+  // are the median +- z_c standard errors, z_c from that interval's exact coverage c.
+  auto log_se = [](const Stats& s) {
+    const double z = normal_quantile(0.5 * (1 + std::min(s.median_coverage, 1 - 1e-12)));
+    return z > 0 ? (std::log(s.median_high) - std::log(s.median_low)) / (2 * z) : 0.0;
+  };
+  const double sa = log_se(a), sb = log_se(b);
+  const double half = normal_quantile(0.5 * (1 + confidence)) * std::sqrt(sa * sa + sb * sb);
+  // Quantisation: each median may be off by one reading step, in the direction that widens.
+  const double step_a = a.step > 0 ? a.step : tie_step, step_b = b.step > 0 ? b.step : tie_step;
+  const double down = (a.median - step_a) / a.median * b.median / (b.median + step_b);
+  const double up = b.median > step_b ? (a.median + step_a) / a.median * b.median / (b.median - step_b)
+                                      : std::numeric_limits<double>::infinity();
+  out.value = a.median / b.median;
+  out.low = std::max(out.value * std::exp(-half) * down, 0.0);
+  out.high = out.value * std::exp(half) * up;
+  return out;
 }
 
 }  // namespace lab

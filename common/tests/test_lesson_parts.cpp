@@ -28,14 +28,6 @@ lab::Variant<Problem> variant(const std::string& name, lab::Role role, unsigned 
           [](const Problem& p) { return lab::Work{4 * p.n, p.n}; }, needs};
 }
 
-lab::Stats stats(double q1, double median, double q3) {
-  lab::Stats s;
-  s.q1 = q1;
-  s.median = median;
-  s.q3 = q3;
-  return s;
-}
-
 }  // namespace
 
 TEST_CASE("variants are declared once, in order, and a misspelt name is an error") {
@@ -80,23 +72,45 @@ TEST_CASE("a variant without a launch can be declared but not measured") {
                        std::logic_error);
 }
 
-TEST_CASE("a speedup and a relative error come with their range from the quartiles") {
+TEST_CASE("a speedup and a relative error come with 95% intervals that shrink with more samples") {
+  // Samples spread evenly over +-10% of their median (a known, symmetric spread).
+  auto spread = [](double median, int n) {
+    std::vector<double> x;
+    for (int i = 0; i < n; ++i) x.push_back(median * (0.9 + 0.2 * i / (n - 1)));
+    return lab::summarize(x);
+  };
   lab::Measurement slow, fast;
-  slow.gpu_ms = stats(9, 10, 12);
-  fast.gpu_ms = stats(1.9, 2, 2.5);
+  slow.gpu_ms = spread(10, 41);
+  fast.gpu_ms = spread(2, 41);
   const lab::Reading s = lab::speedup(slow, fast);
   CHECK(s.value == doctest::Approx(5.0));
-  CHECK(s.low == doctest::Approx(9 / 2.5));
-  CHECK(s.high == doctest::Approx(12 / 1.9));
+  CHECK(s.low < 5.0);
+  CHECK(s.high > 5.0);
+  // The one implementation: the same interval as lab::ratio_of_medians with the event timer's step.
+  const lab::MedianRatio r = lab::ratio_of_medians(slow.gpu_ms, fast.gpu_ms, 0.5e-3);
+  CHECK(s.low == r.low);
+  CHECK(s.high == r.high);
+  // Not the quartiles' ratio (which does not shrink): with ten times the samples it is narrower.
+  CHECK(s.low > slow.gpu_ms.q1 / fast.gpu_ms.q3);
+  lab::Measurement slow_many, fast_many;
+  slow_many.gpu_ms = spread(10, 401);
+  fast_many.gpu_ms = spread(2, 401);
+  const lab::Reading many = lab::speedup(slow_many, fast_many);
+  CHECK(many.high - many.low < 0.5 * (s.high - s.low));
+  // Empty or non-positive summaries give no reading rather than a made-up one.
+  CHECK(lab::speedup(slow, lab::Measurement{}).value == 0);
 
-  const lab::Stats t = stats(0.9, 1.0, 1.2);
-  const lab::Reading inside = lab::relative_error(0.95, t);  // within [q1, q3]: as good as it gets
-  CHECK(inside.value == doctest::Approx(0.05));
+  const lab::Stats t = spread(1.0, 41);
+  REQUIRE(t.median_low < 1.0);
+  REQUIRE(t.median_high > 1.0);
+  const lab::Reading inside = lab::relative_error(1.0, t);  // inside the median's interval
+  CHECK(inside.value == doctest::Approx(0.0));
   CHECK(inside.low == 0);
-  CHECK(inside.high == doctest::Approx(0.25 / 1.2));
+  CHECK(inside.high == doctest::Approx(std::max(1 / t.median_low - 1, 1 - 1 / t.median_high)));
   const lab::Reading off = lab::relative_error(2.0, t);
   CHECK(off.value == doctest::Approx(1.0));
-  CHECK(off.low == doctest::Approx(2.0 / 1.2 - 1));
+  CHECK(off.low == doctest::Approx(2.0 / t.median_high - 1));
+  CHECK(off.high == doctest::Approx(2.0 / t.median_low - 1));
   // A timer that reports NaN or infinity is 100% off, never 0% (NaN compares false everywhere).
   CHECK(lab::relative_error(std::numeric_limits<double>::quiet_NaN(), t).value == 1.0);
   CHECK(lab::relative_error(std::numeric_limits<double>::infinity(), t).value == 1.0);

@@ -44,6 +44,7 @@
 #include "lab/data.hpp"
 #include "lab/harness.hpp"
 #include "lab/memory.hpp"
+#include "lab/ratio.hpp"
 #include "lab/validate.hpp"
 
 namespace {
@@ -91,17 +92,6 @@ void check_guard(lab::Comparison& c, const float* guard, std::size_t n) {
   c.mismatches += hits;
   c.note = "wrote past the end of the output: element " + std::to_string(n + first) + " and " +
            std::to_string(hits - 1) + " more after the last one were changed" + values;
-}
-
-// A ratio of two medians with its pessimistic and optimistic readings from the quartiles:
-// time of @p slow / time of @p fast (how many times faster @p fast is).
-struct Ratio {
-  double value = 0, low = 0, high = 0;
-};
-Ratio speed_ratio(const lab::Measurement& slow, const lab::Measurement& fast) {
-  const lab::Stats& a = slow.gpu_ms;
-  const lab::Stats& b = fast.gpu_ms;
-  return {a.median / b.median, a.q1 / b.q3, a.q3 / b.q1};
 }
 
 // The value lab::fill_random(p, n, seed) writes at p[i] (its default range, [-1, 1)): the same
@@ -795,7 +785,7 @@ int main(int argc, char** argv) {
       if (!m[i]) continue;
       line += std::string("\n  ") + kVariants[i].name + " " +
               fixed(flops / (m[i]->gpu_ms.median * 1e9), 1);
-      if (bf16_ref) line += " (" + fixed(speed_ratio(*bf16_ref, *m[i]).value, 3);
+      if (bf16_ref) line += " (" + fixed(lab::speedup(*bf16_ref, *m[i]).value, 3);
       if (bf16_ref && roof > 0)
         line += "; " + fixed(flops / (m[i]->gpu_ms.median * 1e6) / roof, 3);
       if (bf16_ref) line += ")";
@@ -803,12 +793,10 @@ int main(int argc, char** argv) {
     l.note(line);
     const lab::Measurement* mine = measured(Kind::exercise);
     if (bf16_ref && mine) {
-      const Ratio r = speed_ratio(*bf16_ref, *mine);
-      l.metric("fraction_of_cublas_bf16", r.value, r.low, r.high);
+      lab::metric(l, "fraction_of_cublas_bf16", lab::speedup(*bf16_ref, *mine));
     }
     if (measured(Kind::sgemm_fp32) && mine) {
-      const Ratio r = speed_ratio(*measured(Kind::sgemm_fp32), *mine);
-      l.metric("speedup_over_sgemm_fp32", r.value, r.low, r.high, "x");
+      lab::metric(l, "speedup_over_sgemm_fp32", lab::speedup(*measured(Kind::sgemm_fp32), *mine), "x");
     }
   });
 }

@@ -1,6 +1,8 @@
 /// @file ratio.hpp
-/// @brief Numbers a lesson hands to Lesson::metric, with their uncertainty from quartiles: how many
-/// times faster one measurement is than another, how far a reported time is from a measured one.
+/// @brief Numbers a lesson hands to Lesson::metric, with their 95% intervals: how many times faster
+/// one measurement is than another (the interval of a ratio of medians, lab/stats.hpp), how far a
+/// reported time is from a measured median (that median's order-statistic interval). The
+/// checker judges a metric rule `ambiguous` only when this interval straddles the bar.
 #pragma once
 
 #include <algorithm>
@@ -8,39 +10,42 @@
 #include <string>
 
 #include "lab/harness.hpp"
+#include "lab/stats.hpp"
 
 namespace lab {
 
-/// @brief A number from medians, with its pessimistic and optimistic readings from quartiles
-/// (Lesson::metric's value, low and high).
+/// @brief A number from medians and its 95% interval (Lesson::metric's value, low and high).
 struct Reading {
   double value = 0;  ///< from the medians
-  double low = 0;    ///< pessimistic
-  double high = 0;   ///< optimistic
+  double low = 0;    ///< lower end of its interval
+  double high = 0;   ///< upper end
 };
 
 /// @param slow the slower (or reference) measurement
-/// @param fast the other one
+/// @param fast the other one, from the same run
 /// @return time of @p slow / time of @p fast (how many times faster @p fast is): value from the
-///         medians, low = q1 of slow / q3 of fast, high = q3 of slow / q1 of fast
+///         medians, low and high the ratio's interval (lab::ratio_of_medians: Price-Bonett from
+///         each median's order-statistic interval, widened by a reading step; a step of the event
+///         timer, 0.5 us, where all readings are equal)
 inline Reading speedup(const Measurement& slow, const Measurement& fast) {
-  const Stats& a = slow.gpu_ms;
-  const Stats& b = fast.gpu_ms;
-  return {a.median / b.median, a.q1 / b.q3, a.q3 / b.q1};
+  const MedianRatio r = ratio_of_medians(slow.gpu_ms, fast.gpu_ms, StoppingRule{}.resolution_ms);
+  return {r.value, r.low, r.high};
 }
 
 /// @param reported a number to judge (e.g. a time a student's timer reported)
 /// @param t the measurement it should match
-/// @return |reported / median - 1|: low 0 when @p reported lies within [q1, q3] (as good as the
-///         median), else the distance to the nearer quartile; high the distance to the farther. A
-///         NaN or an infinity reads as 0, 100% off.
+/// @return |reported / median - 1|, over the median's 95% interval [median_low, median_high]:
+///         low 0 when @p reported lies inside it (as good as the median can be known), else the
+///         distance to its nearer end; high the distance to the farther. A NaN or an infinity
+///         reads as 0, 100% off.
 inline Reading relative_error(double reported, const Stats& t) {
   if (!std::isfinite(reported)) reported = 0;
-  const double to_q1 = std::fabs(reported / t.q1 - 1), to_q3 = std::fabs(reported / t.q3 - 1);
+  const double to_low = std::fabs(reported / t.median_low - 1);
+  const double to_high = std::fabs(reported / t.median_high - 1);
   Reading r;
   r.value = std::fabs(reported / t.median - 1);
-  r.low = (reported >= t.q1 && reported <= t.q3) ? 0 : std::min(to_q1, to_q3);
-  r.high = std::max(to_q1, to_q3);
+  r.low = (reported >= t.median_low && reported <= t.median_high) ? 0 : std::min(to_low, to_high);
+  r.high = std::max(to_low, to_high);
   return r;
 }
 

@@ -85,6 +85,32 @@ Stats summarize(std::vector<double> samples);
 /// @return the quantile by linear interpolation between closest ranks
 double quantile_sorted(const std::vector<double>& sorted, double q);
 
+/// @param p a probability in (0, 1)
+/// @return the standard normal quantile z with Phi(z) = p (NaN outside (0, 1))
+double normal_quantile(double p);
+
+/// @brief A ratio of two medians measured in the same run, with its interval.
+struct MedianRatio {
+  double value = 0;  ///< median of the numerator / median of the denominator
+  double low = 0;    ///< lower end of its interval
+  double high = 0;   ///< upper end (infinite when the denominator's interval reaches 0)
+};
+
+/// @brief The ratio of two medians of independent samples (a speedup: the baseline's times over
+/// the variant's) and its interval by Price & Bonett (2002): each median's standard error on the
+/// log scale from its own order-statistic interval (Stats::median_low, median_high, and that
+/// interval's exact coverage), then log(ratio) +- z sqrt(se_a^2 + se_b^2). Widened by one reading
+/// step on each median (Stats::step, or @p tie_step where all readings are equal), in the
+/// direction that widens. Approximate: the checker's tests measure its coverage (within 2 points of
+/// 95% from 20 samples per side). The checker and lab::speedup both use it.
+/// @param numerator summary of the numerator's samples (positive)
+/// @param denominator summary of the denominator's samples (positive)
+/// @param tie_step the step to assume for a summary whose readings are all equal
+/// @param confidence the level, in (0, 1)
+/// @return value, low and high; all zero if a summary is empty or not positive
+MedianRatio ratio_of_medians(const Stats& numerator, const Stats& denominator, double tie_step = 0,
+                             double confidence = kMedianConfidence);
+
 /// @brief The stopping rule's inputs.
 struct StoppingRule {
   std::size_t min_samples = 20;     ///< never stop before this many samples
