@@ -205,8 +205,8 @@ Attempt run_once(const LessonConfig& lesson, const fs::path& program, const Judg
                                 : corroborate(loaded.doc, read_trace(trace_path));
   a.corroboration = corroboration_json(c);
   // A disagreement is the program's doing only on a GPU nobody else used: another process's work
-  // queued between the tracer's bracket kernels and the events moves them apart (measured on an
-  // H200 under load: lesson 09's stream loop 5% apart). There the run is not judged at all.
+  // that runs between the tracer's events and the program's moves them apart (measured under load:
+  // lesson 09's stream loop 5% apart on an H200, 8% on the H100). There the run is not judged.
   const bool shared_gpu = !seen.disturbance().empty();
   // A variant with wrong results earns nothing for its time, so its disagreement is not the
   // run's verdict: its wrong result is (a student learns more from "wrong" than from
