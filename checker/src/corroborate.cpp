@@ -152,10 +152,6 @@ Trace parse_trace(std::istream& in) {
       ok = whole(std::sscanf(text, "S %u %u %lld%n", &s.open, &s.close, &s.ns, &used), 3) && s.ns >= 0;
       if (ok) spans.push_back(s);
       t.spans += ok ? 1 : 0;
-    } else if (kind == 'U') {
-      unsigned correlation = 0;
-      ok = whole(std::sscanf(text, "U %u%n", &correlation, &used), 1);
-      t.unreadable += ok ? 1 : 0;
     } else if (kind == 'E') {
       ok = t.ended = whole(std::sscanf(text, "E %zu%n", &t.lost, &used), 1);
     }

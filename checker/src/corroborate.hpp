@@ -44,7 +44,6 @@ struct Trace {
   bool ended = false;    ///< the end line: the program exited through exit() and all was flushed
   std::size_t lost = 0;        ///< samples whose events the tracer could not read
   std::size_t launches = 0;    ///< tagged launches ("T")
-  std::size_t unreadable = 0;  ///< tagged launches whose tag could not be read ("U")
   std::size_t spans = 0;       ///< spans timed by the tracer ("S")
   std::vector<TracedSample> samples;   ///< every measured sample (index >= 0) opened and closed
   std::vector<std::string> conflicts;  ///< what the library cannot have launched (a sample opened

@@ -20,7 +20,6 @@ namespace {
 
 constexpr std::uintmax_t kMaxExerciseBytes = 1u << 20;
 constexpr double kConfigureTimeout = 900;
-constexpr double kBuildTimeout = 900;
 
 std::string read_all(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -80,7 +79,7 @@ void hand_to_build_user(const fs::path& cmake, const fs::path& dir, const std::s
   p.kind = ProcessKind::build;
   p.argv = {cmake.string(), "--build", dir.string(), "--target", lesson + "-starter-exercise"};
   p.stdout_path = p.stderr_path = log;
-  p.timeout_s = kBuildTimeout;
+  p.timeout_s = GradingBuild::kBuildTimeoutS;
   p.max_output_bytes = 4u << 20;
   const ProcessResult r = run_process(p);
   if (r.exited_ok()) return;
@@ -88,7 +87,7 @@ void hand_to_build_user(const fs::path& cmake, const fs::path& dir, const std::s
   policy.unprivileged_builds = false;
   set_sandbox_policy(policy);
   std::cerr << "lab-check: builds run as root: as uid " << kBuildUser << " the grading build could not "
-            << "compile " << lesson << "'s starter (" << describe(r, kBuildTimeout) << "); the end of "
+            << "compile " << lesson << "'s starter (" << describe(r, GradingBuild::kBuildTimeoutS) << "); the end of "
             << log.string() << ":\n" << file_tail(log, 1500) << "\nlab-check: to build as uid " << kBuildUser
             << ", every folder a build reads (the course, its dependencies, the compilers, the grading "
                "build) must be reachable by other users (docs/grading-security.md)\n";

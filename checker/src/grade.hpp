@@ -71,8 +71,10 @@ class GradingBuild {
   /// One lesson on its own (selftest's compile_error mutants): stage_submission(), then build().
   Built build(const LessonConfig& lesson, const fs::path& exercise);
 
-  /// Seconds build_all() may take in all, and build() for one lesson (defaults: 900 each). A
-  /// lesson that never stops compiling costs at most both.
+  /// The default of both limits below, and of the starter's check build: 15 minutes.
+  static constexpr double kBuildTimeoutS = 900;
+  /// Seconds build_all() may take in all, and build() for one lesson (defaults: kBuildTimeoutS
+  /// each). A lesson that never stops compiling costs at most both.
   void set_time_limits(double all_lessons_s, double lesson_s);
 
   const fs::path& dir() const { return dir_; }
@@ -86,7 +88,7 @@ class GradingBuild {
   std::vector<std::string> lessons_with_starter() const;
   fs::path source_, main_build_, dir_;
   int jobs_;
-  double all_lessons_timeout_s_ = 900, lesson_timeout_s_ = 900;
+  double all_lessons_timeout_s_ = kBuildTimeoutS, lesson_timeout_s_ = kBuildTimeoutS;
   bool prepared_ = false;
   std::unique_ptr<FileLock> lock_;
 };

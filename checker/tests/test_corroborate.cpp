@@ -31,7 +31,11 @@ struct TraceWriter {
     const unsigned open = kernel(measurement, variant, index, batch, lead_in ? kTraceLeadIn : kTraceOpenMark);
     const unsigned close =
         kernel(measurement, variant, index, batch, lead_in ? kTraceClockProbe : kTraceCloseMark);
-    records << "S " << open << " " << close << " " << static_cast<long long>(span_ms * 1e6) << "\n";
+    span(open, close, span_ms);
+  }
+  // The tracer's span between two edges it was handed.
+  void span(unsigned open, unsigned close, double ms) {
+    records << "S " << open << " " << close << " " << static_cast<long long>(ms * 1e6) << "\n";
   }
   // `n` samples spread evenly (+-1%) around `median_ms` per launch, plus `gap_ms` per sample.
   void samples(int measurement, int variant, int n, double median_ms, double gap_ms = 0.002,
@@ -261,26 +265,24 @@ TEST_CASE("kernels the library did not launch: a sample opened twice, a span acr
   CHECK(c.state == Corroboration::disagrees);
   CHECK(contains(c.message, "sample 5 of measurement 2 was opened twice"));
 
-  TraceWriter mixed = TraceWriter::lesson();  // a span from one sample's opening to another's close
-  const unsigned open = mixed.kernel(2, 1, 40, 1, kTraceLeadIn);
-  const unsigned close = mixed.kernel(2, 1, 41, 1, kTraceClockProbe);
-  mixed.records << "S " << open << " " << close << " 1000000\n";
-  c = check(sample_result(), mixed.text());
-  CHECK(contains(c.message, "sample 40 of measurement 2 was opened and closed with different tags"));
-
-  TraceWriter reversed = TraceWriter::lesson();  // closed by an opening kernel
-  const unsigned a = reversed.kernel(2, 1, 40, 1, kTraceLeadIn);
-  const unsigned b = reversed.kernel(2, 1, 40, 1, kTraceLeadIn);
-  reversed.records << "S " << a << " " << b << " 1000000\n";
-  c = check(sample_result(), reversed.text());
-  CHECK(contains(c.message, "was opened or closed by a kernel of the wrong kind"));
-
-  TraceWriter twice = TraceWriter::lesson();  // one launch in two spans
-  const unsigned o = twice.kernel(2, 1, 40, 1, kTraceLeadIn);
-  const unsigned x = twice.kernel(2, 1, 40, 1, kTraceClockProbe);
-  twice.records << "S " << o << " " << x << " 1000000\nS " << o << " " << x << " 1000000\n";
-  c = check(sample_result(), twice.text());
-  CHECK(contains(c.message, "has a kernel that opens or closes two spans"));
+  // Spans the library never makes, each from the exercise's sample 40 opened by a lead-in: to
+  // another sample's close, to a second opening kernel, and the same pair spanned twice.
+  const struct {
+    int close_sample;
+    TraceEdge close_edge;
+    int spans;
+    const char* says;
+  } wrong[] = {
+      {41, kTraceClockProbe, 1, "sample 40 of measurement 2 was opened and closed with different tags"},
+      {40, kTraceLeadIn, 1, "was opened or closed by a kernel of the wrong kind"},
+      {40, kTraceClockProbe, 2, "has a kernel that opens or closes two spans"}};
+  for (const auto& bad : wrong) {
+    TraceWriter t = TraceWriter::lesson();
+    const unsigned open = t.kernel(2, 1, 40, 1, kTraceLeadIn);
+    const unsigned close = t.kernel(2, 1, bad.close_sample, 1, bad.close_edge);
+    for (int i = 0; i < bad.spans; ++i) t.span(open, close, 1.0);
+    CHECK(contains(check(sample_result(), t.text()).message, bad.says));
+  }
 
   c = check(sample_result(), "lab-trace 2\nT 5 0 -1 0 1 0\nT 5 0 -1 0 1 1\nE 0\n");
   CHECK(contains(c.message, "two launches have the correlation id 5"));

@@ -479,17 +479,30 @@ TEST_CASE("grading build: where uid 65533 cannot reach the course, builds run as
   build.clear_student_files();
 }
 
+// A contained grading build of the fake course with its two lessons, and a student's folder.
+struct TwoLessonGrading {
+  PolicyScope scope{contained_policy()};
+  TempDir tmp{"lab-sandbox-course"};
+  fs::path main_build = configured_fake_course(tmp.path()), grading = tmp.path() / "grading";
+  GradingBuild build{kFakeCourse, main_build, grading, 2};
+  LessonConfig first{lesson_named("90-fake")}, second{lesson_named("91-other")};
+  fs::path alice = tmp.path() / "alice";
+
+  static LessonConfig lesson_named(const std::string& name) {
+    LessonConfig l;
+    l.name = name;
+    return l;
+  }
+};
+
 TEST_CASE("grading build: one build makes every lesson, past one that does not compile; each lesson's step then compiles nothing, or repeats only its own errors") {
-  PolicyScope scope(contained_policy());
-  TempDir tmp("lab-sandbox-course");
-  const fs::path main_build = configured_fake_course(tmp.path()), grading = tmp.path() / "grading";
-  GradingBuild build(kFakeCourse, main_build, grading, 2);
+  TwoLessonGrading g;
+  GradingBuild& build = g.build;
+  const fs::path& grading = g.grading;
+  const fs::path& alice = g.alice;
+  const LessonConfig &broken = g.first, &good = g.second;
   build.prepare();
   build.clear_student_files();
-  LessonConfig broken, good;
-  broken.name = "90-fake";
-  good.name = "91-other";
-  const fs::path alice = tmp.path() / "alice";
   write_text(alice / "90-fake" / "exercise.cu", "this is not C++ (BROKEN-90);\n");
   write_text(alice / "91-other" / "exercise.cu", kGoodExercise);
   // An earlier student's program is gone once the new file is staged, before anything builds.
@@ -526,14 +539,10 @@ TEST_CASE("grading build: one build makes every lesson, past one that does not c
 }
 
 TEST_CASE("grading build: a lesson that never stops compiling costs the overall limit, then its own, and no other lesson's verdict") {
-  PolicyScope scope(contained_policy());
-  TempDir tmp("lab-sandbox-course");
-  const fs::path main_build = configured_fake_course(tmp.path()), grading = tmp.path() / "grading";
-  GradingBuild build(kFakeCourse, main_build, grading, 2);
-  LessonConfig bomb, good;
-  bomb.name = "90-fake";
-  good.name = "91-other";
-  const fs::path alice = tmp.path() / "alice";
+  TwoLessonGrading g;
+  GradingBuild& build = g.build;
+  const fs::path& alice = g.alice;
+  const LessonConfig &bomb = g.first, &good = g.second;
   write_text(alice / "91-other" / "exercise.cu", kGoodExercise);
   // First one ordinary submission, so the harness objects are built as between two students.
   build.prepare();

@@ -55,8 +55,9 @@ struct SmStart {
 
 }  // namespace
 
-// The kernels that open and close a sample take its TraceTag first, so that a profiler's
-// timeline shows which sample they bracket (lab/trace_tag.hpp). They do nothing with it.
+// The kernels that open and close a sample take its TraceTag first, from when the tracer read it
+// at their launch (lab/trace_tag.hpp); they do nothing with it, and the tracer now gets the tag
+// from trace_edge() below.
 
 // The lead-in of a cold or batched sample: one thread per block, one block per SM, each spinning
 // for `ns`, so the stream is busy while the host records the start event and enqueues the work.

@@ -4,7 +4,8 @@
 /// one that closes it, it gives the tracer the sample's TraceTag and the stream; the tracer
 /// records an event of its own there. The tracer's events then time the same interval as the
 /// program's, by a second instrument (docs/grading-security.md, "Trust in results"). The kernels
-/// take the tag too, so that a profiler's timeline shows it. Host only, no CUDA.
+/// still take the tag as their first argument, from when the tracer read it at their launch; they
+/// do not use it. Host only, no CUDA.
 #pragma once
 
 #include <cstdint>
@@ -46,7 +47,3 @@ inline constexpr int kTraceAbi = 2;
 /// @param edge called at each opening and closing edge of a sample
 /// @return 1 if accepted, 0 if the ABI differs
 extern "C" int lab_trace_register(int abi, lab::TraceEdgeFunction edge);
-
-namespace lab {
-
-}  // namespace lab
