@@ -396,12 +396,21 @@ int cmd_selftest(const Common& c, const std::vector<std::string>& names, int rep
           std::cout << mark << "  " << check.lesson << "  " << check.subject << ": " << check.expected
                     << "  [" << check.runs << (check.runs == 1 ? " run, " : " runs, ")
                     << static_cast<int>(check.seconds + 0.5) << " s]";
+          if (!check.margin_rule.empty())
+            std::cout << "  narrowest: " << check.margin_rule << " " << fixed(check.margin, 2) << "x its bar";
           if (!check.held) std::cout << "\n      " << check.detail;
           std::cout << "\n" << std::flush;
         }
         all.push_back(check);
       }
     }
+  }
+  // Per subject expected to pass: the narrowest margin over every round (what a README records).
+  std::map<std::string, std::pair<double, std::string>> narrowest;
+  for (const auto& chk : all) {
+    if (chk.margin_rule.empty()) continue;
+    auto [it, fresh] = narrowest.try_emplace(chk.lesson + " " + chk.subject, chk.margin, chk.margin_rule);
+    if (!fresh && chk.margin < it->second.first) it->second = {chk.margin, chk.margin_rule};
   }
   std::vector<std::string> flips;
   for (const auto& [key, held] : history)
@@ -410,16 +419,22 @@ int cmd_selftest(const Common& c, const std::vector<std::string>& names, int rep
                       std::to_string(held.size()) + " times");
   if (table) {
     for (const auto& f : flips) std::cout << "FLIP  " << f << "\n";
+    if (repeat > 1)
+      for (const auto& [key, m] : narrowest)
+        std::cout << "narrowest over " << repeat << " rounds  " << key << ": " << m.second << " "
+                  << fixed(m.first, 2) << "x its bar\n";
     std::size_t failed = 0;
     for (const auto& chk : all) failed += chk.held ? 0 : 1;
     std::cout << (ok ? "selftest passed: " : "selftest FAILED: ") << all.size() - failed << " of "
               << all.size() << " expectations held\n";
   } else {
     json checks = json::array();
-    for (const auto& chk : all)
-      checks.push_back({{"lesson", chk.lesson}, {"subject", chk.subject}, {"expected", chk.expected},
-                        {"held", chk.held}, {"detail", chk.detail},
-                        {"runs", chk.runs}, {"seconds", chk.seconds}});
+    for (const auto& chk : all) {
+      json j = {{"lesson", chk.lesson}, {"subject", chk.subject}, {"expected", chk.expected},
+                {"held", chk.held}, {"detail", chk.detail}, {"runs", chk.runs}, {"seconds", chk.seconds}};
+      if (!chk.margin_rule.empty()) j["narrowest"] = {{"rule", chk.margin_rule}, {"reading_over_bar", chk.margin}};
+      checks.push_back(j);
+    }
     std::cout << dump_json({{"ok", ok}, {"checks", checks}, {"flips", flips}});
   }
   return ok ? kOk : kFailed;

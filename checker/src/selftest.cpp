@@ -92,12 +92,29 @@ bool expectation_holds(const Expectation& e, const LessonOutcome& o, std::string
     seen = r->verdict;
     message = r->message;
   }
+  // A whole lesson expected to pass (a taught path) is held to what the solution is held to:
+  // every point earned, `ambiguous` included (the benefit of the doubt a student gets too).
   bool ok = seen == e.verdict;
+  if (!e.rule && e.verdict == Verdict::pass) ok = earns_points(seen) && o.score == o.max_score;
   if (e.reason == reason::sanitizer) ok = ok && o.sanitizer && o.sanitizer->verdict == Verdict::fail;
   else if (!e.reason.empty()) ok = ok && o.reason == e.reason;
   why = std::string("got ") + to_string(seen) + (o.reason.empty() ? "" : " (" + o.reason + ")") +
         (message.empty() ? "" : ": " + message);
   return ok;
+}
+
+void narrowest_margin(const LessonOutcome& outcome, SelftestCheck& check) {
+  for (const auto& r : outcome.rules) {
+    if (r.kind == "correct" || r.kind == "sanitizer" || !r.reading) continue;
+    double m = 0;
+    if (r.min && *r.min > 0) m = r.reading->value / *r.min;
+    else if (r.max && r.reading->value > 0) m = *r.max / r.reading->value;
+    else continue;
+    if (check.margin_rule.empty() || m < check.margin) {
+      check.margin = m;
+      check.margin_rule = r.id;
+    }
+  }
 }
 
 std::vector<SelftestCheck> selftest_lesson(const LessonConfig& lesson, const SelftestOptions& opt,
@@ -123,6 +140,7 @@ std::vector<SelftestCheck> selftest_lesson(const LessonConfig& lesson, const Sel
       if (r.verdict != Verdict::pass || !c.held)
         c.detail += (c.detail.empty() ? "" : "; ") + r.id + " " + to_string(r.verdict) + ": " + r.message;
     if (!o.reason.empty()) c.detail = o.message;
+    narrowest_margin(o, c);
     checks.push_back(c);
   }
   {  // The starter is correct but too slow, and the failing rule says why (its hint).
@@ -154,13 +172,18 @@ std::vector<SelftestCheck> selftest_lesson(const LessonConfig& lesson, const Sel
   }
 
   const fs::path mutants = lesson.dir / "mutants";
-  if (!opt.mutants || !fs::is_directory(mutants)) return checks;
+  if (!fs::is_directory(mutants)) return checks;
   std::vector<Expectation> expected;
   if (fs::exists(mutants / "expected.toml")) expected = load_expectations(mutants / "expected.toml");
   std::vector<std::string> files;
   for (const auto& e : fs::directory_iterator(mutants))
     if (e.path().extension() == ".cu") files.push_back(e.path().stem().string());
   std::sort(files.begin(), files.end());
+  // Without mutants (later rounds of --repeat) the taught path still runs: the bars must hold
+  // for it in every round, like the solution's.
+  if (!opt.mutants)
+    files.erase(std::remove_if(files.begin(), files.end(), [](const std::string& f) { return f != "taught_path"; }),
+                files.end());
 
   for (const auto& name : files) {
     SelftestCheck c{lesson.name, "mutant " + name, "", false, ""};
@@ -197,12 +220,13 @@ std::vector<SelftestCheck> selftest_lesson(const LessonConfig& lesson, const Sel
       o = judge_program(lesson, programs / ("mutant-" + name), j);
     }
     c.held = expectation_holds(*e, o, c.detail);
+    if (e->verdict == Verdict::pass && !e->rule) narrowest_margin(o, c);
     c.runs = o.runs;
     c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     checks.push_back(c);
   }
   for (const auto& e : expected)
-    if (std::find(files.begin(), files.end(), e.mutant) == files.end())
+    if (opt.mutants && std::find(files.begin(), files.end(), e.mutant) == files.end())
       checks.push_back({lesson.name, "mutant " + e.mutant, e.describe(), false,
                         e.origin + ": no mutants/" + e.mutant + ".cu"});
   return checks;

@@ -42,14 +42,21 @@ struct SelftestCheck {
   std::string detail;    ///< what was seen
   int runs = 0;          ///< program runs the verdict took (re-runs included)
   double seconds = 0;    ///< wall time of judging it (build, runs, ncu, sanitizer)
+  /// For a subject expected to pass: its narrowest performance rule, as reading over bar (a
+  /// minimum) or bar over reading (a maximum), 1.0 being the bar itself; 0 when it has none.
+  double margin = 0;
+  std::string margin_rule = {};  ///< that rule's id
 };
+
+/// The narrowest margin of a lesson outcome's timed and metric rules (see SelftestCheck).
+void narrowest_margin(const LessonOutcome& outcome, SelftestCheck& check);
 
 struct SelftestOptions {
   fs::path build_dir;
   double timeout_s = 0;  ///< > 0 overrides check.toml's timeout_s
   int jobs = 2;
   std::vector<std::string> sanitizer_cmd = {"compute-sanitizer"};
-  bool mutants = true;   ///< false: solution and starter only (later rounds of --repeat)
+  bool mutants = true;   ///< false: solution, starter and the taught path only (later rounds of --repeat)
   bool counters = true;  ///< read counters through ncu for counter rules
   bool inspect = true;   ///< check each exercise's object file first (off for stand-ins in tests)
   Corroborate corroborate = Corroborate::required;  ///< times against the tracer (judge.hpp)

@@ -79,4 +79,45 @@ TEST_CASE("solution, starter and mutants are held to their promises") {
   CHECK(contains(find(again, "starter").detail, "no performance rule failed with its hint"));
 }
 
+TEST_CASE("the taught path runs in every round, and passing subjects report their narrowest margin") {
+  TempDir dir;
+  const fs::path source = dir.path() / "src", build = dir.path() / "build";
+  const fs::path lesson_dir = source / "lessons" / "90-fake";
+  fs::create_directories(lesson_dir / "mutants");
+  fs::copy_file(fs::path(LAB_TEST_DATA_DIR) / "fake-course" / "lessons" / "90-fake" / "check.toml",
+                lesson_dir / "check.toml");
+  const LessonConfig lesson = load_lesson(lesson_dir / "check.toml");
+  const fs::path programs = build / "lessons" / "90-fake";
+  program(programs / "solution", "--exercise-ms 0.5");
+  program(programs / "starter", "--exercise-ms 2.0");
+  program(programs / "mutant-taught_path", "--exercise-ms 0.6");
+  program(programs / "mutant-racy", "--exercise-ms 0.5 --wrong");
+  for (const char* m : {"taught_path", "racy"}) write_text(lesson_dir / "mutants" / (std::string(m) + ".cu"), "");
+  write_text(lesson_dir / "mutants" / "expected.toml",
+             "[taught_path]\nverdict = \"pass\"\n[racy]\nrule = \"correct\"\nverdict = \"fail\"\n");
+  SelftestOptions opt;
+  opt.build_dir = build;
+  opt.inspect = false;
+
+  const auto all = selftest_lesson(lesson, opt, nullptr);
+  REQUIRE(all.size() == 4);
+  const SelftestCheck& solution = find(all, "solution");
+  const SelftestCheck& taught = find(all, "mutant taught_path");
+  CHECK(solution.held);
+  CHECK(taught.held);
+  CHECK_FALSE(solution.margin_rule.empty());
+  CHECK(solution.margin > 1.0);
+  CHECK_FALSE(taught.margin_rule.empty());
+  CHECK(taught.margin > 1.0);
+  CHECK(taught.margin < solution.margin);  // slower: a narrower margin
+  CHECK(find(all, "starter").margin_rule.empty());      // expected to fail: no margin
+  CHECK(find(all, "mutant racy").margin_rule.empty());  // expected to fail: no margin
+
+  opt.mutants = false;  // a later round of --repeat --mutants-once
+  const auto later = selftest_lesson(lesson, opt, nullptr);
+  REQUIRE(later.size() == 3);
+  CHECK(find(later, "mutant taught_path").held);
+  for (const auto& c : later) CHECK(c.subject != "mutant racy");
+}
+
 }  // TEST_SUITE

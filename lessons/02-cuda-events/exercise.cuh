@@ -28,7 +28,7 @@
 //
 //   correct              every call runs each phase once, in order, on `stream`: the harness
 //                        fills a, b and c with NaN before each call and checks c after it
-//   accurate             with nothing else on the GPU, each phase within 10% of the library's
+//   accurate             with nothing else on the GPU, each phase within 25% of the library's
 //                        measurement of that phase
 //   accurate-while-busy  the same while an unrelated kernel runs on ANOTHER stream
 //   does-not-wait        time_phases returns while that unrelated kernel is still running: your

@@ -452,7 +452,7 @@ struct Phases {
 };
 
 void add_variants(lab::Variants<Phases>& variants) {
-  // A 1% median is plenty for a 10% rule (and transfers over PCIe are a little noisier than
+  // A 1% median is plenty for a 25% rule (and transfers over PCIe are a little noisier than
   // kernels).
   const lab::BenchmarkOptions o = lab::median_within(0.01);
   variants.add({"copy_in", lab::Role::Reference,

@@ -7,12 +7,11 @@
 // cudaEventElapsedTime (step 3), every call through LAB_CHECK. time_phases is the starter's,
 // unchanged. (The solution also deletes State's copy operations and comments each call.)
 //
-// Bars, from the README's H100 run: the solution's phase_error and busy_phase_error 0.060 (the
-// kernel phase 33 us, 6.0%, above the library's, which times with a lead-in; the copies within
-// 0.3%), against 0.10 for both `accurate` rules: 0.04 of margin (the H200: 0.036 and 0.031).
-// The starter's run (618 MiB per array) read its kernel phase 6.0% high too, so the excess scales
-// with the size the seed picks; were it a fixed 33 us, the smallest size (384 MiB, a ~440 us
-// kernel) would read 7.5% high, still 0.025 under the bar.
+// Bars, from the README's H100 runs: the solution's phase_error 0.060-0.164 (the kernel phase
+// 6-9% above the library's, which times it on a GPU kept busy by a lead-in; the copies of the
+// "alone" round up to 10% slow in their first calls), against 0.25 for both `accurate` rules.
+// selftest --repeat 5 on the H100 gave this file 1.05x the old bar of 0.10 at its narrowest,
+// which is why the bar moved (README, "Why the bar is 25%").
 // waited_for_other_stream 0 against a bar of 0: nothing here waits for anything but this
 // stream's stop event, and the other stream's kernel runs at least 100 ms and 4x the pipeline.
 // This timer makes the same calls on the same stream positions, so the same numbers.
