@@ -11,6 +11,8 @@
 #                                  mutants get their verdicts (REPEAT=N for N rounds)
 #   scripts/gpu-round.sh grade     a submission of every solution graded as a student's, timed
 #                                  (the grading-time goal; containment line)
+#   scripts/gpu-round.sh alternatives  the solutions with every mutants/alt_*.cu (a legitimately
+#                                  different correct solution) in place, graded: each must pass
 #   scripts/gpu-round.sh shared    lab-check run (LESSONS, solution and starter) while another
 #                                  CUDA process keeps the GPU busy: verdicts read environment
 #   scripts/gpu-round.sh tracer    the checker's tracer injected by hand into lesson 09 (what it
@@ -78,6 +80,26 @@ case $phase in
     done
     step grade bash -c "time $build/checker/lab-check grade '$sub' --out '$log/graded'"
     ;;
+  alternatives)
+    # Legitimately different correct solutions must pass: a submission of the solutions with
+    # every lesson's mutants/alt_*.cu in place of its solution, graded as a student's (if a lesson
+    # has several, each later one is graded in a submission of its own).
+    root=$(mktemp -d)
+    for alt in lessons/[0-9][0-9]-*/mutants/alt_*.cu; do
+      lesson=$(basename "$(dirname "$(dirname "$alt")")")
+      k=0
+      while [ -e "$root/sub$k/$lesson/exercise.cu.alt" ]; do k=$((k + 1)); done
+      if [ ! -d "$root/sub$k" ]; then
+        for d in solutions/[0-9][0-9]-*/; do
+          mkdir -p "$root/sub$k/$(basename "$d")" && cp "$d/exercise.cu" "$root/sub$k/$(basename "$d")/"
+        done
+      fi
+      cp "$alt" "$root/sub$k/$lesson/exercise.cu" && touch "$root/sub$k/$lesson/exercise.cu.alt"
+      echo "sub$k: $lesson <- $alt"
+    done
+    find "$root" -name '*.alt' -delete
+    step alternatives bash -c "time $build/checker/lab-check grade '$root'/sub* --out '$log/alternatives'"
+    ;;
   shared)
     # The load: a lesson program in a loop, a CUDA process that is not the checker's.
     ( while :; do "$build/lessons/04-coalescing/solution" --quick > /dev/null 2>&1; done ) &
@@ -108,7 +130,7 @@ case $phase in
     step agreement python3 checker/tracer/agreement.py "$log/corroboration.json"
     ;;
   *)
-    echo "usage: scripts/gpu-round.sh build|counters|selftest|grade|shared|tracer" >&2
+    echo "usage: scripts/gpu-round.sh build|counters|selftest|grade|alternatives|shared|tracer" >&2
     exit 2
     ;;
 esac

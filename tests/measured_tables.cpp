@@ -1,4 +1,5 @@
-// measured-tables: the measured table in each lesson text comes from committed result files.
+// measured-tables: the measured tables in each lesson text and deck come from committed result
+// files.
 //
 // measurements/h100/ holds the result files (and the programs' printed tables) of one named run
 // of every lesson's solution and starter; its README.md names the GPU, the date, the commit and
@@ -9,8 +10,10 @@
 //
 // This test builds the block again from the files, with the reader and the rates the checker
 // uses (lab_result), and fails, printing the block it expects, when the text holds anything
-// else. So the table and the files cannot drift: a new run means new files, and
-// LAB_WRITE_MEASURED=1 ctest -R measured-tables rewrites the blocks (then review the diff).
+// else. Each slide deck holds the same kind of block for the rules alone (kSlideBegin): every
+// rule of check.toml judged by the checker's own evaluate_rule on the two files. So the tables
+// and the files cannot drift: a new run means new files, and LAB_WRITE_MEASURED=1 ctest -R
+// measured-tables rewrites the blocks (then review the diff).
 #include <doctest/doctest.h>
 
 #include <cstdlib>
@@ -22,6 +25,7 @@
 
 #include "lab/format.hpp"
 #include "lab/result_reader.hpp"
+#include "rules.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -29,6 +33,7 @@ using nlohmann::json;
 namespace {
 
 const std::string kBegin = "<!-- measured: generated from measurements/h100 by CTest measured-tables -->";
+const std::string kSlideBegin = "<!-- measured rules: generated from measurements/h100 by CTest measured-tables -->";
 const std::string kEnd = "<!-- end measured -->";
 
 std::string read_text(const fs::path& p) {
@@ -54,7 +59,38 @@ json load(const fs::path& file) {
   return *doc;
 }
 
+// Every rule of the lesson judged on both files by the checker (counter rules need ncu: skipped).
+std::string rules_table(const fs::path& repo, const std::string& lesson, const json& solution,
+                        const json& starter) {
+  const lab::LessonConfig config = lab::load_lesson(repo / "lessons" / lesson / "check.toml");
+  std::string out = "| build | rule | reading | 95% interval | bar | verdict |\n| --- | --- | --- | --- | --- | --- |\n";
+  for (const auto* doc : {&solution, &starter})
+    for (const lab::Rule& rule : config.rules) {
+      const lab::RuleOutcome o = lab::evaluate_rule(rule, *doc);
+      std::string reading = "-", interval = "-", bar = "-";
+      if (o.reading) {
+        reading = lab::format_value(rule.kind, o.reading->value);
+        interval = lab::format_value(rule.kind, o.reading->low) + " - " + lab::format_value(rule.kind, o.reading->high);
+      }
+      if (rule.min) bar = "min " + lab::format_value(rule.kind, *rule.min);
+      if (rule.max) bar = "max " + lab::format_value(rule.kind, *rule.max);
+      out += "| " + (*doc)["build"].get<std::string>() + " | `" + rule.id + "` | " + reading + " | " +
+             interval + " | " + bar + " | " + lab::to_string(o.verdict) + " |\n";
+    }
+  return out;
+}
+
 }  // namespace
+
+/// The generated block of one lesson's slide deck: the rules on the committed run.
+std::string slide_block(const fs::path& repo, const std::string& lesson) {
+  const fs::path dir = repo / "measurements" / "h100";
+  const json solution = load(dir / (lesson + "-solution.json"));
+  const json starter = load(dir / (lesson + "-starter.json"));
+  return kSlideBegin + "\n\n" + rules_table(repo, lesson, solution, starter) +
+         "\nThe checker's verdicts on the committed run of " + solution["device"]["name"].get<std::string>() +
+         " (measurements/h100); counter rules need ncu and are skipped here.\n\n" + kEnd;
+}
 
 /// The generated block of one lesson, from its two committed result files.
 std::string measured_block(const fs::path& repo, const std::string& lesson) {
@@ -107,38 +143,44 @@ std::string measured_block(const fs::path& repo, const std::string& lesson) {
              lab::text("%.4g", m["value"].get<double>()) + " | " + lab::text("%.4g", m["low"].get<double>()) +
              " - " + lab::text("%.4g", m["high"].get<double>()) + " |\n";
     }
+  out += "\nEvery rule of check.toml, judged by the checker on these two files (counter rules need "
+         "ncu and are skipped here):\n\n" + rules_table(repo, lesson, solution, starter);
   return out + kEnd;
 }
 
-TEST_CASE("every lesson text's measured table is the committed result files'") {
+// Checks (or, with LAB_WRITE_MEASURED set, rewrites) the block that starts with `begin` in `file`.
+void check_block(const fs::path& file, const std::string& begin_marker, const std::string& expected) {
+  std::string text = read_text(file);
+  const auto begin = text.find(begin_marker);
+  const auto end = begin == std::string::npos ? begin : text.find(kEnd, begin);
+  if (end == std::string::npos) {
+    CHECK_MESSAGE(false, file.string() << " has no generated block (" << begin_marker << " ... " << kEnd
+                                       << "): see docs/writing-a-lesson.md, \"Measured numbers in the texts\"");
+    return;
+  }
+  const std::string found = text.substr(begin, end + kEnd.size() - begin);
+  if (found == expected) return;
+  if (std::getenv("LAB_WRITE_MEASURED") != nullptr) {
+    text.replace(begin, found.size(), expected);
+    std::ofstream(file, std::ios::binary) << text;
+    MESSAGE("rewrote the measured block of " << file.string());
+  } else {
+    CHECK_MESSAGE(false, file.string() << ": the measured block is not what measurements/h100 holds; "
+                                       << "LAB_WRITE_MEASURED=1 ctest -R measured-tables rewrites it. "
+                                       << "Expected:\n" << expected);
+  }
+}
+
+TEST_CASE("every lesson text's and deck's measured tables are the committed result files'") {
   const fs::path repo = LAB_SOURCE_DIR;
-  const bool write = std::getenv("LAB_WRITE_MEASURED") != nullptr;
   REQUIRE(fs::exists(repo / "measurements" / "h100" / "README.md"));
   int lessons = 0;
   for (const auto& entry : fs::directory_iterator(repo / "lessons")) {
     const std::string lesson = entry.path().filename().string();
     if (!entry.is_directory() || lesson.front() == '_') continue;
     ++lessons;
-    const fs::path readme = entry.path() / "README.md";
-    std::string text = read_text(readme);
-    const auto begin = text.find(kBegin), end = text.find(kEnd);
-    if (begin == std::string::npos || end == std::string::npos || end < begin) {
-      CHECK_MESSAGE(false, readme.string() << " has no generated block (" << kBegin << " ... " << kEnd
-                                           << "): put one under \"What we measured\"");
-      continue;
-    }
-    const std::string expected = measured_block(repo, lesson);
-    const std::string found = text.substr(begin, end + kEnd.size() - begin);
-    if (found == expected) continue;
-    if (write) {
-      text.replace(begin, found.size(), expected);
-      std::ofstream(readme, std::ios::binary) << text;
-      MESSAGE("rewrote the measured table of " << readme.string());
-    } else {
-      CHECK_MESSAGE(false, readme.string() << ": the measured table is not what measurements/h100 holds; "
-                                           << "LAB_WRITE_MEASURED=1 ctest -R measured-tables rewrites it. "
-                                           << "Expected:\n" << expected);
-    }
+    check_block(entry.path() / "README.md", kBegin, measured_block(repo, lesson));
+    check_block(repo / "slides" / (lesson + ".md"), kSlideBegin, slide_block(repo, lesson));
   }
   CHECK(lessons >= 12);
 }
@@ -150,4 +192,9 @@ TEST_CASE("a table is made only of what the files hold") {
   CHECK(block.find("| starter | exercise | exercise |") != std::string::npos);
   CHECK(block.find("`overlap_efficiency`") != std::string::npos);
   CHECK(block.find("NVIDIA H100") != std::string::npos);
+  // The rules as the checker judges them: the solution passes its speedup, the starter fails it.
+  CHECK(block.find("| solution | `overlap` |") != std::string::npos);
+  const std::string slide = slide_block(LAB_SOURCE_DIR, "07-streams");
+  CHECK(slide.rfind(kSlideBegin, 0) == 0);
+  CHECK(slide.find("| starter | `correct` |") != std::string::npos);
 }
