@@ -9,7 +9,9 @@
 #     repository or names a file or folder that does not exist;
 #   - a file name ending in .md written as inline code (`docs/measurement.md`) that exists
 #     neither relative to the text nor relative to the repository root (placeholders such as
-#     `lessons/NN-topic/README.md`, `mutants/<name>.cu` or `*.md` are left alone).
+#     `lessons/NN-topic/README.md`, `mutants/<name>.cu` or `*.md` are left alone);
+#   - in docs/ (the pages Doxygen renders), a heading with inline code: Doxygen's navigation
+#     shows it as a literal <tt> tag.
 #
 # Absolute URLs (https:, mailto:, ...) and links to an anchor of the same page (#section) are fine.
 # Fenced code blocks are skipped, and so is inline code when looking for links.
@@ -102,6 +104,11 @@ foreach(file IN LISTS FILES)
     if(in_fence)
       continue()
     endif()
+    if(file MATCHES "/docs/[^/]+\\.md$" AND line MATCHES "^#+ .*`")
+      file(RELATIVE_PATH shown "${root}" "${file}")
+      string(APPEND errors "\n  ${shown}:${number}: a heading with inline code, which Doxygen's "
+                           "navigation shows as a literal <tt> tag: write it without backticks")
+    endif()
 
     # `something.md` as inline code: a file the text refers to by name.
     string(REGEX MATCHALL "`[^` ]+\\.md(#[^` ]*)?`" mentions "${line}")
@@ -157,7 +164,8 @@ if(NOT errors STREQUAL "")
   string(REPLACE "${RB}" "]" errors "${errors}")
   string(REPLACE "${SC}" ";" errors "${errors}")
   string(REPLACE "${BS}" "\\" errors "${errors}")
-  message(FATAL_ERROR "links to files that are not in this repository:${errors}")
+  message(FATAL_ERROR "links to files that are not in this repository, or headings Doxygen "
+                      "cannot show:${errors}")
 endif()
 message(STATUS "markdown links: ${checked} files checked, every relative link resolves inside "
                "the repository")
