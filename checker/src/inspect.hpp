@@ -28,6 +28,9 @@ struct ObjectSymbols {
   std::map<std::string, std::string> section_group;
   std::set<std::string> groups;
   int initializers = 0;      ///< entries of .init_array (code that runs before main)
+  /// of those, g++'s initializers that only construct <iostream>'s std::ios_base::Init (g++
+  /// older than 13 emits one in every file that includes <iostream>, CUB's headers included)
+  int iostream_initializers = 0;
   bool other_startup = false;  ///< .fini_array, .preinit_array, .ctors or .dtors present
   bool system_call = false;    ///< a syscall / sysenter / int 0x80 instruction in host code
 };

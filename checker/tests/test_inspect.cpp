@@ -1,9 +1,13 @@
 // The seal on an exercise (inspect.hpp): what its object file may define and call.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
+
+#include "helpers.hpp"
 #include "inspect.hpp"
 
 using namespace lab;
+using namespace lab::test;
 
 namespace {
 
@@ -157,6 +161,56 @@ TEST_SUITE("inspect") {
     ObjectSymbols raw = clean();
     raw.system_call = true;
     CHECK(names(check_seal(raw, lesson()), "system calls"));
+  }
+
+  TEST_CASE("<iostream>'s initializer (g++ before 13) is not the exercise's code before main") {
+    ObjectSymbols e = clean();
+    e.initializers = 2;
+    e.iostream_initializers = 1;
+    CHECK(check_seal(e, lesson()).empty());
+    e.initializers = 3;  // and one more of its own
+    CHECK(names(check_seal(e, lesson()), "before main"));
+  }
+
+  TEST_CASE("read_object tells <iostream>'s initializer from an initializer of the exercise's own") {
+    TempDir dir;
+    auto object = [&](const std::string& name, const std::string& code) {
+      write_text(dir.path() / (name + ".cpp"), code);
+      const std::string cmd = "c++ -std=c++17 -O2 -c -o '" + (dir.path() / (name + ".o")).string() + "' '" +
+                              (dir.path() / (name + ".cpp")).string() + "'";
+      REQUIRE(std::system(cmd.c_str()) == 0);
+      return read_object(dir.path() / (name + ".o"));
+    };
+    const ObjectSymbols io = object("io", "#include <iostream>\nint twice(int x) { return 2 * x; }\n");
+    CHECK(io.initializers == io.iostream_initializers);  // 1 and 1 before g++ 13, 0 and 0 after
+    const ObjectSymbols own = object("own", "#include <iostream>\n#include <cstdio>\n"
+                                            "namespace { struct Hello { Hello() { std::puts(\"hi\"); } } hello; }\n");
+    CHECK(own.initializers >= 1);
+    CHECK(own.iostream_initializers == 0);  // the same initializer also runs the constructor
+  }
+
+  TEST_CASE("a device switch is allowed only inside the toolkit's library code") {
+    // CUB's DeviceReduce::Sum switches to the device it is given (and back) through SwitchDevice.
+    const std::string sum = "_ZN3cub12DeviceReduce3SumIPKfPfxEE9cudaErrorPvRmT_T0_T1_P11CUstream_st";
+    ObjectSymbols e = clean();
+    e.weak.insert(sum);
+    e.undefined.insert("cudaSetDevice");
+    e.referenced_from["cudaSetDevice"] = {".text." + sum};
+    e.section_group[".text." + sum] = sum;
+    CHECK(check_seal(e, lesson()).empty());
+    e.referenced_from["cudaSetDevice"].insert(".text");  // the exercise's own code calls it too
+    CHECK(names(check_seal(e, lesson()), "cudaSetDevice"));
+    ObjectSymbols own = clean();  // an inline function of its own, outside the toolkit
+    own.undefined.insert("cudaSetDevice");
+    own.referenced_from["cudaSetDevice"] = {".text._ZN8exercise6switchEv"};
+    own.section_group[".text._ZN8exercise6switchEv"] = "_ZN8exercise6switchEv";
+    CHECK(names(check_seal(own, lesson()), "cudaSetDevice"));
+    ObjectSymbols other = clean();  // and only cudaSetDevice: another call from CUB is still refused
+    other.weak.insert(sum);
+    other.undefined.insert("cudaDeviceReset");
+    other.referenced_from["cudaDeviceReset"] = {".text." + sum};
+    other.section_group[".text." + sum] = sum;
+    CHECK(names(check_seal(other, lesson()), "cudaDeviceReset"));
   }
 
   TEST_CASE("the findings read as one paragraph that names each symbol") {
