@@ -21,7 +21,6 @@
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <vector>
 
 #include "lab/format.hpp"
 #include "lab/result_reader.hpp"
@@ -79,8 +78,6 @@ std::string rules_table(const fs::path& repo, const std::string& lesson, const j
     }
   return out;
 }
-
-}  // namespace
 
 /// The generated block of one lesson's slide deck: the rules on the committed run.
 std::string slide_block(const fs::path& repo, const std::string& lesson) {
@@ -170,6 +167,8 @@ void check_block(const fs::path& file, const std::string& begin_marker, const st
                                        << "Expected:\n" << expected);
   }
 }
+
+}  // namespace
 
 TEST_CASE("every lesson text's and deck's measured tables are the committed result files'") {
   const fs::path repo = LAB_SOURCE_DIR;
