@@ -14,6 +14,23 @@ void program(const fs::path& path, const std::string& args) {
   fs::permissions(path, fs::perms::owner_all);
 }
 
+// The fake lesson in a course of its own below `dir`: its folder (source/lessons/90-fake), its
+// programs' folder (build/lessons/90-fake, a solution at 0.5 ms and a starter at 2.0 ms) and its
+// rules.
+struct FakeLesson {
+  fs::path dir, build, programs;
+  LessonConfig config;
+  explicit FakeLesson(const fs::path& root)
+      : dir(root / "src" / "lessons" / "90-fake"), build(root / "build"), programs(build / "lessons" / "90-fake") {
+    fs::create_directories(dir / "mutants");
+    fs::copy_file(fs::path(LAB_TEST_DATA_DIR) / "fake-course" / "lessons" / "90-fake" / "check.toml",
+                  dir / "check.toml");
+    config = load_lesson(dir / "check.toml");
+    program(programs / "solution", "--exercise-ms 0.5");
+    program(programs / "starter", "--exercise-ms 2.0");
+  }
+};
+
 const SelftestCheck& find(const std::vector<SelftestCheck>& checks, const std::string& subject) {
   for (const auto& c : checks)
     if (c.subject == subject) return c;
@@ -27,16 +44,9 @@ TEST_SUITE("selftest") {
 
 TEST_CASE("solution, starter and mutants are held to their promises") {
   TempDir dir;
-  const fs::path source = dir.path() / "src", build = dir.path() / "build";
-  const fs::path lesson_dir = source / "lessons" / "90-fake";
-  fs::create_directories(lesson_dir);
-  fs::copy_file(fs::path(LAB_TEST_DATA_DIR) / "fake-course" / "lessons" / "90-fake" / "check.toml",
-                lesson_dir / "check.toml");
-  const LessonConfig lesson = load_lesson(lesson_dir / "check.toml");
-
-  const fs::path programs = build / "lessons" / "90-fake";
-  program(programs / "solution", "--exercise-ms 0.5");
-  program(programs / "starter", "--exercise-ms 2.0");
+  const FakeLesson fake(dir.path());
+  const fs::path &lesson_dir = fake.dir, &build = fake.build, &programs = fake.programs;
+  const LessonConfig& lesson = fake.config;
   for (const char* m : {"racy", "crashy", "hang", "forged", "unlisted"}) write_text(lesson_dir / "mutants" / (std::string(m) + ".cu"), "");
   program(programs / "mutant-racy", "--exercise-ms 0.5 --wrong");
   program(programs / "mutant-crashy", "--mode segv");
@@ -81,15 +91,9 @@ TEST_CASE("solution, starter and mutants are held to their promises") {
 
 TEST_CASE("the taught path runs in every round, and passing subjects report their narrowest margin") {
   TempDir dir;
-  const fs::path source = dir.path() / "src", build = dir.path() / "build";
-  const fs::path lesson_dir = source / "lessons" / "90-fake";
-  fs::create_directories(lesson_dir / "mutants");
-  fs::copy_file(fs::path(LAB_TEST_DATA_DIR) / "fake-course" / "lessons" / "90-fake" / "check.toml",
-                lesson_dir / "check.toml");
-  const LessonConfig lesson = load_lesson(lesson_dir / "check.toml");
-  const fs::path programs = build / "lessons" / "90-fake";
-  program(programs / "solution", "--exercise-ms 0.5");
-  program(programs / "starter", "--exercise-ms 2.0");
+  const FakeLesson fake(dir.path());
+  const fs::path &lesson_dir = fake.dir, &build = fake.build, &programs = fake.programs;
+  const LessonConfig& lesson = fake.config;
   program(programs / "mutant-taught_path", "--exercise-ms 0.6");
   program(programs / "mutant-racy", "--exercise-ms 0.5 --wrong");
   for (const char* m : {"taught_path", "racy"}) write_text(lesson_dir / "mutants" / (std::string(m) + ".cu"), "");
