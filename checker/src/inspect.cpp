@@ -97,25 +97,29 @@ std::string subject(const std::string& demangled) {
   return demangled;
 }
 
-bool in_template_namespace(const std::string& demangled) {
+// Whether a demangled symbol belongs to one of `namespaces` ("std::", ...): by its name, or, for
+// an instance of a function template, which returns a type first ("void std::vector<...>::
+// _M_realloc_insert<...>(...)"), by the name after that type.
+bool in_namespaces(const std::string& demangled, const std::vector<std::string>& namespaces) {
   const std::string s = subject(demangled);
-  for (const auto& ns : kTemplateNamespaces)
-    if (starts_with(s, ns)) return true;
-  // A template instance of such a namespace's function template returns a type first:
-  // "void std::vector<...>::_M_realloc_insert<...>(...)".
-  static const std::regex returns_first(R"(^[\w:<>,\s\*&]+?\s(std|__gnu_cxx|cub|thrust|cuda)::)");
-  return std::regex_search(s, returns_first);
+  static const std::regex returns_first(R"(^[\w:<>,\s\*&]+?\s(\w+::))");
+  std::smatch m;
+  const std::string after_type = std::regex_search(s, m, returns_first) ? m[1].str() : "";
+  for (const auto& ns : namespaces)
+    if (starts_with(s, ns) || after_type == ns) return true;
+  return false;
 }
 
-// The toolkit's template libraries (CUB, Thrust, libcu++), whose inline code an exercise may
-// instantiate.
-bool in_toolkit_library(const std::string& demangled) {
-  const std::string s = subject(demangled);
-  for (const char* ns : {"cub::", "thrust::", "cuda::"})
-    if (starts_with(s, ns)) return true;
-  static const std::regex returns_first(R"(^[\w:<>,\s\*&]+?\s(cub|thrust|cuda)::)");
-  return std::regex_search(s, returns_first);
+bool in_template_namespace(const std::string& demangled) {
+  return in_namespaces(demangled, kTemplateNamespaces);
 }
+
+// Calls the seal refuses in an exercise's own code but allows where only the toolkit's template
+// libraries make them: CUB's SwitchDevice, in every DeviceReduce call, calls cudaSetDevice to
+// switch to the device it is given (the current one) and back, which changes nothing the
+// harness relies on.
+const std::set<std::string> kToolkitOnlyCalls = {"cudaSetDevice"};
+const std::vector<std::string> kToolkitLibraries = {"cub::", "thrust::", "cuda::"};
 
 std::string forbidden_call(const std::string& symbol, bool weak_reference,
                            const std::vector<std::string>& extra) {
@@ -233,34 +237,30 @@ std::vector<SealFinding> check_seal(const ObjectSymbols& e, const SealContext& c
   // 2. What it calls. A call made only from COMDAT groups that the pristine objects also have
   // (NVTX's loader, say) never runs: the linker keeps the first group of each signature, the
   // pristine one, and drops the exercise's whole group. A section outside any group is kept.
-  auto reachable = [&](const std::string& s) {
-    auto it = e.referenced_from.find(s);
-    if (it == e.referenced_from.end()) return true;
-    for (const auto& section : it->second) {
-      auto group = e.section_group.find(section);
-      if (group == e.section_group.end()) return true;
-      if (!c.harness.groups.count(group->second) && !c.library.groups.count(group->second)) return true;
-    }
-    return false;
-  };
-  // A device switch inside the toolkit's own library code (CUB's SwitchDevice, in every
-  // DeviceReduce call: to the device it is given, and back) changes nothing the harness relies on.
-  auto only_in_toolkit_library = [&](const std::string& s) {
-    if (s != "cudaSetDevice") return false;
+  // Whether every reference to `s` comes from a COMDAT group whose signature passes `ok`.
+  auto only_from_groups = [&](const std::string& s, auto ok) {
     auto it = e.referenced_from.find(s);
     if (it == e.referenced_from.end()) return false;
     for (const auto& section : it->second) {
       auto group = e.section_group.find(section);
-      if (group == e.section_group.end() || !in_toolkit_library(demangle(group->second))) return false;
+      if (group == e.section_group.end() || !ok(group->second)) return false;
     }
     return true;
   };
+  auto refused = [&](const std::string& s, bool weak) {
+    const std::string why = forbidden_call(s, weak, c.extra_calls);
+    if (why.empty()) return why;
+    if (only_from_groups(s, [&](const std::string& g) { return c.harness.groups.count(g) || c.library.groups.count(g); }))
+      return std::string();  // never runs: the pristine group is kept
+    if (kToolkitOnlyCalls.count(s) &&
+        only_from_groups(s, [](const std::string& g) { return in_namespaces(demangle(g), kToolkitLibraries); }))
+      return std::string();
+    return why;
+  };
   for (const auto& s : e.undefined)
-    if (auto why = forbidden_call(s, false, c.extra_calls); !why.empty() && reachable(s) && !only_in_toolkit_library(s))
-      out.push_back({demangle(s), why});
+    if (auto why = refused(s, false); !why.empty()) out.push_back({demangle(s), why});
   for (const auto& s : e.weak_undefined)
-    if (auto why = forbidden_call(s, true, c.extra_calls); !why.empty() && reachable(s))
-      out.push_back({demangle(s), why});
+    if (auto why = refused(s, true); !why.empty()) out.push_back({demangle(s), why});
 
   // 3. Code before main or after it, and system calls of its own.
   // The compiler's own registration (nvcc's, one entry) is what the pristine starter has too.
@@ -320,12 +320,9 @@ ObjectSymbols read_object(const fs::path& file) {
   }
 
   std::istringstream sections(capture("readelf", {"-SW", file.string()}));
-  bool has_startup = false;
-  for (std::string line; std::getline(sections, line);) {
-    has_startup = has_startup || contains(line, " .text.startup ");
+  for (std::string line; std::getline(sections, line);)
     for (const char* s : {" .fini_array", " .preinit_array", " .ctors", " .dtors"})
       if (contains(line, s) && !contains(line, ".rela")) o.other_startup = true;
-  }
   std::istringstream relocations(capture("readelf", {"-rW", file.string()}));
   static const std::regex header(R"(^Relocation section '\.rela?(\S+)' at offset)");
   static const std::regex entry(R"(^\s*[0-9a-f]+\s+[0-9a-f]+\s+\S+\s+[0-9a-f]+\s+([^\s+]+))");
@@ -356,35 +353,36 @@ ObjectSymbols read_object(const fs::path& file) {
     }
   }
 
-  // g++ before 13 runs std::ios_base::Init's constructor from an initializer of every file that
-  // includes <iostream> (CUB's headers do). Such an initializer, referring to nothing else, is
-  // not the exercise's code before main.
-  std::istringstream startup(has_startup ? capture("objdump", {"-dr", "-j", ".text.startup", file.string()})
-                                         : std::string());
+  // One disassembly, with relocations, for two things: system calls of its own (a syscall
+  // instruction anywhere), and the initializers that g++ before 13 emits in every file that
+  // includes <iostream> (CUB's headers do): a _GLOBAL__sub_I_ function that constructs
+  // std::ios_base::Init and refers to nothing else is not the exercise's code before main.
   static const std::regex function(R"(^[0-9a-f]+ <([^>]+)>:$)");
   static const std::regex reloc(R"(^\s+[0-9a-f]+: R_\S+\s+([^\s+-]+))");
+  static const std::regex system_call(R"(\t(syscall|sysenter|int\s+\$0x80)\b)");
   static const std::set<std::string> iostream_init = {
       "_ZNSt8ios_base4InitC1Ev", "_ZNSt8ios_base4InitD1Ev", "__cxa_atexit", "__dso_handle", ".bss"};
+  std::istringstream code(capture("objdump", {"-dr", file.string()}));
   std::string fn;
   bool only_iostream = false, constructs_init = false;
   auto close_function = [&] {
     if (starts_with(fn, "_GLOBAL__sub_I_") && only_iostream && constructs_init) ++o.iostream_initializers;
   };
-  for (std::string line; std::getline(startup, line);) {
+  for (std::string line; std::getline(code, line);) {
     std::smatch m;
     if (std::regex_search(line, m, function)) {
       close_function();
       fn = m[1].str();
       only_iostream = true;
       constructs_init = false;
-    } else if (!fn.empty() && std::regex_search(line, m, reloc)) {
+    } else if (std::regex_search(line, m, reloc)) {  // a relocation: not an instruction
       only_iostream = only_iostream && iostream_init.count(m[1].str()) > 0;
       constructs_init = constructs_init || m[1].str() == "_ZNSt8ios_base4InitC1Ev";
+    } else if (std::regex_search(line, system_call)) {
+      o.system_call = true;
     }
   }
   close_function();
-  static const std::regex system_call(R"(\t(syscall|sysenter|int\s+\$0x80)\b)");
-  o.system_call = std::regex_search(capture("objdump", {"-d", file.string()}), system_call);
   return o;
 }
 

@@ -187,6 +187,18 @@ TEST_SUITE("inspect") {
                                             "namespace { struct Hello { Hello() { std::puts(\"hi\"); } } hello; }\n");
     CHECK(own.initializers >= 1);
     CHECK(own.iostream_initializers == 0);  // the same initializer also runs the constructor
+    CHECK_FALSE(io.system_call);
+#if defined(__x86_64__)
+    // The same disassembly finds a system call of its own (and a call of libc's syscall() is a
+    // relocation, not the instruction: the call list refuses that one).
+    const ObjectSymbols raw = object("raw", "long pid() { long r; asm volatile(\"syscall\" : \"=a\"(r) : \"a\"(39) : "
+                                            "\"rcx\", \"r11\", \"memory\"); return r; }\n");
+    CHECK(raw.system_call);
+    const ObjectSymbols libc = object("libc", "#include <unistd.h>\n#include <sys/syscall.h>\n"
+                                              "long pid() { return syscall(SYS_getpid); }\n");
+    CHECK_FALSE(libc.system_call);
+    CHECK(libc.undefined.count("syscall") == 1);
+#endif
   }
 
   TEST_CASE("a device switch is allowed only inside the toolkit's library code") {
