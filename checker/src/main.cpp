@@ -542,7 +542,7 @@ int main(int argc, char** argv) {
                      "With --repeat: judge the mutants in the first round only (solutions and "
                      "starters every round)");
   bool no_mutants = false;
-  selftest->add_flag("--no-mutants", no_mutants, "Solutions, starters and taught paths only");
+  selftest->add_flag("--no-mutants", no_mutants, "Solutions, starters and the mutants expected to pass (taught paths, other correct designs) only");
   selftest->add_option("--jobs,-j", jobs, "Compiler jobs for compile_error mutants");
   bool seal_only = false;
   selftest->add_flag("--seal-only", seal_only,

@@ -95,7 +95,7 @@ bool expectation_holds(const Expectation& e, const LessonOutcome& o, std::string
   // A whole lesson expected to pass (a taught path) is held to what the solution is held to:
   // every point earned, `ambiguous` included (the benefit of the doubt a student gets too).
   bool ok = seen == e.verdict;
-  if (!e.rule && e.verdict == Verdict::pass) ok = earns_points(seen) && o.score == o.max_score;
+  if (e.whole_lesson_passes()) ok = earns_points(seen) && o.score == o.max_score;
   if (e.reason == reason::sanitizer) ok = ok && o.sanitizer && o.sanitizer->verdict == Verdict::fail;
   else if (!e.reason.empty()) ok = ok && o.reason == e.reason;
   why = std::string("got ") + to_string(seen) + (o.reason.empty() ? "" : " (" + o.reason + ")") +
@@ -179,15 +179,23 @@ std::vector<SelftestCheck> selftest_lesson(const LessonConfig& lesson, const Sel
   for (const auto& e : fs::directory_iterator(mutants))
     if (e.path().extension() == ".cu") files.push_back(e.path().stem().string());
   std::sort(files.begin(), files.end());
-  // Without mutants (later rounds of --repeat) the taught path still runs: the bars must hold
-  // for it in every round, like the solution's.
+  // Without mutants (later rounds of --repeat) the ones expected to pass as a whole (the taught
+  // path, other correct designs) still run: the bars must hold for them in every round, like the
+  // solution's.
+  auto expected_of = [&](const std::string& name) {
+    return std::find_if(expected.begin(), expected.end(), [&](const Expectation& x) { return x.mutant == name; });
+  };
   if (!opt.mutants)
-    files.erase(std::remove_if(files.begin(), files.end(), [](const std::string& f) { return f != "taught_path"; }),
+    files.erase(std::remove_if(files.begin(), files.end(),
+                               [&](const std::string& f) {
+                                 auto e = expected_of(f);
+                                 return e == expected.end() || !e->whole_lesson_passes();
+                               }),
                 files.end());
 
   for (const auto& name : files) {
     SelftestCheck c{lesson.name, "mutant " + name, "", false, ""};
-    auto e = std::find_if(expected.begin(), expected.end(), [&](const Expectation& x) { return x.mutant == name; });
+    auto e = expected_of(name);
     if (e == expected.end()) {
       c.expected = "an entry in mutants/expected.toml";
       c.detail = "mutants/" + name + ".cu has no [" + name + "] in expected.toml";
@@ -220,7 +228,7 @@ std::vector<SelftestCheck> selftest_lesson(const LessonConfig& lesson, const Sel
       o = judge_program(lesson, programs / ("mutant-" + name), j);
     }
     c.held = expectation_holds(*e, o, c.detail);
-    if (e->verdict == Verdict::pass && !e->rule) narrowest_margin(o, c);
+    if (e->whole_lesson_passes()) narrowest_margin(o, c);
     c.runs = o.runs;
     c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     checks.push_back(c);

@@ -25,6 +25,9 @@ struct Expectation {
   std::string origin;
 
   bool needs_sanitizer() const { return reason == "sanitizer" || rule.value_or("") == "sanitizer"; }
+  /// A mutant that must pass as a whole (the taught path, another correct design): held to what
+  /// the solution is held to, and judged in every round of --repeat.
+  bool whole_lesson_passes() const { return !rule && verdict == Verdict::pass; }
   std::string describe() const;
 };
 
@@ -56,7 +59,7 @@ struct SelftestOptions {
   double timeout_s = 0;  ///< > 0 overrides check.toml's timeout_s
   int jobs = 2;
   std::vector<std::string> sanitizer_cmd = {"compute-sanitizer"};
-  bool mutants = true;   ///< false: solution, starter and the taught path only (later rounds of --repeat)
+  bool mutants = true;   ///< false: solution, starter and the mutants expected to pass only (later rounds of --repeat)
   bool counters = true;  ///< read counters through ncu for counter rules
   bool inspect = true;   ///< check each exercise's object file first (off for stand-ins in tests)
   Corroborate corroborate = Corroborate::required;  ///< times against the tracer (judge.hpp)

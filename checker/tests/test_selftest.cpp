@@ -89,22 +89,24 @@ TEST_CASE("solution, starter and mutants are held to their promises") {
   CHECK(contains(find(again, "starter").detail, "no performance rule failed with its hint"));
 }
 
-TEST_CASE("the taught path runs in every round, and passing subjects report their narrowest margin") {
+TEST_CASE("mutants expected to pass run in every round, and passing subjects report their narrowest margin") {
   TempDir dir;
   const FakeLesson fake(dir.path());
   const fs::path &lesson_dir = fake.dir, &build = fake.build, &programs = fake.programs;
   const LessonConfig& lesson = fake.config;
   program(programs / "mutant-taught_path", "--exercise-ms 0.6");
   program(programs / "mutant-racy", "--exercise-ms 0.5 --wrong");
-  for (const char* m : {"taught_path", "racy"}) write_text(lesson_dir / "mutants" / (std::string(m) + ".cu"), "");
+  program(programs / "mutant-alt_design", "--exercise-ms 0.5");
+  for (const char* m : {"taught_path", "racy", "alt_design"}) write_text(lesson_dir / "mutants" / (std::string(m) + ".cu"), "");
   write_text(lesson_dir / "mutants" / "expected.toml",
-             "[taught_path]\nverdict = \"pass\"\n[racy]\nrule = \"correct\"\nverdict = \"fail\"\n");
+             "[taught_path]\nverdict = \"pass\"\n[racy]\nrule = \"correct\"\nverdict = \"fail\"\n"
+             "[alt_design]\nverdict = \"pass\"\n");
   SelftestOptions opt;
   opt.build_dir = build;
   opt.inspect = false;
 
   const auto all = selftest_lesson(lesson, opt, nullptr);
-  REQUIRE(all.size() == 4);
+  REQUIRE(all.size() == 5);
   const SelftestCheck& solution = find(all, "solution");
   const SelftestCheck& taught = find(all, "mutant taught_path");
   CHECK(solution.held);
@@ -119,8 +121,9 @@ TEST_CASE("the taught path runs in every round, and passing subjects report thei
 
   opt.mutants = false;  // a later round of --repeat --mutants-once
   const auto later = selftest_lesson(lesson, opt, nullptr);
-  REQUIRE(later.size() == 3);
+  REQUIRE(later.size() == 4);  // every mutant expected to pass, by its expectation, not its name
   CHECK(find(later, "mutant taught_path").held);
+  CHECK(find(later, "mutant alt_design").held);
   for (const auto& c : later) CHECK(c.subject != "mutant racy");
 }
 
