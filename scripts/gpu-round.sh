@@ -85,19 +85,19 @@ case $phase in
     # every lesson's mutants/alt_*.cu in place of its solution, graded as a student's (if a lesson
     # has several, each later one is graded in a submission of its own).
     root=$(mktemp -d)
+    declare -A placed  # alternatives of each lesson placed so far: the next goes to sub<that>
     for alt in lessons/[0-9][0-9]-*/mutants/alt_*.cu; do
       lesson=$(basename "$(dirname "$(dirname "$alt")")")
-      k=0
-      while [ -e "$root/sub$k/$lesson/exercise.cu.alt" ]; do k=$((k + 1)); done
+      k=${placed[$lesson]:-0}
+      placed[$lesson]=$((k + 1))
       if [ ! -d "$root/sub$k" ]; then
         for d in solutions/[0-9][0-9]-*/; do
           mkdir -p "$root/sub$k/$(basename "$d")" && cp "$d/exercise.cu" "$root/sub$k/$(basename "$d")/"
         done
       fi
-      cp "$alt" "$root/sub$k/$lesson/exercise.cu" && touch "$root/sub$k/$lesson/exercise.cu.alt"
+      cp "$alt" "$root/sub$k/$lesson/exercise.cu"
       echo "sub$k: $lesson <- $alt"
     done
-    find "$root" -name '*.alt' -delete
     step alternatives bash -c "time $build/checker/lab-check grade '$root'/sub* --out '$log/alternatives'"
     ;;
   shared)
