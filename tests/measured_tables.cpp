@@ -16,6 +16,7 @@
 // measured-tables rewrites the blocks (then review the diff).
 #include <doctest/doctest.h>
 
+#include <array>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -58,13 +59,25 @@ json load(const fs::path& file) {
   return *doc;
 }
 
+// One lesson's committed run: its two result files and its rules, read once.
+struct CommittedRun {
+  std::string lesson;
+  json solution, starter;
+  lab::LessonConfig config;
+  std::array<const json*, 2> builds() const { return {&solution, &starter}; }
+};
+
+CommittedRun committed_run(const fs::path& repo, const std::string& lesson) {
+  const fs::path dir = repo / "measurements" / "h100";
+  return {lesson, load(dir / (lesson + "-solution.json")), load(dir / (lesson + "-starter.json")),
+          lab::load_lesson(repo / "lessons" / lesson / "check.toml")};
+}
+
 // Every rule of the lesson judged on both files by the checker (counter rules need ncu: skipped).
-std::string rules_table(const fs::path& repo, const std::string& lesson, const json& solution,
-                        const json& starter) {
-  const lab::LessonConfig config = lab::load_lesson(repo / "lessons" / lesson / "check.toml");
+std::string rules_table(const CommittedRun& run) {
   std::string out = "| build | rule | reading | 95% interval | bar | verdict |\n| --- | --- | --- | --- | --- | --- |\n";
-  for (const auto* doc : {&solution, &starter})
-    for (const lab::Rule& rule : config.rules) {
+  for (const json* doc : run.builds())
+    for (const lab::Rule& rule : run.config.rules) {
       const lab::RuleOutcome o = lab::evaluate_rule(rule, *doc);
       std::string reading = "-", interval = "-", bar = "-";
       if (o.reading) {
@@ -80,29 +93,24 @@ std::string rules_table(const fs::path& repo, const std::string& lesson, const j
 }
 
 /// The generated block of one lesson's slide deck: the rules on the committed run.
-std::string slide_block(const fs::path& repo, const std::string& lesson) {
-  const fs::path dir = repo / "measurements" / "h100";
-  const json solution = load(dir / (lesson + "-solution.json"));
-  const json starter = load(dir / (lesson + "-starter.json"));
-  return kSlideBegin + "\n\n" + rules_table(repo, lesson, solution, starter) +
-         "\nThe checker's verdicts on the committed run of " + solution["device"]["name"].get<std::string>() +
+std::string slide_block(const CommittedRun& run) {
+  return kSlideBegin + "\n\n" + rules_table(run) +
+         "\nThe checker's verdicts on the committed run of " + run.solution["device"]["name"].get<std::string>() +
          " (measurements/h100); counter rules need ncu and are skipped here.\n\n" + kEnd;
 }
 
-/// The generated block of one lesson, from its two committed result files.
-std::string measured_block(const fs::path& repo, const std::string& lesson) {
-  const fs::path dir = repo / "measurements" / "h100";
+/// The generated block of one lesson's README, from its two committed result files.
+std::string measured_block(const CommittedRun& run) {
+  const std::string& lesson = run.lesson;
   std::string out = kBegin + "\n";
-  const json solution = load(dir / (lesson + "-solution.json"));
-  const json starter = load(dir / (lesson + "-starter.json"));
   out += "Every variant of this lesson's solution and starter as the lesson programs wrote them in "
          "[`" + lesson + "-solution.json`](../../measurements/h100/" + lesson + "-solution.json) and [`" +
          lesson + "-starter.json`](../../measurements/h100/" + lesson + "-starter.json), on " +
-         solution["device"]["name"].get<std::string>() + " (the run, its date, commit and command: " +
+         run.solution["device"]["name"].get<std::string>() + " (the run, its date, commit and command: " +
          "[measurements/h100](../../measurements/h100/README.md)). The median is of GPU time per " +
          "launch, its 95% interval from order statistics; GB/s and GFLOP/s are the variant's bytes " +
          "and FLOPs over its median; \"of copy\" is GB/s over the copy ceiling of the same run.\n\n";
-  for (const auto* doc : {&solution, &starter}) {
+  for (const json* doc : run.builds()) {
     const json& c = (*doc)["ceilings"];
     std::string line = "Ceilings of the " + (*doc)["build"].get<std::string>() + "'s run: copy " +
                        number(c.value("copy_gbs", 0.0), 0) + " GB/s";
@@ -116,7 +124,7 @@ std::string measured_block(const fs::path& repo, const std::string& lesson) {
   }
   out += "\n| build | variant | role | median | 95% interval | samples | GB/s | of copy | GFLOP/s |\n"
          "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
-  for (const auto* doc : {&solution, &starter}) {
+  for (const json* doc : run.builds()) {
     for (const json& v : (*doc)["variants"]) {
       if (!v.contains("time_ms")) continue;
       const json& t = v["time_ms"];
@@ -132,7 +140,7 @@ std::string measured_block(const fs::path& repo, const std::string& lesson) {
     }
   }
   bool metrics = false;
-  for (const auto* doc : {&solution, &starter})
+  for (const json* doc : run.builds())
     for (const auto& [name, m] : (*doc)["metrics"].items()) {
       if (!metrics) out += "\n| build | metric | value | interval |\n| --- | --- | --- | --- |\n";
       metrics = true;
@@ -141,7 +149,7 @@ std::string measured_block(const fs::path& repo, const std::string& lesson) {
              " - " + lab::text("%.4g", m["high"].get<double>()) + " |\n";
     }
   out += "\nEvery rule of check.toml, judged by the checker on these two files (counter rules need "
-         "ncu and are skipped here):\n\n" + rules_table(repo, lesson, solution, starter);
+         "ncu and are skipped here):\n\n" + rules_table(run);
   return out + kEnd;
 }
 
@@ -178,22 +186,24 @@ TEST_CASE("every lesson text's and deck's measured tables are the committed resu
     const std::string lesson = entry.path().filename().string();
     if (!entry.is_directory() || lesson.front() == '_') continue;
     ++lessons;
-    check_block(entry.path() / "README.md", kBegin, measured_block(repo, lesson));
-    check_block(repo / "slides" / (lesson + ".md"), kSlideBegin, slide_block(repo, lesson));
+    const CommittedRun run = committed_run(repo, lesson);
+    check_block(entry.path() / "README.md", kBegin, measured_block(run));
+    check_block(repo / "slides" / (lesson + ".md"), kSlideBegin, slide_block(run));
   }
   CHECK(lessons >= 12);
 }
 
 TEST_CASE("a table is made only of what the files hold") {
-  const std::string block = measured_block(LAB_SOURCE_DIR, "07-streams");
+  const CommittedRun run = committed_run(LAB_SOURCE_DIR, "07-streams");
+  const std::string block = measured_block(run);
   CHECK(block.rfind(kBegin, 0) == 0);
   CHECK(block.find("| solution | exercise | exercise |") != std::string::npos);
   CHECK(block.find("| starter | exercise | exercise |") != std::string::npos);
   CHECK(block.find("`overlap_efficiency`") != std::string::npos);
   CHECK(block.find("NVIDIA H100") != std::string::npos);
-  // The rules as the checker judges them: the solution passes its speedup, the starter fails it.
+  // The rules as the checker judges them, a row per build and rule, in the README and the slide.
   CHECK(block.find("| solution | `overlap` |") != std::string::npos);
-  const std::string slide = slide_block(LAB_SOURCE_DIR, "07-streams");
+  const std::string slide = slide_block(run);
   CHECK(slide.rfind(kSlideBegin, 0) == 0);
   CHECK(slide.find("| starter | `correct` |") != std::string::npos);
 }
