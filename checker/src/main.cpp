@@ -539,8 +539,8 @@ int main(int argc, char** argv) {
   selftest->add_option("--repeat", repeat, "Repeat N times and report expectations that flip")->check(CLI::PositiveNumber);
   bool mutants_once = false;
   selftest->add_flag("--mutants-once", mutants_once,
-                     "With --repeat: judge the mutants in the first round only (solutions and "
-                     "starters every round)");
+                     "With --repeat: judge the mutants in the first round only (solutions, "
+                     "starters and the mutants expected to pass every round)");
   bool no_mutants = false;
   selftest->add_flag("--no-mutants", no_mutants, "Solutions, starters and the mutants expected to pass (taught paths, other correct designs) only");
   selftest->add_option("--jobs,-j", jobs, "Compiler jobs for compile_error mutants");
