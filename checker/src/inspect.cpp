@@ -356,30 +356,45 @@ ObjectSymbols read_object(const fs::path& file) {
   // One disassembly, with relocations, for two things: system calls of its own (a syscall
   // instruction anywhere), and the initializers that g++ before 13 emits in every file that
   // includes <iostream> (CUB's headers do): a _GLOBAL__sub_I_ function that constructs
-  // std::ios_base::Init and refers to nothing else is not the exercise's code before main.
+  // std::ios_base::Init and refers to nothing else is not the exercise's code before main. So
+  // that nothing else can hide in one, every call or jump in it must be relocated to one of those
+  // symbols (a call of code in the same section, or through a register, has no relocation), and
+  // it must end in a return or such a jump (no falling through into the code after it).
   static const std::regex function(R"(^[0-9a-f]+ <([^>]+)>:$)");
   static const std::regex reloc(R"(^\s+[0-9a-f]+: R_\S+\s+([^\s+-]+))");
   static const std::regex system_call(R"(\t(syscall|sysenter|int\s+\$0x80)\b)");
+  // An instruction: "  1b:\t48 8d 15 00 00 00 00 \tlea ..."; its mnemonic (prefixes dropped).
+  static const std::regex instruction(R"(^\s+[0-9a-f]+:\t[0-9a-f ]+\t(?:(?:notrack|bnd|rep|repz|cs|ds|data16)\s+)*(\S+))");
   static const std::set<std::string> iostream_init = {
       "_ZNSt8ios_base4InitC1Ev", "_ZNSt8ios_base4InitD1Ev", "__cxa_atexit", "__dso_handle", ".bss"};
   std::istringstream code(capture("objdump", {"-dr", file.string()}));
-  std::string fn;
-  bool only_iostream = false, constructs_init = false;
+  std::string fn, last;  // the function, and its last instruction's mnemonic (padding aside)
+  bool only_iostream = false, constructs_init = false, transfer_pending = false;
   auto close_function = [&] {
-    if (starts_with(fn, "_GLOBAL__sub_I_") && only_iostream && constructs_init) ++o.iostream_initializers;
+    const bool ends = last == "ret" || (starts_with(last, "jmp") && !transfer_pending);
+    if (starts_with(fn, "_GLOBAL__sub_I_") && only_iostream && constructs_init && ends && !transfer_pending)
+      ++o.iostream_initializers;
   };
   for (std::string line; std::getline(code, line);) {
     std::smatch m;
     if (std::regex_search(line, m, function)) {
       close_function();
       fn = m[1].str();
+      last.clear();
       only_iostream = true;
-      constructs_init = false;
+      constructs_init = transfer_pending = false;
     } else if (std::regex_search(line, m, reloc)) {  // a relocation: not an instruction
       only_iostream = only_iostream && iostream_init.count(m[1].str()) > 0;
       constructs_init = constructs_init || m[1].str() == "_ZNSt8ios_base4InitC1Ev";
-    } else if (std::regex_search(line, system_call)) {
-      o.system_call = true;
+      transfer_pending = false;  // the call or jump before it goes where the relocation says
+    } else {
+      if (std::regex_search(line, system_call)) o.system_call = true;
+      if (std::regex_search(line, m, instruction)) {
+        const std::string op = m[1].str();
+        if (transfer_pending) only_iostream = false;  // a call or jump without a relocation
+        transfer_pending = op[0] == 'j' || starts_with(op, "call");
+        if (!starts_with(op, "nop") && op != "xchg") last = op;  // padding after the end
+      }
     }
   }
   close_function();

@@ -188,6 +188,14 @@ TEST_SUITE("inspect") {
     CHECK(own.initializers >= 1);
     CHECK(own.iostream_initializers == 0);  // the same initializer also runs the constructor
     CHECK_FALSE(io.system_call);
+    // An initializer named like g++'s that constructs Init and then jumps, with no relocation, to
+    // code of its own in the same section is not <iostream>'s.
+    const ObjectSymbols posing = object(
+        "posing", "#include <iostream>\n#include <new>\nnamespace {\n"
+                  "__attribute__((noinline, section(\".text.startup\"))) void helper() { asm volatile(\"nop\" ::: \"memory\"); }\n"
+                  "alignas(std::ios_base::Init) char buf[sizeof(std::ios_base::Init)];\n}\n"
+                  "extern \"C\" __attribute__((constructor)) void _GLOBAL__sub_I_posing() { new (buf) std::ios_base::Init; helper(); }\n");
+    CHECK(posing.initializers > posing.iostream_initializers);
 #if defined(__x86_64__)
     // The same disassembly finds a system call of its own (and a call of libc's syscall() is a
     // relocation, not the instruction: the call list refuses that one).
