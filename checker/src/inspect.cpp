@@ -61,8 +61,11 @@ const std::set<std::string> kAllowedC = {
     // (the checker judges exit codes and the result file itself)
     "exit",
     "__assert_fail", "__errno_location", "__libc_single_threaded",
-    // the lab library's error helper (LAB_CHECK) and the device's description
+    // the lab library's error helper (LAB_CHECK), the device's description and
     "_ZN3lab16throw_cuda_errorE9cudaErrorPKcS2_i", "_ZN3lab11device_infoEv",
+    // lab::SideStream, the stream an exercise may make
+    "_ZN3lab10SideStreamC1Ev", "_ZN3lab10SideStreamC2Ev", "_ZN3lab10SideStreamD1Ev",
+    "_ZN3lab10SideStreamD2Ev",
     // the C++ runtime's own plumbing (exceptions, static locals, nvcc's module registration)
     "atexit", "__dso_handle", "__gxx_personality_v0", "_Unwind_Resume", "_GLOBAL_OFFSET_TABLE_"};
 const std::regex kMaths(
@@ -129,6 +132,10 @@ std::string forbidden_call(const std::string& symbol, bool weak_reference,
       return "";
   if (starts_with(symbol, "__cuda")) return "";  // nvcc's launch and registration plumbing
   if (starts_with(symbol, "cuda")) {
+    if (contains(symbol, "StreamCreate"))
+      return "calls " + symbol + ": an exercise makes a stream as a lab::SideStream "
+             "(lab/memory.hpp), which the timer orders with every sample; work on a stream it "
+             "cannot see could run before the clock starts or after it stops";
     if (kForbiddenCuda.count(symbol))
       return "calls " + symbol + ", which changes what the harness's own measurements rely on "
              "(device-wide settings, other threads, profiler ranges or other processes)";

@@ -115,6 +115,24 @@ TEST_SUITE("inspect") {
     CHECK(names(check_seal(weakly, lesson()), "pthread_create"));
   }
 
+  TEST_CASE("an exercise makes its streams as lab::SideStream, never with cudaStreamCreate") {
+    // A stream the library does not know could run work before the clock starts or after it stops.
+    for (const std::string call : {"cudaStreamCreate", "cudaStreamCreateWithFlags",
+                                   "cudaStreamCreateWithPriority", "cudaGreenCtxStreamCreate",
+                                   "cudaExecutionCtxStreamCreate"}) {
+      ObjectSymbols e = clean();
+      e.undefined.insert(call);
+      const auto findings = check_seal(e, lesson());
+      INFO(call);
+      REQUIRE(findings.size() == 1);
+      CHECK(findings[0].why.find("lab::SideStream") != std::string::npos);
+    }
+    ObjectSymbols side = clean();  // the library's stream, which every sample orders
+    side.undefined.insert({"_ZN3lab10SideStreamC1Ev", "_ZN3lab10SideStreamD1Ev",
+                           "cudaStreamDestroy", "cudaStreamWaitEvent", "cudaEventRecord"});
+    CHECK(check_seal(side, lesson()).empty());
+  }
+
   TEST_CASE("a lesson may allow more calls, by name or prefix") {
     SealContext c = lesson();
     c.extra_calls = {"nvrtc*", "getenv"};

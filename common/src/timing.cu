@@ -9,6 +9,8 @@
 #include <optional>
 #include <nvtx3/nvtx3.hpp>
 #include <sstream>
+#include <stdexcept>
+#include <vector>
 
 #include "lab/data.hpp"
 #include "lab/device.hpp"
@@ -143,6 +145,61 @@ void flush_l2(cudaStream_t stream) {
 
 std::optional<std::chrono::steady_clock::time_point> g_deadline;  // set_time_budget
 
+// The streams an exercise may put work on besides the timed one, and the sample now open. An
+// exercise makes streams only as lab::SideStream (the checker's seal refuses cudaStreamCreate),
+// and may name this thread's per-thread default stream (cudaStreamPerThread, a constant no seal
+// can see). The legacy default stream needs nothing: the timed stream is blocking, so stream 0
+// waits for it and it for stream 0.
+struct SideStreams {
+  std::vector<cudaStream_t> live;  // every SideStream not yet destroyed
+  cudaStream_t timed = nullptr;    // the open sample's timed stream (null: none open)
+  cudaEvent_t start = nullptr;     // the open sample's start event
+  cudaEvent_t done = nullptr;      // recorded on a side stream for the timed stream to wait on
+};
+
+SideStreams& side_streams() {
+  static SideStreams s;
+  return s;
+}
+
+// Nothing enqueued on `side` from now on starts before the open sample's start event.
+void hold_until_start(cudaStream_t side) {
+  LAB_CHECK(cudaStreamWaitEvent(side, side_streams().start, 0));
+}
+
+// The open sample's stop event waits for everything enqueued on `side` so far. One event serves
+// every side stream: a wait takes the event's most recent record at the time of the call.
+void stop_waits_for(cudaStream_t side) {
+  SideStreams& s = side_streams();
+  LAB_CHECK(cudaEventRecord(s.done, side));
+  LAB_CHECK(cudaStreamWaitEvent(s.timed, s.done, 0));
+}
+
+// A sample from right after its start event was recorded to right before its stop event: side
+// streams wait for the start when it opens; the stop waits for them when it closes. Forgotten
+// also when the timed call throws.
+class OpenSample {
+ public:
+  OpenSample(cudaStream_t timed, cudaEvent_t start) {
+    SideStreams& s = side_streams();
+    if (!s.done) LAB_CHECK(cudaEventCreateWithFlags(&s.done, cudaEventDisableTiming));
+    s.timed = timed;
+    s.start = start;
+    hold_until_start(cudaStreamPerThread);
+    for (cudaStream_t side : s.live) hold_until_start(side);
+  }
+  void close() {
+    stop_waits_for(cudaStreamPerThread);
+    for (cudaStream_t side : side_streams().live) stop_waits_for(side);
+  }
+  ~OpenSample() {
+    side_streams().timed = nullptr;
+    side_streams().start = nullptr;
+  }
+  OpenSample(const OpenSample&) = delete;
+  OpenSample& operator=(const OpenSample&) = delete;
+};
+
 std::string fixed(double x, int digits) {
   std::ostringstream out;
   out.precision(digits);
@@ -158,6 +215,22 @@ std::string percent(double x) {
 }
 
 }  // namespace
+
+SideStream::SideStream() {
+  LAB_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  side_streams().live.push_back(stream_);
+  if (side_streams().timed) hold_until_start(stream_);  // made inside a timed call
+}
+
+// No LAB_CHECK: a destructor must not throw. Destroyed inside a timed call, its work is still
+// queued (cudaStreamDestroy does not wait): the stop event must wait for it first.
+SideStream::~SideStream() {
+  SideStreams& s = side_streams();
+  if (s.timed && cudaEventRecord(s.done, stream_) == cudaSuccess)
+    cudaStreamWaitEvent(s.timed, s.done, 0);
+  s.live.erase(std::find(s.live.begin(), s.live.end(), stream_));
+  cudaStreamDestroy(stream_);
+}
 
 void set_time_budget(double seconds) {
   if (seconds > 0)
@@ -183,6 +256,11 @@ void spin(double microseconds, cudaStream_t stream, long long* clock_probe) {
 Measurement benchmark(const std::function<void(cudaStream_t)>& launch, cudaStream_t stream,
                       const BenchmarkOptions& options) {
   const DeviceInfo& device = device_info();
+  unsigned flags = 0;
+  LAB_CHECK(cudaStreamGetFlags(stream, &flags));
+  if (flags & cudaStreamNonBlocking)  // work on stream 0 would not be ordered with the samples
+    throw std::invalid_argument("lab::benchmark times a blocking stream (a lab::Stream), not a "
+                                "non-blocking one");
   Measurement result;
   result.mode = options.mode;
   // One wall clock for warm-up and samples: the measurement's limit is its whole duration.
@@ -231,10 +309,14 @@ Measurement benchmark(const std::function<void(cudaStream_t)>& launch, cudaStrea
     }
     start.record(stream);
     HostTimer host;
-    if (batched && graph) {
-      graph.launch(stream);
-    } else {
-      for (int i = 0; i < (batched ? batch : 1); ++i) launch(stream);
+    {
+      OpenSample open(stream, start.get());
+      if (batched && graph) {
+        graph.launch(stream);
+      } else {
+        for (int i = 0; i < (batched ? batch : 1); ++i) launch(stream);
+      }
+      open.close();
     }
     enqueue_us = host.elapsed_ms() * 1e3;
     LAB_CHECK(cudaGetLastError());  // a bad launch configuration is reported here, by name

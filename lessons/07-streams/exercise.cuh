@@ -27,6 +27,9 @@
 //      not wait for it, and the run fails.
 //   3. Inside a chunk, copy_in -> compute -> copy_out must run in that order (same stream, or
 //      events between streams).
+// (In a timed call lab::benchmark also holds your streams until the start event and makes the
+// stop event wait for them, so no work escapes the clock either way. The validated runs do not:
+// they are where a missing fork or join shows.)
 //
 // The harness checks every validated run like this:
 //   - host input, host output and both device arrays are poisoned (NaN) first;

@@ -140,6 +140,30 @@ class Stream {
   cudaStream_t stream_ = nullptr;
 };
 
+/// @brief A stream for work beside the timed one: non-blocking, so nothing orders it implicitly.
+/// The one way an exercise makes a stream (the checker refuses cudaStreamCreate in an exercise),
+/// because lab::benchmark orders every live SideStream with each sample: it waits for the
+/// sample's start event before the timed call, and the stop event waits for it after the call.
+/// Work put on a SideStream is therefore timed however the code orders it: it can neither start
+/// while the lead-in holds the timed stream nor end after the stop event. (A harness hands the
+/// exercise SideStreams for the same reason.)
+class SideStream {
+ public:
+  /// @brief Creates the stream; made during a sample, it waits for that sample's start at once.
+  SideStream();
+  /// @brief Destroys the stream; during a sample, the timed stream first waits for its work.
+  ~SideStream();
+  SideStream(const SideStream&) = delete;
+  SideStream& operator=(const SideStream&) = delete;
+  /// @return the underlying handle
+  cudaStream_t get() const noexcept { return stream_; }
+  /// @return the underlying handle
+  operator cudaStream_t() const noexcept { return stream_; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
 /// @brief A CUDA event with timing enabled.
 class Event {
  public:

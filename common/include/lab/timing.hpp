@@ -99,11 +99,15 @@ double time_budget_left_s();
 /// Without a lead-in, a mark kernel is launched before the wait and another after the stop event
 /// instead, so that the checker's tracer can time every sample (lab/trace_tag.hpp); the lead-in,
 /// the probe and the marks all lie outside the event pair.
+/// Work the timed call puts on another stream is timed too: every live lab::SideStream and the
+/// per-thread default stream wait for the start event before the call, and the stop event waits
+/// for each of them after it (the legacy default stream is ordered by the timed stream being
+/// blocking).
 /// Samples taken below 75% of the default SM clock are dropped before the stopping rule sees
 /// them; the rule judges the median's order-statistic interval (lab::converged).
 /// @param launch enqueues the work once on the given stream
 /// @param options see BenchmarkOptions
-/// @param stream the stream to use (a lab::Stream, blocking)
+/// @param stream the stream to use (a lab::Stream, blocking; a non-blocking one is refused)
 /// @return the measurement; GPU time per launch in milliseconds
 Measurement benchmark(const std::function<void(cudaStream_t)>& launch, cudaStream_t stream,
                       const BenchmarkOptions& options = {});

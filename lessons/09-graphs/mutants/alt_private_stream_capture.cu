@@ -1,10 +1,11 @@
 // A legitimately different solution: the graph is captured on a stream of the Chain's own, not on
-// the stream the harness hands to setup(). setup() makes a private non-blocking stream
-// (cudaStreamCreateWithFlags), begins a thread-local capture there, records step(i, private) for
-// every i, ends the capture and instantiates the graph once. run(stream) launches that executable
-// graph on the harness's stream: a cudaGraphExec_t belongs to no stream, so it may be launched on
-// any one, and the launch is ordered after whatever the harness enqueued there before (new inputs,
-// the poisoned output). The destructor frees the executable graph, the graph and the stream.
+// the stream the harness hands to setup(). setup() makes a private non-blocking stream (a
+// lab::SideStream, the way an exercise makes a stream), begins a thread-local capture there,
+// records step(i, private) for every i, ends the capture and instantiates the graph once.
+// run(stream) launches that executable graph on the harness's stream: a cudaGraphExec_t belongs
+// to no stream, so it may be launched on any one, and the launch is ordered after whatever the
+// harness enqueued there before (new inputs, the poisoned output). The destructor frees the
+// executable graph and the graph; the stream frees itself.
 //
 // Why do it this way: the harness's stream is never put in capture mode, so nothing else enqueued
 // on it (by the harness, or by a library sharing it) can be swallowed into the graph or break the
@@ -19,12 +20,13 @@
 // exercise_host_share <= 0.5), with the taught path's margins.
 #include "exercise.cuh"
 #include "lab/check.hpp"
+#include "lab/memory.hpp"
 
 namespace exercise {
 
 // Everything setup() makes and run() or the destructor needs.
 struct Chain::State {
-  cudaStream_t capture_on = nullptr;  // private: only ever used for the capture
+  lab::SideStream capture_on;         // private: only ever used for the capture
   cudaGraph_t recorded = nullptr;     // what the capture recorded: K kernel nodes in a row
   cudaGraphExec_t replay = nullptr;   // the instantiated form, launched by run()
 };
@@ -37,13 +39,10 @@ Chain::~Chain() {
   State& s = *state_;
   if (s.replay) cudaGraphExecDestroy(s.replay);
   if (s.recorded) cudaGraphDestroy(s.recorded);
-  if (s.capture_on) cudaStreamDestroy(s.capture_on);  // nothing ever ran on it: nothing to wait for
 }
 
 void Chain::setup(const Step& step, int steps, cudaStream_t /*stream: only run() uses it*/) {
   State& s = *state_;
-  LAB_CHECK(cudaStreamCreateWithFlags(&s.capture_on, cudaStreamNonBlocking));
-
   // While capturing, work enqueued on capture_on is recorded, not run. Thread-local mode: a call
   // this thread makes that a graph cannot hold (a synchronization, cudaMalloc, a blocking copy)
   // fails and invalidates the capture, instead of slipping by unnoticed.
