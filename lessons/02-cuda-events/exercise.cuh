@@ -24,12 +24,12 @@
 //   time_phases   runs the three phases once each, in order, on the stream it is given, each
 //                 inside its own RegionTimer, and returns the three times.
 //
-// How the checker judges it (check.toml; numbers are medians of 5 calls of time_phases):
+// How the checker judges it (check.toml; numbers are medians over 5 calls of time_phases):
 //
 //   correct              every call runs each phase once, in order, on `stream`: the harness
 //                        fills a, b and c with NaN before each call and checks c after it
-//   accurate             with nothing else on the GPU, each phase within 25% of the library's
-//                        measurement of that phase
+//   accurate             with nothing else on the GPU, each phase within 25% of the harness's
+//                        own events around the same phase, run right after each of your calls
 //   accurate-while-busy  the same while an unrelated kernel runs on ANOTHER stream
 //   does-not-wait        time_phases returns while that unrelated kernel is still running: your
 //                        timer waits for your stream's work, never for the whole device
