@@ -169,10 +169,10 @@ void hold_until_start(cudaStream_t side) {
 
 // The open sample's stop event waits for everything enqueued on `side` so far. One event serves
 // every side stream: a wait takes the event's most recent record at the time of the call.
-void stop_waits_for(cudaStream_t side) {
+cudaError_t stop_waits_for(cudaStream_t side) {
   SideStreams& s = side_streams();
-  LAB_CHECK(cudaEventRecord(s.done, side));
-  LAB_CHECK(cudaStreamWaitEvent(s.timed, s.done, 0));
+  const cudaError_t recorded = cudaEventRecord(s.done, side);
+  return recorded != cudaSuccess ? recorded : cudaStreamWaitEvent(s.timed, s.done, 0);
 }
 
 // A sample from right after its start event was recorded to right before its stop event: side
@@ -189,8 +189,8 @@ class OpenSample {
     for (cudaStream_t side : s.live) hold_until_start(side);
   }
   void close() {
-    stop_waits_for(cudaStreamPerThread);
-    for (cudaStream_t side : side_streams().live) stop_waits_for(side);
+    LAB_CHECK(stop_waits_for(cudaStreamPerThread));
+    for (cudaStream_t side : side_streams().live) LAB_CHECK(stop_waits_for(side));
   }
   ~OpenSample() {
     side_streams().timed = nullptr;
@@ -226,8 +226,7 @@ SideStream::SideStream() {
 // queued (cudaStreamDestroy does not wait): the stop event must wait for it first.
 SideStream::~SideStream() {
   SideStreams& s = side_streams();
-  if (s.timed && cudaEventRecord(s.done, stream_) == cudaSuccess)
-    cudaStreamWaitEvent(s.timed, s.done, 0);
+  if (s.timed) stop_waits_for(stream_);
   s.live.erase(std::find(s.live.begin(), s.live.end(), stream_));
   cudaStreamDestroy(stream_);
 }

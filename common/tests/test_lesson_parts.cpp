@@ -115,6 +115,16 @@ TEST_CASE("a speedup and a relative error come with 95% intervals that shrink wi
   CHECK(lab::relative_error(std::numeric_limits<double>::quiet_NaN(), t).value == 1.0);
   CHECK(lab::relative_error(std::numeric_limits<double>::infinity(), t).value == 1.0);
 
+  // A signed error and its interval, read as a distance from 0 (lesson 02's per-call errors).
+  const lab::Reading around = lab::absolute_error(-0.01, -0.03, 0.02);
+  CHECK(around.value == doctest::Approx(0.01));
+  CHECK(around.low == 0);
+  CHECK(around.high == doctest::Approx(0.03));
+  const lab::Reading below = lab::absolute_error(-0.5, -0.9, -0.2);
+  CHECK(below.value == doctest::Approx(0.5));
+  CHECK(below.low == doctest::Approx(0.2));
+  CHECK(below.high == doctest::Approx(0.9));
+
   const lab::Reading w = lab::worst(inside, off);
   CHECK(w.value == off.value);
   CHECK(w.low == off.low);

@@ -161,14 +161,10 @@ double median_of(std::vector<double> v) { return lab::summarize(std::move(v)).me
 
 // How far off a round's times of one phase are: |median of the per-call errors|, with the
 // interval from the smallest to the largest error (for 5 calls, the order-statistic interval of
-// a median: 94%). An interval that holds 0 counts as exact at its low end.
+// a median: 94%).
 lab::Reading median_error(const std::vector<double>& e) {
   const auto [lo, hi] = std::minmax_element(e.begin(), e.end());
-  lab::Reading r;
-  r.value = std::fabs(median_of(e));
-  r.low = (*lo <= 0 && *hi >= 0) ? 0 : std::min(std::fabs(*lo), std::fabs(*hi));
-  r.high = std::max(std::fabs(*lo), std::fabs(*hi));
-  return r;
+  return lab::absolute_error(median_of(e), *lo, *hi);
 }
 
 const char* const kPhaseNames[3] = {"copy_in", "kernel", "copy_out"};
@@ -212,9 +208,10 @@ l02::PhaseTimes reference_phases(const l02::Pipeline& p, cudaStream_t s) {
 
 struct Round {
   std::vector<Call> calls;
-  double median_ms(int phase) const {
+  // The median over the calls of your time of one phase (or of the reference's).
+  double median_ms(int phase, l02::PhaseTimes Call::*which = &Call::times) const {
     std::vector<double> v;
-    for (const Call& c : calls) v.push_back(phase_ms(c.times, phase));
+    for (const Call& c : calls) v.push_back(phase_ms(c.*which, phase));
     return median_of(v);
   }
   // yours / reference - 1 for one phase, call by call (a time that is not a finite positive
@@ -226,11 +223,6 @@ struct Round {
       e.push_back((std::isfinite(yours) && yours > 0 ? yours : 0) / ref - 1);
     }
     return e;
-  }
-  double median_reference_ms(int phase) const {
-    std::vector<double> v;
-    for (const Call& c : calls) v.push_back(phase_ms(c.reference, phase));
-    return median_of(v);
   }
   double median_host_ms() const {
     std::vector<double> v;
@@ -637,7 +629,7 @@ int main(int argc, char** argv) {
           worst = lab::worst(worst, median_error(e));
           line[r] += lab::text("%s %s / %s (%+.1f%%)  ", kPhaseNames[i],
                                time_text(rounds[r]->median_ms(i)).c_str(),
-                               time_text(rounds[r]->median_reference_ms(i)).c_str(),
+                               time_text(rounds[r]->median_ms(i, &Call::reference)).c_str(),
                                100 * median_of(e));
         }
       }

@@ -32,6 +32,19 @@ inline Reading speedup(const Measurement& slow, const Measurement& fast) {
   return {r.value, r.low, r.high};
 }
 
+/// @param error a signed relative error (e.g. reported / reference - 1)
+/// @param low the lower end of its interval
+/// @param high the upper end
+/// @return |error|, with low 0 when the interval holds 0 (as good as it can be known), else the
+///         distance from 0 to its nearer end, and high the distance to its farther end
+inline Reading absolute_error(double error, double low, double high) {
+  Reading r;
+  r.value = std::fabs(error);
+  r.low = (low <= 0 && high >= 0) ? 0 : std::min(std::fabs(low), std::fabs(high));
+  r.high = std::max(std::fabs(low), std::fabs(high));
+  return r;
+}
+
 /// @param reported a number to judge (e.g. a time a student's timer reported)
 /// @param t the measurement it should match
 /// @return |reported / median - 1|, over the median's 95% interval [median_low, median_high]:
@@ -40,13 +53,8 @@ inline Reading speedup(const Measurement& slow, const Measurement& fast) {
 ///         reads as 0, 100% off.
 inline Reading relative_error(double reported, const Stats& t) {
   if (!std::isfinite(reported)) reported = 0;
-  const double to_low = std::fabs(reported / t.median_low - 1);
-  const double to_high = std::fabs(reported / t.median_high - 1);
-  Reading r;
-  r.value = std::fabs(reported / t.median - 1);
-  r.low = (reported >= t.median_low && reported <= t.median_high) ? 0 : std::min(to_low, to_high);
-  r.high = std::max(to_low, to_high);
-  return r;
+  return absolute_error(reported / t.median - 1, reported / t.median_high - 1,
+                        reported / t.median_low - 1);
 }
 
 /// @param a a reading
