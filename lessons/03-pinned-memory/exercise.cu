@@ -3,8 +3,8 @@
 // This round trip is correct, but its host buffers are ordinary (pageable) memory, so every copy
 // goes through the driver's staging buffer and runs at a fraction of the bus's speed.
 // Goal (what the checker tests): the round trip's effective bandwidth, 2 * n * 4 bytes over its
-// GPU time, reaches [at least 80%](check.toml#bandwidth) of the pinned ceiling measured in the
-// same run, and the round trip is [at least 2x](check.toml#speedup) faster than the pageable
+// GPU time, reaches [at least 80%](check.toml#bandwidth) of the pinned link's, measured between
+// your timed calls, and the round trip is [at least 2x](check.toml#speedup) faster than the pageable
 // baseline. Read exercise.cuh first: it says what is timed.
 #include <vector>
 

@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <limits>
 #include <memory>
 #include <random>
@@ -212,6 +213,50 @@ float expected_output(float a, float b, float x) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The pinned link as it is while the exercise is timed. The bandwidth rule divides the round
+// trip's rate by the pinned link's. The link's ceilings are measured when the program starts, and
+// a link can run slower for seconds (on the H100, 45 against 55 GB/s for the whole of one grading
+// run, not again in three): a correct round trip timed then would read 0.8 of a ceiling it was
+// never given. So before every timed call of the exercise, outside its timed window and on the
+// same stream, the harness times a 64 MiB copy each way from its own pinned buffer (as the
+// ceilings are measured): the link call by call, interleaved with the exercise's samples.
+class PinnedLink {
+ public:
+  static constexpr std::size_t kBytes = 64u << 20;  // each way
+
+  PinnedLink() : host_(kBytes), device_(kBytes) { std::memset(host_.data(), 1, kBytes); }
+
+  // Enqueues one timed copy each way on `stream` (finish() waits for them).
+  void enqueue(cudaStream_t stream) {
+    if (used_ == starts_.size()) {
+      starts_.emplace_back();
+      stops_.emplace_back();
+    }
+    starts_[used_].record(stream);
+    LAB_CHECK(cudaMemcpyAsync(device_.data(), host_.data(), kBytes, cudaMemcpyHostToDevice, stream));
+    LAB_CHECK(cudaMemcpyAsync(host_.data(), device_.data(), kBytes, cudaMemcpyDeviceToHost, stream));
+    stops_[used_].record(stream);
+    ++used_;
+  }
+
+  // Waits for the last enqueue(): no exercise code runs while the link is timed.
+  void finish() const { stops_[used_ - 1].synchronize(); }
+
+  // The GPU time of each enqueue() so far (ms, up and down together).
+  lab::Stats times() const {
+    std::vector<double> ms;
+    for (std::size_t i = 0; i < used_; ++i) ms.push_back(lab::elapsed_ms(starts_[i], stops_[i]));
+    return lab::summarize(ms);
+  }
+
+ private:
+  lab::PinnedBuffer<char> host_;
+  lab::DeviceBuffer<char> device_;
+  std::deque<lab::Event> starts_, stops_;  // a deque: events are neither copied nor moved
+  std::size_t used_ = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
 // The exercise's timed calls (lab::TimedCallChecks). They must be as checkable as the validated
 // ones: with the same input and kernel every time, a round trip could recognise a timed call (a
 // fingerprint of a few input elements) and skip it, leaving the last answer in output(). So,
@@ -222,7 +267,9 @@ float expected_output(float a, float b, float x) {
 //  * writes new values at kChanged random positions of the input (the previous call's get their
 //    old values back first): a call that does not upload the whole input is wrong there, and a
 //    fingerprint of a few elements almost never sees them;
-//  * writes NaN at kPoisoned random positions of the output.
+//  * writes NaN at kPoisoned random positions of the output;
+//  * and, first, enqueues the pinned link's copies (PinnedLink), which run while it writes; it
+//    returns once they are done, so no exercise code runs while the link is timed.
 // A few thousand host writes per call, where refilling both buffers would cost 2 x 256 MiB of
 // memset. After calls the harness picks at random once they have finished, verify() checks that
 // call's output at all those positions and at kRandom more picked only then, against the input
@@ -236,8 +283,10 @@ class TimedTrips : public lab::TimedCalls {
   static constexpr std::size_t kChanged = 64, kPoisoned = 1024, kRandom = 4096;
 
   // `input_seed`: the seed of the input the last validated run wrote (lab::fill_random_host).
-  TimedTrips(lab::Lesson& l, l03::RoundTrip& rt, const DeviceSide& dev, std::uint64_t input_seed)
-      : l_(l), in_(rt.input()), out_(rt.output()), dev_(dev), n_(dev.n()), seed_(input_seed) {}
+  TimedTrips(lab::Lesson& l, l03::RoundTrip& rt, const DeviceSide& dev, std::uint64_t input_seed,
+             PinnedLink& link)
+      : l_(l), in_(rt.input()), out_(rt.output()), dev_(dev), n_(dev.n()), seed_(input_seed),
+        link_(link) {}
 
   void check_input_unchanged() {
     std::size_t wrong = 0, first = n_, k = 0;
@@ -254,6 +303,7 @@ class TimedTrips : public lab::TimedCalls {
 
  private:
   void prepare(cudaStream_t s, std::uint64_t call_seed) override {
+    link_.enqueue(s);
     std::mt19937_64 rng(call_seed);
     std::uniform_real_distribution<float> unit(0.0f, 1.0f);
     for (const std::size_t i : changed_) in_[i] = lab::random_input(seed_, i);
@@ -277,6 +327,7 @@ class TimedTrips : public lab::TimedCalls {
     b_ = -1.0f + 2.0f * unit(rng);
     if (std::fabs(b_ - last_b) < 0.01f) b_ = b_ > 0 ? b_ - 0.5f : b_ + 0.5f;  // never the last b
     dev_.set_coefficients(a_, b_, s);
+    link_.finish();
   }
 
   // The input prepare() left at i.
@@ -311,6 +362,7 @@ class TimedTrips : public lab::TimedCalls {
   const DeviceSide& dev_;
   std::size_t n_;
   std::uint64_t seed_;
+  PinnedLink& link_;
   float a_ = 2.0f, b_ = 1.0f;
   std::vector<std::size_t> changed_, previous_, poisoned_;  // changed_ ascending, ...
   std::vector<float> values_;                               // ... to these values
@@ -383,7 +435,7 @@ class Runner {
     Trip trip{rt.get(), dev.arrays(), dev.kernel()};
     const bool exercise =
         v.role == lab::Role::Exercise && !l_.profiling() && rt->input() && rt->output();
-    TimedTrips timed(l_, *rt, dev, input_seed);
+    TimedTrips timed(l_, *rt, dev, input_seed, link_);
     const lab::Measurement* m =
         variants_.measure(v, trip, exercise ? timed.checks() : lab::TimedCallChecks{});
     LAB_CHECK(cudaDeviceSynchronize());
@@ -393,9 +445,13 @@ class Runner {
     return m;
   }
 
+  // The pinned link, timed before each of the exercise's timed calls.
+  const PinnedLink& link() const { return link_; }
+
  private:
   lab::Lesson& l_;
   lab::Variants<Trip, Way>& variants_;
+  PinnedLink link_;
   std::uint64_t runs_ = 0;
   std::vector<float> expected_;
 };
@@ -541,21 +597,25 @@ int main(int argc, char** argv) {
 
     if (l.profiling()) return;  // nothing below is for the profiler
     if (exercise) {
-      // The rule's metric: effective bandwidth 2 * n * 4 B over the round trip's GPU time, as a
-      // fraction of the pinned round-trip ceiling of this run. A round trip moves the same bytes
-      // each way, one after the other, so that ceiling is the harmonic mean of the two pinned
-      // ceilings: 2 / (1/H2D + 1/D2H).
-      const lab::Ceilings& c = l.ceilings();
-      const double ceiling = 2.0 / (1.0 / c.h2d_pinned_gbs + 1.0 / c.d2h_pinned_gbs);
-      const double bytes = 2.0 * n * sizeof(float);
+      // The rule's metric: effective bandwidth 2 * n * 4 B over the round trip's median GPU
+      // time, as a fraction of the pinned link's rate between its timed calls (PinnedLink: 64 MiB
+      // each way, one after the other, as a round trip moves its bytes). The interval: the ratio
+      // of the two medians' (lab::ratio_of_medians).
       const lab::Stats& t = exercise->gpu_ms;
-      // The interval: the median time's 95% interval, the ceiling taken as a constant.
-      l.metric("fraction_of_pinned", gbs(bytes, t.median) / ceiling,
-               gbs(bytes, t.median_high) / ceiling, gbs(bytes, t.median_low) / ceiling);
+      const lab::Stats link = runner.link().times();
+      const double bytes = 2.0 * n * sizeof(float), link_bytes = 2.0 * PinnedLink::kBytes;
+      const lab::MedianRatio r = lab::ratio_of_medians(link, t);  // link time / trip time
+      const double scale = bytes / link_bytes;
+      if (link.n > 0)  // (none: input() or output() was null, and correctness failed)
+        l.metric("fraction_of_pinned", scale * r.value, scale * r.low, scale * r.high);
+      const lab::Ceilings& c = l.ceilings();
+      const double start = 2.0 / (1.0 / c.h2d_pinned_gbs + 1.0 / c.d2h_pinned_gbs);
       l.note(lab::text(
-          "Pinned ceilings of this run (64 MiB, cudaMemcpyAsync): H2D %.1f GB/s, D2H %.1f "
-          "GB/s, round trip %.1f GB/s; pageable: H2D %.1f GB/s, D2H %.1f GB/s.",
-          c.h2d_pinned_gbs, c.d2h_pinned_gbs, ceiling, c.h2d_pageable_gbs, c.d2h_pageable_gbs));
+          "Pinned link between your timed calls (64 MiB each way, median of %zu): %.1f GB/s; "
+          "at program start: H2D %.1f GB/s, D2H %.1f GB/s, round trip %.1f GB/s; pageable: "
+          "H2D %.1f GB/s, D2H %.1f GB/s.",
+          link.n, gbs(link_bytes, link.median), c.h2d_pinned_gbs, c.d2h_pinned_gbs, start,
+          c.h2d_pageable_gbs, c.d2h_pageable_gbs));
       l.note(lab::text(
           "Your round trip: %.1f GB/s, host time per round_trip() call %.0f us for %.0f us "
           "of GPU time (a call that waits for its copies is not asynchronous).",
