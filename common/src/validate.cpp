@@ -63,6 +63,24 @@ std::string Comparison::summary() const {
   return out.str();
 }
 
+Dot dot_product(const float* a, const float* b, std::size_t n) {
+  double sum[4] = {0, 0, 0, 0}, magnitude[4] = {0, 0, 0, 0};
+  std::size_t k = 0;
+  for (; k + 4 <= n; k += 4)
+    for (int u = 0; u < 4; ++u) {
+      const double t = static_cast<double>(a[k + u]) * b[k + u];
+      sum[u] += t;
+      magnitude[u] += std::fabs(t);
+    }
+  for (; k < n; ++k) {
+    const double t = static_cast<double>(a[k]) * b[k];
+    sum[0] += t;
+    magnitude[0] += std::fabs(t);
+  }
+  return {(sum[0] + sum[1]) + (sum[2] + sum[3]),
+          (magnitude[0] + magnitude[1]) + (magnitude[2] + magnitude[3])};
+}
+
 void fill_random_host(float* values, std::size_t n, std::uint64_t seed, float lo, float hi) {
   // The same expression as lab::random_input on the host (data.hpp).
   for (std::size_t i = 0; i < n; ++i) values[i] = lo + (hi - lo) * uniform01(seed, i);

@@ -1,8 +1,11 @@
 // The library on a real GPU: does it measure what it says it measures?
 #include <doctest/doctest.h>
 
+#include <cuda_bf16.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <string>
 #include <vector>
@@ -188,6 +191,25 @@ namespace {
 
 __global__ void write_at(float* p, std::size_t i, float v) { p[i] = v; }
 
+// The BF16 copy of what lab::fill_random(.., seed) writes at i, rounded to nearest even.
+struct RandomBf16 {
+  std::uint64_t seed;
+  __host__ __device__ __nv_bfloat16 operator()(std::uint64_t i) const {
+    return __float2bfloat16_rn(lab::random_input(seed, i));
+  }
+};
+
+__global__ void to_bf16(const float* in, __nv_bfloat16* out, std::size_t n) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
+    out[i] = __float2bfloat16_rn(in[i]);
+}
+
+// Flips the lowest bit of p[i]: the next BF16 number, one ulp away.
+__global__ void flip_low_bit(__nv_bfloat16* p, std::size_t i) {
+  p[i] = __ushort_as_bfloat16(__bfloat16_as_ushort(p[i]) ^ 1u);
+}
+
 // block_out[0] = the block's sum of x[0 .. n), warp_out[w] = warp w's, with lab/reduce.cuh.
 __global__ void sums(const float* x, int n, float* block_out, float* warp_out) {
   const float v = static_cast<int>(threadIdx.x) < n ? x[threadIdx.x] : 0.0f;
@@ -241,6 +263,26 @@ TEST_CASE("a changed read-only input is found on the device, with its first chan
   CHECK(c.first == 4321);
   CHECK(lab::changed_input("x", x.data(), n, 5, s) ==
         "x was written: 2 of its 100003 elements changed, the first at [4321]");
+}
+
+TEST_CASE("a changed BF16 input is found too, to its last bit") {
+  lab::Stream s;
+  const std::size_t n = 100003;
+  lab::DeviceBuffer<float> x(n);
+  lab::DeviceBuffer<__nv_bfloat16> h(n);
+  lab::fill_random(x.data(), n, 5, s);
+  to_bf16<<<256, 256, 0, s>>>(x.data(), h.data(), n);
+  LAB_CHECK_LAUNCH();
+  CHECK(lab::changed_input("h", h.data(), n, RandomBf16{5}, s).empty());
+  CHECK(lab::changed_input("h", h.data(), n, RandomBf16{6}, s).find("h was written: ") == 0);
+  flip_low_bit<<<1, 1, 0, s>>>(h.data(), 99999);
+  flip_low_bit<<<1, 1, 0, s>>>(h.data(), 77);
+  LAB_CHECK_LAUNCH();
+  const lab::Changed c = lab::count_changed(h.data(), n, RandomBf16{5}, s);
+  CHECK(c.count == 2);
+  CHECK(c.first == 77);
+  CHECK(lab::changed_input("h", h.data(), n, RandomBf16{5}, s) ==
+        "h was written: 2 of its 100003 elements changed, the first at [77]");
 }
 
 TEST_CASE("warp and block sums add every element once") {

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "lab/validate.hpp"
 
@@ -77,4 +78,33 @@ TEST_CASE("random inputs: deterministic per seed, in range, never all zeros") {
   }
   CHECK(zeros < 5);
   CHECK(std::fabs(sum / 1000) < 0.1);  // roughly centred
+}
+
+TEST_CASE("dot_product: exact products summed in double, and the magnitude") {
+  // Five elements: one step of the four chains and a tail of one.
+  const float a[] = {1.0f, -2.0f, 3.0f, 0.5f, 4.0f}, b[] = {2.0f, 3.0f, -1.0f, 4.0f, 0.25f};
+  lab::Dot d = lab::dot_product(a, b, 5);
+  CHECK(d.value == -4.0);  // 2 - 6 - 3 + 2 + 1
+  CHECK(d.magnitude == 14.0);
+  CHECK(lab::dot_product(a, b, 0).value == 0.0);
+  // A product a float would round: (1 + 2^-23)^2 = 1 + 2^-22 + 2^-46.
+  const float x = 1.0f + 0x1p-23f;
+  CHECK(lab::dot_product(&x, &x, 1).value == 1.0 + 0x1p-22 + 0x1p-46);
+  // A sum a float would lose, within a chain and across the chains.
+  const float big[] = {1e8f, 1.0f, -1e8f, 0.0f, 1e8f, 1.0f, -1e8f}, ones[] = {1, 1, 1, 1, 1, 1, 1};
+  d = lab::dot_product(big, ones, 7);
+  CHECK(d.value == 2.0);
+  CHECK(d.magnitude == 4e8 + 2.0);
+  // A long one, against a plain loop in long double.
+  std::vector<float> u(1001), v(1001);
+  lab::fill_random_host(u.data(), u.size(), 3);
+  lab::fill_random_host(v.data(), v.size(), 4);
+  long double sum = 0, magnitude = 0;
+  for (std::size_t k = 0; k < u.size(); ++k) {
+    sum += static_cast<long double>(u[k]) * v[k];
+    magnitude += std::fabs(static_cast<long double>(u[k]) * v[k]);
+  }
+  d = lab::dot_product(u.data(), v.data(), u.size());
+  CHECK(std::fabs(d.value - static_cast<double>(sum)) <= 1e-13 * d.magnitude);
+  CHECK(d.magnitude == doctest::Approx(static_cast<double>(magnitude)).epsilon(1e-13));
 }

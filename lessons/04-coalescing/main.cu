@@ -12,17 +12,18 @@
 //   offset_1        stride 1, but the whole array shifted by one float (misaligned by 4 bytes).
 //
 // Students read this file; they do not edit it. The checker compiles your exercise.cu against it.
-#include <cublas_v2.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "exercise.cuh"
 #include "lab/check.hpp"
+#include "lab/cublas.hpp"
 #include "lab/data.hpp"
 #include "lab/format.hpp"
 #include "lab/guard.hpp"
@@ -108,27 +109,6 @@ void launch_strided(float* a, unsigned log2_n, unsigned log2_stride, cudaStream_
   strided_update<<<(n + 255) / 256, 256, 0, s>>>(a, n, log2_stride, log2_n - log2_stride);
   LAB_CHECK_LAUNCH();
 }
-
-// ---------------------------------------------------------------------------------------------
-// cuBLAS: it is column-major, so it sees our row-major rows x cols A as the column-major
-// cols x rows matrix A^T (leading dimension cols), and y = alpha * (A^T)^T x + beta * y.
-
-void cublas_check(cublasStatus_t status, const char* call) {
-  if (status != CUBLAS_STATUS_SUCCESS)
-    throw std::runtime_error(std::string(call) + ": " + cublasGetStatusString(status));
-}
-
-class Cublas {
- public:
-  Cublas() { cublas_check(cublasCreate(&handle_), "cublasCreate"); }
-  ~Cublas() { cublasDestroy(handle_); }
-  Cublas(const Cublas&) = delete;
-  Cublas& operator=(const Cublas&) = delete;
-  cublasHandle_t get() const { return handle_; }
-
- private:
-  cublasHandle_t handle_ = nullptr;
-};
 
 // ---------------------------------------------------------------------------------------------
 // A gemv problem on the device.
@@ -346,13 +326,14 @@ int main(int argc, char** argv) {
                LAB_CHECK_LAUNCH();
              },
              gemv_work, kColumnMajor});
-  std::unique_ptr<Cublas> cublas;  // made in run() when cublas is selected
+  // cuBLAS is column-major: it sees our row-major rows x cols A as the column-major cols x rows
+  // matrix A^T (leading dimension cols), and y = alpha * (A^T)^T x + beta * y.
+  std::unique_ptr<lab::CublasHandle> cublas;  // made in run() when cublas is selected
   gemvs.add({"cublas", lab::Role::Reference, "cublasSgemv on the row-major A (CUBLAS_OP_T)",
              [&cublas](Gemv& g, cudaStream_t s) {
-               cublas_check(cublasSetStream(cublas->get(), s), "cublasSetStream");
-               cublas_check(cublasSgemv(cublas->get(), CUBLAS_OP_T, g.cols, g.rows, &g.alpha,
-                                        g.A.data(), g.cols, g.x.data(), 1, &g.beta, g.y.data(), 1),
-                            "cublasSgemv");
+               LAB_CUBLAS_CHECK(cublasSgemv(cublas->on(s), CUBLAS_OP_T, g.cols, g.rows, &g.alpha,
+                                            g.A.data(), g.cols, g.x.data(), 1, &g.beta,
+                                            g.y.data(), 1));
              },
              gemv_work});
   gemvs.add({"exercise", lab::Role::Exercise, "your gemv (exercise.cu)",
@@ -393,7 +374,7 @@ int main(int argc, char** argv) {
     if (rows <= 0) rows = l.quick() ? 2048 : 16384;
     if (cols <= 0) cols = l.quick() ? 2048 : 16384;
     if (rows > (1 << 30) || cols > (1 << 30)) throw std::invalid_argument("--rows/--cols too large");
-    if (l.selected("cublas")) cublas = std::make_unique<Cublas>();
+    if (l.selected("cublas")) cublas = std::make_unique<lab::CublasHandle>();
     const bool col_major = gemvs.needs() & kColumnMajor;
 
     // 1. Validation at sizes that are not multiples of 32 (nor of 4, for float4 code), with fresh

@@ -17,8 +17,6 @@
 //      exercise_sgemm   your SGEMM (exercise.cu)
 //
 // Students read this file; they do not edit it. The checker compiles your exercise.cu against it.
-#include <cublas_v2.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -30,6 +28,7 @@
 
 #include "exercise.cuh"
 #include "lab/check.hpp"
+#include "lab/cublas.hpp"
 #include "lab/data.hpp"
 #include "lab/format.hpp"
 #include "lab/guard.hpp"
@@ -148,15 +147,10 @@ void validate_gemv(lab::Lesson& l, const lab::Variant<Gemv>& v, Gemv& g,
   std::vector<float> expected(g.rows);
   double largest = 0;
   for (int r = 0; r < g.rows; ++r) {
-    const float* a = A.data() + static_cast<std::size_t>(r) * g.cols;
-    double sum = 0, magnitude = 0;
-    for (int c = 0; c < g.cols; ++c) {
-      const double term = static_cast<double>(a[c]) * x[c];
-      sum += term;
-      magnitude += std::fabs(term);
-    }
-    expected[r] = static_cast<float>(sum);
-    largest = std::max(largest, magnitude);
+    const lab::Dot y =
+        lab::dot_product(A.data() + static_cast<std::size_t>(r) * g.cols, x.data(), g.cols);
+    expected[r] = static_cast<float>(y.value);
+    largest = std::max(largest, y.magnitude);
   }
   lab::Comparison c = lab::allclose(got, expected, lab::sum_tolerance(g.cols + 2.0, largest));
   g.y.check_guard(c, s);
@@ -362,43 +356,22 @@ __global__ void sgemm_coalesced(int M, int N, int K, float alpha, const float* _
   *c = alpha * sum + (beta == 0.0f ? 0.0f : beta * *c);
 }
 
-void cublas_check(cublasStatus_t status, const char* call) {
-  if (status != CUBLAS_STATUS_SUCCESS)
-    throw std::runtime_error(std::string(call) + ": " + cublasGetStatusString(status));
-}
-
-// cuBLAS, created once. Pedantic math: true float32 FMAs, never TF32 tensor cores, so it does the
-// same arithmetic as the kernels it is compared with.
-class Cublas {
- public:
-  Cublas() {
-    cublas_check(cublasCreate(&handle_), "cublasCreate");
-    cublas_check(cublasSetMathMode(handle_, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
-  }
-  ~Cublas() { cublasDestroy(handle_); }
-  Cublas(const Cublas&) = delete;
-  Cublas& operator=(const Cublas&) = delete;
-  // cuBLAS is column-major. Our row-major C (M x N) is, to it, the column-major N x M matrix
-  // C^T; likewise A is A^T (K x M) and B is B^T (N x K). C^T = B^T A^T, so we ask for the
-  // column-major product of "B" (N x K, ld N) and "A" (K x M, ld K) into "C" (N x M, ld N).
-  void sgemm(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C,
-             cudaStream_t s) const {
-    cublas_check(cublasSetStream(handle_, s), "cublasSetStream");
-    cublas_check(
-        cublasSgemm(handle_, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &alpha, B, N, A, K, &beta, C, N),
-        "cublasSgemm");
-  }
-
- private:
-  cublasHandle_t handle_ = nullptr;
-};
-
 struct Gemm {
   int M = 0, N = 0, K = 0;
   float alpha = 1.0f, beta = 0.0f;
   lab::DeviceBuffer<float> A, B;
   lab::GuardedBuffer<float> C;
 };
+
+// cuBLAS, on a handle set to pedantic math where it is made: true float32 FMAs, never TF32
+// tensor cores, so it does the same arithmetic as the kernels it is compared with. cuBLAS is
+// column-major. Our row-major C (M x N) is, to it, the column-major N x M matrix C^T; likewise A
+// is A^T (K x M) and B is B^T (N x K). C^T = B^T A^T, so we ask for the column-major product of
+// "B" (N x K, ld N) and "A" (K x M, ld K) into "C" (N x M, ld N).
+void cublas_sgemm(const lab::CublasHandle& cublas, Gemm& g, cudaStream_t s) {
+  LAB_CUBLAS_CHECK(cublasSgemm(cublas.on(s), CUBLAS_OP_N, CUBLAS_OP_N, g.N, g.M, g.K, &g.alpha,
+                               g.B.data(), g.N, g.A.data(), g.K, &g.beta, g.C.data(), g.N));
+}
 
 // Fresh random inputs from @p seed (also used after timing: new values in the same buffers).
 void fill_gemm(Gemm& g, std::uint64_t seed, cudaStream_t s) {
@@ -470,26 +443,6 @@ std::vector<std::size_t> gemm_sample(int M, int N, int K, std::uint64_t seed) {
   return idx;
 }
 
-// sum_k a[k] b[k] in double, and sum_k |a[k] b[k]| in @p magnitude. Four chains: the host is not
-// the bottleneck.
-double dot_product(const float* a, const float* b, int K, double& magnitude) {
-  double s4[4] = {0, 0, 0, 0}, m4[4] = {0, 0, 0, 0};
-  int k = 0;
-  for (; k + 4 <= K; k += 4)
-    for (int u = 0; u < 4; ++u) {
-      const double t = static_cast<double>(a[k + u]) * b[k + u];
-      s4[u] += t;
-      m4[u] += std::fabs(t);
-    }
-  for (; k < K; ++k) {
-    const double t = static_cast<double>(a[k]) * b[k];
-    s4[0] += t;
-    m4[0] += std::fabs(t);
-  }
-  magnitude = (m4[0] + m4[1]) + (m4[2] + m4[3]);
-  return (s4[0] + s4[1]) + (s4[2] + s4[3]);
-}
-
 GemmReference gemm_reference(const Gemm& g, std::uint64_t seed, cudaStream_t s) {
   GemmReference ref;
   std::vector<float> A(g.A.size()), B(g.B.size());
@@ -511,11 +464,10 @@ GemmReference gemm_reference(const Gemm& g, std::uint64_t seed, cudaStream_t s) 
   double largest = 0;
   for (std::size_t e = 0; e < ref.index.size(); ++e) {
     const std::size_t i = ref.index[e] / g.N, j = ref.index[e] % g.N;
-    double mag = 0;
-    const double dot = dot_product(A.data() + i * g.K, Bt.data() + j * g.K, g.K, mag);
+    const lab::Dot dot = lab::dot_product(A.data() + i * g.K, Bt.data() + j * g.K, g.K);
     const double old = g.beta == 0.0f ? 0.0 : static_cast<double>(g.beta) * ref.c0[ref.index[e]];
-    ref.expected[e] = static_cast<float>(g.alpha * dot + old);
-    largest = std::max(largest, std::fabs(g.alpha) * mag + std::fabs(old));
+    ref.expected[e] = static_cast<float>(g.alpha * dot.value + old);
+    largest = std::max(largest, std::fabs(g.alpha) * dot.magnitude + std::fabs(old));
   }
   ref.tolerance = lab::sum_tolerance(g.K + 2.0, largest);
   return ref;
@@ -601,13 +553,12 @@ class TimedSgemm : public lab::TimedCalls {
     double largest = 0;
     for (int p = 0; p < kPicks; ++p)
       for (int q = 0; q < kPicks; ++q) {
-        double magnitude = 0;
-        const double dot = dot_product(a.data() + static_cast<std::size_t>(p) * K,
-                                       bt.data() + static_cast<std::size_t>(q) * K, K, magnitude);
+        const lab::Dot dot = lab::dot_product(a.data() + static_cast<std::size_t>(p) * K,
+                                              bt.data() + static_cast<std::size_t>(q) * K, K);
         index.push_back(static_cast<std::size_t>(rows[p]) * N + cols[q]);
         picked.push_back(got[static_cast<std::size_t>(p) * N + cols[q]]);
-        expected.push_back(static_cast<float>(g_.alpha * dot));
-        largest = std::max(largest, std::fabs(g_.alpha) * magnitude);
+        expected.push_back(static_cast<float>(g_.alpha * dot.value));
+        largest = std::max(largest, std::fabs(g_.alpha) * dot.magnitude);
       }
     lab::Comparison c = lab::allclose(picked.data(), expected.data(), picked.size(),
                                       lab::sum_tolerance(K + 2.0, largest));
@@ -674,12 +625,9 @@ int main(int argc, char** argv) {
   gemms.add({"sgemm_coalesced", lab::Role::Baseline,
              "C: SGEMM, thread per element of C, threadIdx.x along columns",
              launch_elementwise<sgemm_coalesced, false>, gemm_work});
-  std::unique_ptr<Cublas> cublas;  // made in run() when cublas is selected
+  std::unique_ptr<lab::CublasHandle> cublas;  // made in run() when cublas is selected
   gemms.add({"cublas", lab::Role::Reference, "C: cublasSgemm, pedantic float32 (no TF32)",
-             [&cublas](Gemm& g, cudaStream_t s) {
-               cublas->sgemm(g.M, g.N, g.K, g.alpha, g.A.data(), g.B.data(), g.beta, g.C.data(), s);
-             },
-             gemm_work});
+             [&cublas](Gemm& g, cudaStream_t s) { cublas_sgemm(*cublas, g, s); }, gemm_work});
   gemms.add({"exercise_sgemm", lab::Role::Exercise, "C: your SGEMM (exercise.cu)",
              [](Gemm& g, cudaStream_t s) {
                exercise::sgemm(g.M, g.N, g.K, g.alpha, g.A.data(), g.B.data(), g.beta, g.C.data(),
@@ -783,7 +731,10 @@ int main(int argc, char** argv) {
     // -------------------------------------------------------------------------------------
     // Part C.
     if (gemms.any_selected()) {
-      if (l.selected("cublas")) cublas = std::make_unique<Cublas>();
+      if (l.selected("cublas")) {
+        cublas = std::make_unique<lab::CublasHandle>();
+        LAB_CUBLAS_CHECK(cublasSetMathMode(cublas->get(), CUBLAS_PEDANTIC_MATH));
+      }
 
       // 1. Validation at sizes that are not multiples of any tile (nor of 4, except 300x644x260,
       //    which takes the float4 paths with partial tiles), beta == 0 (C NaN on entry) among them.

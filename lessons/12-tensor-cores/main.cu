@@ -24,15 +24,12 @@
 // then, at the timing size, its error against the FP32 data shows what the precision costs.
 //
 // Students read this file; they do not edit it. The checker compiles your exercise.cu against it.
-#include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <mma.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
-#include <cstring>
 #include <memory>
 #include <random>
 #include <stdexcept>
@@ -41,68 +38,22 @@
 
 #include "exercise.cuh"
 #include "lab/check.hpp"
+#include "lab/cublas.hpp"
 #include "lab/data.hpp"
+#include "lab/format.hpp"
+#include "lab/guard.hpp"
 #include "lab/harness.hpp"
 #include "lab/memory.hpp"
 #include "lab/ratio.hpp"
+#include "lab/read_only.cuh"
+#include "lab/timed_calls.hpp"
 #include "lab/validate.hpp"
+#include "lab/variant.hpp"
 
 namespace {
 
 using bf16 = __nv_bfloat16;
 namespace wmma = nvcuda::wmma;
-
-// ---------------------------------------------------------------------------------------------
-// Outputs carry a guard zone: kGuard floats after their last element (one 2 MiB page), filled
-// with a canary and checked to their last element after every validated run and every verified
-// timed call (as in lesson 05).
-constexpr std::size_t kGuard = (std::size_t{2} << 20) / sizeof(float);
-constexpr float kCanary = -12345.5f;
-
-std::string fixed(double v, int digits) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
-
-std::string sci(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2e", v);
-  return buf;
-}
-
-// C poisoned (NaN: C is write-only) in front of its guard zone, and the canary in the zone.
-void arm_output(float* out, std::size_t n, cudaStream_t s) {
-  lab::poison(out, n * sizeof(float), s);
-  static const std::vector<float> canaries(kGuard, kCanary);
-  LAB_CHECK(
-      cudaMemcpyAsync(out + n, canaries.data(), kGuard * sizeof(float), cudaMemcpyHostToDevice, s));
-}
-
-// Adds the guard zone's verdict to @p c. @p guard holds the kGuard floats after the output.
-void check_guard(lab::Comparison& c, const float* guard, std::size_t n) {
-  std::size_t hits = 0, first = 0;
-  for (std::size_t i = 0; i < kGuard; ++i)
-    if (std::memcmp(&guard[i], &kCanary, sizeof(float)) != 0) {
-      if (hits++ == 0) first = i;
-    }
-  if (hits == 0) return;
-  const std::string values = c.ok ? "" : "; also " + c.summary();
-  c.ok = false;
-  c.mismatches += hits;
-  c.note = "wrote past the end of the output: element " + std::to_string(n + first) + " and " +
-           std::to_string(hits - 1) + " more after the last one were changed" + values;
-}
-
-// The value lab::fill_random(p, n, seed) writes at p[i] (its default range, [-1, 1)): the same
-// bits on host and device (2u is exact, and -1 + 2u is one rounding on both).
-__host__ __device__ inline float random_input(std::uint64_t seed, std::uint64_t i) {
-#ifdef __CUDA_ARCH__
-  return __fadd_rn(-1.0f, __fmul_rn(2.0f, lab::uniform01(seed, i)));
-#else
-  return -1.0f + 2.0f * lab::uniform01(seed, i);
-#endif
-}
 
 // The BF16 copy of an FP32 value, as the harness makes it: round to nearest even (the host and
 // device versions of __float2bfloat16_rn give the same bits).
@@ -119,34 +70,15 @@ void convert_to_bf16(const float* in, bf16* out, std::size_t n, cudaStream_t s) 
   LAB_CHECK_LAUNCH();
 }
 
-// stats[0] += the number of elements of p[0 .. n) that are not, bit for bit, the BF16 copy of
-// what lab::fill_random(p32, n, seed) wrote; stats[1] = the smallest such index.
-__global__ void count_changed(const bf16* __restrict__ p, std::size_t n, std::uint64_t seed,
-                              unsigned long long* stats) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
-       i += std::size_t(gridDim.x) * blockDim.x)
-    if (__bfloat16_as_ushort(p[i]) != __bfloat16_as_ushort(to_bf16(random_input(seed, i)))) {
-      atomicAdd(&stats[0], 1ull);
-      atomicMin(&stats[1], static_cast<unsigned long long>(i));
-    }
-}
-
-// "" if the read-only BF16 input p[0 .. n) still holds the copy of fill_random(.., seed), else
-// what changed.
-std::string changed_input(const char* name, const bf16* p, std::size_t n, std::uint64_t seed,
-                          cudaStream_t s) {
-  lab::DeviceBuffer<unsigned long long> stats(2);
-  const unsigned long long init[2] = {0ull, ~0ull};
-  LAB_CHECK(cudaMemcpyAsync(stats.data(), init, sizeof init, cudaMemcpyHostToDevice, s));
-  count_changed<<<1024, 256, 0, s>>>(p, n, seed, stats.data());
-  LAB_CHECK_LAUNCH();
-  unsigned long long found[2];
-  LAB_CHECK(cudaMemcpyAsync(found, stats.data(), sizeof found, cudaMemcpyDeviceToHost, s));
-  LAB_CHECK(cudaStreamSynchronize(s));
-  if (found[0] == 0) return "";
-  return std::string(name) + " was written: " + std::to_string(found[0]) + " of its " +
-         std::to_string(n) + " elements changed, the first at [" + std::to_string(found[1]) + "]";
-}
+// The BF16 copy of what lab::fill_random(p, n, seed) wrote at p[i]: the same bits on host and
+// device. What a BF16 input must still hold (lab::changed_input), and how a reference regenerates
+// it.
+struct RandomBf16 {
+  std::uint64_t seed;
+  __host__ __device__ bf16 operator()(std::uint64_t i) const {
+    return to_bf16(lab::random_input(seed, i));
+  }
+};
 
 // =============================================================================================
 // sgemm_fp32: lesson 05's register-tiled SGEMM, C = A B in FP32. A 128 x 128 tile of C per block
@@ -297,49 +229,31 @@ void launch_wmma_naive(int M, int N, int K, const bf16* A, const bf16* B, float*
 }
 
 // =============================================================================================
-// cuBLAS, one handle, created once; each call says its compute type, so nothing depends on the
-// handle's math mode or on NVIDIA_TF32_OVERRIDE.
-
-void cublas_check(cublasStatus_t status, const char* call) {
-  if (status != CUBLAS_STATUS_SUCCESS)
-    throw std::runtime_error(std::string(call) + ": " + cublasGetStatusString(status));
+// cuBLAS. Row-major C (M x N, float) = A B, A and B of type @p in. cuBLAS is column-major: our
+// row-major C is, to it, the column-major C^T = B^T A^T, so "B" (N x K, ld N) times "A"
+// (K x M, ld K) into "C" (N x M, ld N). Each call names its compute type, so nothing depends on
+// the handle's math mode or on NVIDIA_TF32_OVERRIDE:
+//  * CUBLAS_COMPUTE_32F_PEDANTIC with FP32 data: true FP32 FMAs, never TF32 (cublas_fp32);
+//  * CUBLAS_COMPUTE_32F_FAST_TF32 with FP32 data: tensor cores, inputs rounded to TF32
+//    inside, FP32 accumulation (cublas_tf32);
+//  * CUBLAS_COMPUTE_32F with BF16 data: tensor cores, FP32 accumulation (cublas_bf16).
+void cublas_gemm(const lab::CublasHandle& cublas, int M, int N, int K, const void* A, const void* B,
+                 cudaDataType in, float* C, cublasComputeType_t compute, cudaStream_t s) {
+  const float one = 1.0f, zero = 0.0f;
+  LAB_CUBLAS_CHECK(cublasGemmEx(cublas.on(s), CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one, B, in, N, A,
+                                in, K, &zero, C, CUDA_R_32F, N, compute, CUBLAS_GEMM_DEFAULT));
 }
-
-class Cublas {
- public:
-  Cublas() { cublas_check(cublasCreate(&handle_), "cublasCreate"); }
-  ~Cublas() { cublasDestroy(handle_); }
-  Cublas(const Cublas&) = delete;
-  Cublas& operator=(const Cublas&) = delete;
-
-  // Row-major C (M x N, float) = A B, A and B of type @p in. cuBLAS is column-major: our
-  // row-major C is, to it, the column-major C^T = B^T A^T, so "B" (N x K, ld N) times "A"
-  // (K x M, ld K) into "C" (N x M, ld N).
-  //  * CUBLAS_COMPUTE_32F_PEDANTIC with FP32 data: true FP32 FMAs, never TF32 (cublas_fp32);
-  //  * CUBLAS_COMPUTE_32F_FAST_TF32 with FP32 data: tensor cores, inputs rounded to TF32
-  //    inside, FP32 accumulation (cublas_tf32);
-  //  * CUBLAS_COMPUTE_32F with BF16 data: tensor cores, FP32 accumulation (cublas_bf16).
-  void gemm(int M, int N, int K, const void* A, const void* B, cudaDataType in, float* C,
-            cublasComputeType_t compute, cudaStream_t s) const {
-    const float one = 1.0f, zero = 0.0f;
-    cublas_check(cublasSetStream(handle_, s), "cublasSetStream");
-    cublas_check(cublasGemmEx(handle_, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one, B, in, N, A, in,
-                              K, &zero, C, CUDA_R_32F, N, compute, CUBLAS_GEMM_DEFAULT),
-                 "cublasGemmEx");
-  }
-
- private:
-  cublasHandle_t handle_ = nullptr;
-};
 
 // =============================================================================================
 // The problem, the variants and the accuracy model.
 
+// C is a lab::GuardedBuffer: a guard zone of one 2 MiB page after its last element, checked to
+// its end after every validated run and every verified timed call.
 struct Gemm {
   int M = 0, N = 0, K = 0;
   lab::DeviceBuffer<float> A32, B32;  // the FP32 data
   lab::DeviceBuffer<bf16> A16, B16;   // its BF16 copies (round to nearest even)
-  lab::DeviceBuffer<float> C;         // M * N + kGuard floats
+  lab::GuardedBuffer<float> C;        // write-only: NaN on entry
 };
 
 // Fresh random data from @p seed (A) and seed + 1 (B), and its BF16 copies.
@@ -360,7 +274,7 @@ Gemm make_gemm(int M, int N, int K, std::uint64_t seed, cudaStream_t s) {
   g.B32 = lab::DeviceBuffer<float>(kn);
   g.A16 = lab::DeviceBuffer<bf16>(mk);
   g.B16 = lab::DeviceBuffer<bf16>(kn);
-  g.C = lab::DeviceBuffer<float>(static_cast<std::size_t>(M) * N + kGuard);
+  g.C = lab::GuardedBuffer<float>(static_cast<std::size_t>(M) * N, "C");
   fill_gemm(g, seed, s);
   return g;
 }
@@ -392,83 +306,14 @@ lab::Tolerance tolerance(int K, double u_in, double s) {
                                2.0 * u_in + u_in * u_in) * s};
 }
 
-enum class Kind { sgemm_fp32, cublas_fp32, cublas_tf32, cublas_bf16, wmma_naive, exercise };
-
-struct Variant {
-  const char* name;
-  Kind kind;
-  lab::Role role;
-  bool bf16_inputs;  // reads the BF16 copies (else the FP32 data)
-  double u_in;       // rounding of its inputs inside (see tolerance())
-  const char* description;
+// A variant of this lesson: which inputs it multiplies, and what it rounds them to inside.
+struct GemmVariant : lab::Variant<Gemm> {
+  bool bf16_inputs = false;  // reads the BF16 copies (else the FP32 data)
+  double u_in = 0.0;         // rounding of its inputs inside (see tolerance())
 };
 
-const Variant kVariants[] = {  // in the order of Kind
-    {"sgemm_fp32", Kind::sgemm_fp32, lab::Role::Baseline, false, 0.0,
-     "lesson 05's register-tiled SGEMM: FP32 data, FP32 FMA pipes"},
-    {"cublas_fp32", Kind::cublas_fp32, lab::Role::Reference, false, 0.0,
-     "cuBLAS, CUBLAS_COMPUTE_32F_PEDANTIC: FP32 data, FP32 FMA pipes"},
-    {"cublas_tf32", Kind::cublas_tf32, lab::Role::Reference, false, kTf32,
-     "cuBLAS, CUBLAS_COMPUTE_32F_FAST_TF32: FP32 data rounded to TF32 in the tensor cores"},
-    {"cublas_bf16", Kind::cublas_bf16, lab::Role::Reference, true, 0.0,
-     "cuBLAS, BF16 copies, CUBLAS_COMPUTE_32F: tensor cores, FP32 accumulation"},
-    {"wmma_naive", Kind::wmma_naive, lab::Role::Baseline, true, 0.0,
-     "WMMA, one 16x16 fragment per warp, nothing shared (the starter): BF16 copies"},
-    {"exercise", Kind::exercise, lab::Role::Exercise, true, 0.0,
-     "your tensor-core GEMM (exercise.cu): BF16 copies, FP32 accumulation"},
-};
-
-void launch(const Variant& v, const Cublas* cublas, const Gemm& g, cudaStream_t s) {
-  switch (v.kind) {
-    case Kind::sgemm_fp32:
-      launch_sgemm_fp32(g.M, g.N, g.K, g.A32.data(), g.B32.data(), g.C.data(), s);
-      break;
-    case Kind::cublas_fp32:
-      cublas->gemm(g.M, g.N, g.K, g.A32.data(), g.B32.data(), CUDA_R_32F, g.C.data(),
-                   CUBLAS_COMPUTE_32F_PEDANTIC, s);
-      break;
-    case Kind::cublas_tf32:
-      cublas->gemm(g.M, g.N, g.K, g.A32.data(), g.B32.data(), CUDA_R_32F, g.C.data(),
-                   CUBLAS_COMPUTE_32F_FAST_TF32, s);
-      break;
-    case Kind::cublas_bf16:
-      cublas->gemm(g.M, g.N, g.K, g.A16.data(), g.B16.data(), CUDA_R_16BF, g.C.data(),
-                   CUBLAS_COMPUTE_32F, s);
-      break;
-    case Kind::wmma_naive:
-      launch_wmma_naive(g.M, g.N, g.K, g.A16.data(), g.B16.data(), g.C.data(), s);
-      break;
-    case Kind::exercise:
-      exercise::gemm_bf16(g.M, g.N, g.K, g.A16.data(), g.B16.data(), g.C.data(), s);
-      break;
-  }
-}
-
-// Bytes a variant must move at least: A and B once in its input type, C written once.
-double min_bytes(const Variant& v, int M, int N, int K) {
-  const double in = v.bf16_inputs ? 2.0 : 4.0;
-  return in * (double(M) * K + double(K) * N) + 4.0 * double(M) * N;
-}
-
-// sum_k a[k] b[k] in double, and sum_k |a[k] b[k]| in @p magnitude. Four chains: the host is not
-// the bottleneck.
-double dot_product(const float* a, const float* b, int K, double& magnitude) {
-  double s4[4] = {0, 0, 0, 0}, m4[4] = {0, 0, 0, 0};
-  int k = 0;
-  for (; k + 4 <= K; k += 4)
-    for (int u = 0; u < 4; ++u) {
-      const double t = static_cast<double>(a[k + u]) * b[k + u];
-      s4[u] += t;
-      m4[u] += std::fabs(t);
-    }
-  for (; k < K; ++k) {
-    const double t = static_cast<double>(a[k]) * b[k];
-    s4[0] += t;
-    m4[0] += std::fabs(t);
-  }
-  magnitude = (m4[0] + m4[1]) + (m4[2] + m4[3]);
-  return (s4[0] + s4[1]) + (s4[2] + s4[3]);
-}
+// What a variant needs besides the problem (lab::Variant::needs).
+constexpr unsigned kCublas = 1;  // the cuBLAS handle
 
 // The FP64 references for a set of elements of C: from the FP32 data (what every variant should
 // approximate) and from its BF16 copies (what the BF16 variants multiplied), both computed from
@@ -529,11 +374,12 @@ Reference make_reference(const Gemm& g, std::uint64_t seed, cudaStream_t s) {
   ref.rounded.resize(ref.index.size());
   for (std::size_t e = 0; e < ref.index.size(); ++e) {
     const std::size_t i = ref.index[e] / N, j = ref.index[e] % N;
-    double s_exact = 0, s_rounded = 0;
-    ref.exact[e] = dot_product(A.data() + i * K, Bt.data() + j * K, K, s_exact);
-    ref.rounded[e] = dot_product(Ar.data() + i * K, Btr.data() + j * K, K, s_rounded);
-    ref.s_exact = std::max(ref.s_exact, s_exact);
-    ref.s_rounded = std::max(ref.s_rounded, s_rounded);
+    const lab::Dot exact = lab::dot_product(A.data() + i * K, Bt.data() + j * K, K);
+    const lab::Dot rounded = lab::dot_product(Ar.data() + i * K, Btr.data() + j * K, K);
+    ref.exact[e] = exact.value;
+    ref.rounded[e] = rounded.value;
+    ref.s_exact = std::max(ref.s_exact, exact.magnitude);
+    ref.s_rounded = std::max(ref.s_rounded, rounded.magnitude);
   }
   return ref;
 }
@@ -546,15 +392,13 @@ struct Accuracy {
 
 // One call of @p v on @p g (C poisoned first), checked against the reference of the inputs it
 // multiplied with its own tolerance, and the guard zone; returns its error against the FP32 data.
-Accuracy validate(lab::Lesson& l, const Variant& v, const Cublas* cublas, const Gemm& g,
-                  const Reference& ref, const std::string& case_name) {
+Accuracy validate(lab::Lesson& l, const GemmVariant& v, Gemm& g, const Reference& ref,
+                  const std::string& case_name) {
   cudaStream_t s = l.stream();
-  const std::size_t mn = static_cast<std::size_t>(g.M) * g.N;
-  arm_output(g.C.data(), mn, s);
-  launch(v, cublas, g, s);
-  std::vector<float> got(g.C.size());
-  LAB_CHECK(cudaMemcpyAsync(got.data(), g.C.data(), g.C.bytes(), cudaMemcpyDeviceToHost, s));
-  LAB_CHECK(cudaStreamSynchronize(s));
+  g.C.poison(s);
+  g.C.arm(s);
+  v.launch(g, s);
+  const std::vector<float> got = g.C.download(s);
   std::vector<double> picked(ref.index.size());
   for (std::size_t e = 0; e < ref.index.size(); ++e) picked[e] = got[ref.index[e]];
 
@@ -563,7 +407,7 @@ Accuracy validate(lab::Lesson& l, const Variant& v, const Cublas* cublas, const 
   lab::Comparison c =
       lab::allclose(picked.data(), own.data(), picked.size(), tolerance(ref.K, v.u_in, s_own));
   for (lab::Mismatch& m : c.first) m.index = ref.index[m.index];  // report C's own index
-  check_guard(c, got.data() + mn, mn);
+  g.C.check_guard(c, s);
   l.check(v.name, case_name, c);
 
   Accuracy a;
@@ -589,95 +433,80 @@ Accuracy validate(lab::Lesson& l, const Variant& v, const Cublas* cublas, const 
 //    copies of the rows of A and columns of B, regenerated from their seeds (never read back:
 //    the exercise could have written into them), and the whole guard zone.
 //  * check_inputs, after timing: A16 (of the last call) and B16 still hold what the harness wrote.
-class TimedGemm {
+class TimedGemm : public lab::TimedCalls {
  public:
   TimedGemm(lab::Lesson& l, Gemm& g, std::uint64_t b_seed) : l_(l), g_(g), b_seed_(b_seed) {}
 
-  lab::TimedCallChecks checks() {
-    return {[this](cudaStream_t s, std::uint64_t seed) {
-              prepared_ = true;
-              seed_ = seed;
-              lab::fill_random(g_.A32.data(), g_.A32.size(), seed, s);
-              convert_to_bf16(g_.A32.data(), g_.A16.data(), g_.A16.size(), s);
-              lab::poison(g_.C.data(), static_cast<std::size_t>(g_.M) * g_.N * sizeof(float), s);
-            },
-            [this](cudaStream_t s, const std::string& case_name) { verify(s, case_name); }};
-  }
-
   void check_inputs(cudaStream_t s) {
-    if (!prepared_) return;
-    std::string what;
-    for (const std::string& c : {changed_input("A", g_.A16.data(), g_.A16.size(), seed_, s),
-                                 changed_input("B", g_.B16.data(), g_.B16.size(), b_seed_, s)})
-      if (!c.empty()) what += (what.empty() ? "" : "; ") + c;
-    l_.check("exercise", "inputs unchanged after timing", what.empty(),
-             what + " (inputs are read-only: see exercise.cuh)");
+    if (prepared())
+      lab::check_inputs_unchanged(
+          l_, "exercise",
+          {lab::changed_input("A", g_.A16.data(), g_.A16.size(), RandomBf16{seed_}, s),
+           lab::changed_input("B", g_.B16.data(), g_.B16.size(), RandomBf16{b_seed_}, s)});
   }
 
  private:
   static constexpr int kPicks = 32;  // rows, and columns
 
-  void verify(cudaStream_t s, const std::string& case_name) {
-    if (failed_) return;  // one wrong call fails the rule; more would only repeat it
+  void prepare(cudaStream_t s, std::uint64_t seed) override {
+    seed_ = seed;
+    lab::fill_random(g_.A32.data(), g_.A32.size(), seed, s);
+    convert_to_bf16(g_.A32.data(), g_.A16.data(), g_.A16.size(), s);
+    g_.C.poison(s);
+  }
+
+  bool verify(cudaStream_t s, const std::string& case_name) override {
     const int M = g_.M, N = g_.N, K = g_.K;
     std::uniform_int_distribution<int> any_row(0, M - 1), any_col(0, N - 1);
     std::vector<int> rows(kPicks), cols(kPicks);
-    for (int& r : rows) r = any_row(pick_);
-    for (int& c : cols) c = any_col(pick_);
-    std::vector<float> got(static_cast<std::size_t>(kPicks) * N), guard(kGuard);
+    for (int& r : rows) r = any_row(pick);
+    for (int& c : cols) c = any_col(pick);
+    std::vector<float> got(static_cast<std::size_t>(kPicks) * N);
     for (int p = 0; p < kPicks; ++p)
       LAB_CHECK(cudaMemcpyAsync(got.data() + static_cast<std::size_t>(p) * N,
                                 g_.C.data() + static_cast<std::size_t>(rows[p]) * N,
                                 N * sizeof(float), cudaMemcpyDeviceToHost, s));
-    LAB_CHECK(cudaMemcpyAsync(guard.data(), g_.C.data() + static_cast<std::size_t>(M) * N,
-                              kGuard * sizeof(float), cudaMemcpyDeviceToHost, s));
     LAB_CHECK(cudaStreamSynchronize(s));
     const std::size_t n = static_cast<std::size_t>(kPicks) * K;
+    const RandomBf16 a_in{seed_}, b_in{b_seed_};
     std::vector<float> a(n), bt(n);
     for (int p = 0; p < kPicks; ++p)
       for (int k = 0; k < K; ++k) {
-        a[static_cast<std::size_t>(p) * K + k] = __bfloat162float(
-            to_bf16(random_input(seed_, static_cast<std::uint64_t>(rows[p]) * K + k)));
-        bt[static_cast<std::size_t>(p) * K + k] = __bfloat162float(
-            to_bf16(random_input(b_seed_, static_cast<std::uint64_t>(k) * N + cols[p])));
+        a[static_cast<std::size_t>(p) * K + k] =
+            __bfloat162float(a_in(static_cast<std::uint64_t>(rows[p]) * K + k));
+        bt[static_cast<std::size_t>(p) * K + k] =
+            __bfloat162float(b_in(static_cast<std::uint64_t>(k) * N + cols[p]));
       }
     std::vector<std::size_t> index;
     std::vector<double> picked, expected;
     double largest = 0;
     for (int p = 0; p < kPicks; ++p)
       for (int q = 0; q < kPicks; ++q) {
-        double magnitude = 0;
-        expected.push_back(dot_product(a.data() + static_cast<std::size_t>(p) * K,
-                                       bt.data() + static_cast<std::size_t>(q) * K, K, magnitude));
+        const lab::Dot dot = lab::dot_product(a.data() + static_cast<std::size_t>(p) * K,
+                                              bt.data() + static_cast<std::size_t>(q) * K, K);
+        expected.push_back(dot.value);
         index.push_back(static_cast<std::size_t>(rows[p]) * N + cols[q]);
         picked.push_back(got[static_cast<std::size_t>(p) * N + cols[q]]);
-        largest = std::max(largest, magnitude);
+        largest = std::max(largest, dot.magnitude);
       }
-    lab::Comparison c = lab::allclose(picked.data(), expected.data(), picked.size(),
-                                      tolerance(K, 0.0, largest));
+    lab::Comparison c =
+        lab::allclose(picked.data(), expected.data(), picked.size(), tolerance(K, 0.0, largest));
     for (lab::Mismatch& m : c.first) m.index = index[m.index];
-    check_guard(c, guard.data(), static_cast<std::size_t>(M) * N);
+    g_.C.check_guard(c, s);
     l_.check("exercise", case_name, c);
-    failed_ = !c.ok;
+    return c.ok;
   }
 
   lab::Lesson& l_;
   Gemm& g_;
   const std::uint64_t b_seed_;  // B as make_gemm made it
   std::uint64_t seed_ = 0;      // the last timed call's A
-  bool prepared_ = false;
-  bool failed_ = false;
-  std::mt19937_64 pick_{std::random_device{}()};  // the harness's own: which elements to check
 };
-
-std::string gemm_case(int M, int N, int K) {
-  return std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K);
-}
 
 // The tensor roof of this GPU, measured before any exercise code runs: cuBLAS's BF16 product
 // (FP32 accumulation) at n^3 on random data (zeros would draw less power and run faster),
 // back to back. The best a library reaches here; no kernel of this lesson can beat it by much.
-void measure_tensor_roof(lab::Lesson& l, const Cublas& cublas, int n) {
+void measure_tensor_roof(lab::Lesson& l, const lab::CublasHandle& cublas, int n) {
   cudaStream_t s = l.stream();
   const std::size_t nn = static_cast<std::size_t>(n) * n;
   lab::DeviceBuffer<float> C(nn);
@@ -688,7 +517,8 @@ void measure_tensor_roof(lab::Lesson& l, const Cublas& cublas, int n) {
   convert_to_bf16(C.data(), B.data(), nn, s);
   l.measure_tensor_roof(
       [&](cudaStream_t st) {
-        cublas.gemm(n, n, n, A.data(), B.data(), CUDA_R_16BF, C.data(), CUBLAS_COMPUTE_32F, st);
+        cublas_gemm(cublas, n, n, n, A.data(), B.data(), CUDA_R_16BF, C.data(), CUBLAS_COMPUTE_32F,
+                    st);
       },
       2.0 * nn * n);
 }
@@ -698,7 +528,69 @@ void measure_tensor_roof(lab::Lesson& l, const Cublas& cublas, int n) {
 int main(int argc, char** argv) {
   lab::Lesson lesson("12-tensor-cores",
                      "Tensor cores: from the FP32 SGEMM to BF16, and what accuracy it costs");
-  for (const Variant& v : kVariants) lesson.declare(v.name, v.role, v.description);
+  // Bytes a variant must move at least: A and B once in its input type (4 or 2 bytes an element),
+  // C written once. FLOPs: 2 M N K.
+  auto work = [](double input_bytes) {
+    return [input_bytes](const Gemm& g) {
+      const double M = g.M, N = g.N, K = g.K;
+      return lab::Work{input_bytes * (M * K + K * N) + 4.0 * M * N, 2.0 * M * N * K};
+    };
+  };
+  const auto fp32_work = work(4.0);
+  const auto bf16_work = work(2.0);
+  std::unique_ptr<lab::CublasHandle> cublas;  // made in run() when needed
+  lab::Variants<Gemm, GemmVariant> gemms(lesson);
+  gemms.add({{"sgemm_fp32", lab::Role::Baseline,
+              "lesson 05's register-tiled SGEMM: FP32 data, FP32 FMA pipes",
+              [](Gemm& g, cudaStream_t s) {
+                launch_sgemm_fp32(g.M, g.N, g.K, g.A32.data(), g.B32.data(), g.C.data(), s);
+              },
+              fp32_work},
+             /*bf16_inputs=*/false,
+             /*u_in=*/0.0});
+  gemms.add({{"cublas_fp32", lab::Role::Reference,
+              "cuBLAS, CUBLAS_COMPUTE_32F_PEDANTIC: FP32 data, FP32 FMA pipes",
+              [&cublas](Gemm& g, cudaStream_t s) {
+                cublas_gemm(*cublas, g.M, g.N, g.K, g.A32.data(), g.B32.data(), CUDA_R_32F,
+                            g.C.data(), CUBLAS_COMPUTE_32F_PEDANTIC, s);
+              },
+              fp32_work, kCublas},
+             /*bf16_inputs=*/false,
+             /*u_in=*/0.0});
+  gemms.add({{"cublas_tf32", lab::Role::Reference,
+              "cuBLAS, CUBLAS_COMPUTE_32F_FAST_TF32: FP32 data rounded to TF32 in the tensor cores",
+              [&cublas](Gemm& g, cudaStream_t s) {
+                cublas_gemm(*cublas, g.M, g.N, g.K, g.A32.data(), g.B32.data(), CUDA_R_32F,
+                            g.C.data(), CUBLAS_COMPUTE_32F_FAST_TF32, s);
+              },
+              fp32_work, kCublas},
+             /*bf16_inputs=*/false,
+             /*u_in=*/kTf32});
+  gemms.add({{"cublas_bf16", lab::Role::Reference,
+              "cuBLAS, BF16 copies, CUBLAS_COMPUTE_32F: tensor cores, FP32 accumulation",
+              [&cublas](Gemm& g, cudaStream_t s) {
+                cublas_gemm(*cublas, g.M, g.N, g.K, g.A16.data(), g.B16.data(), CUDA_R_16BF,
+                            g.C.data(), CUBLAS_COMPUTE_32F, s);
+              },
+              bf16_work, kCublas},
+             /*bf16_inputs=*/true,
+             /*u_in=*/0.0});
+  gemms.add({{"wmma_naive", lab::Role::Baseline,
+              "WMMA, one 16x16 fragment per warp, nothing shared (the starter): BF16 copies",
+              [](Gemm& g, cudaStream_t s) {
+                launch_wmma_naive(g.M, g.N, g.K, g.A16.data(), g.B16.data(), g.C.data(), s);
+              },
+              bf16_work},
+             /*bf16_inputs=*/true,
+             /*u_in=*/0.0});
+  gemms.add({{"exercise", lab::Role::Exercise,
+              "your tensor-core GEMM (exercise.cu): BF16 copies, FP32 accumulation",
+              [](Gemm& g, cudaStream_t s) {
+                exercise::gemm_bf16(g.M, g.N, g.K, g.A16.data(), g.B16.data(), g.C.data(), s);
+              },
+              bf16_work},
+             /*bf16_inputs=*/true,
+             /*u_in=*/0.0});
   long long size = 0;
   lesson.option("--size", &size, "M = N = K of the timed product (0: 4096, or 1024 with --quick)");
 
@@ -709,25 +601,23 @@ int main(int argc, char** argv) {
     const bool profiling = l.profiling();
     std::uint64_t seed = l.seed() * 64 + 1;
 
-    bool any_cublas = false, any_tensor = false;
-    for (const Variant& v : kVariants)
-      if (l.selected(v.name)) {
-        any_cublas = any_cublas || std::string(v.name).rfind("cublas", 0) == 0;
-        any_tensor = any_tensor || v.bf16_inputs;
-      }
-    std::unique_ptr<Cublas> cublas;
-    if (any_cublas || (any_tensor && !profiling)) cublas = std::make_unique<Cublas>();
-    if (any_tensor && !profiling) measure_tensor_roof(l, *cublas, l.quick() ? 4096 : 8192);
+    // The tensor roof first, before any exercise code runs, whenever a variant on the tensor
+    // cores' BF16 inputs is selected.
+    bool any_tensor = false;
+    for (const GemmVariant* v : gemms.selected()) any_tensor = any_tensor || v->bf16_inputs;
+    const bool roof = any_tensor && !profiling;
+    if ((gemms.needs() & kCublas) || roof) cublas = std::make_unique<lab::CublasHandle>();
+    if (roof) measure_tensor_roof(l, *cublas, l.quick() ? 4096 : 8192);
 
     // 1. Validation at sizes that are not multiples of any tile: K and N odd (no 16-byte rows),
     //    then multiples of 8 but not of 16, 32 or 128 (the vector paths with partial tiles).
     if (!profiling) {
       const int cases[][3] = {{1000, 777, 515}, {129, 67, 1031}, {264, 392, 520}, {1, 1, 1}};
       for (const auto& k : cases) {
-        const Gemm g = make_gemm(k[0], k[1], k[2], seed, stream);
+        Gemm g = make_gemm(k[0], k[1], k[2], seed, stream);
         const Reference ref = make_reference(g, seed + 3, stream);
-        for (const Variant& v : kVariants)
-          if (l.selected(v.name)) validate(l, v, cublas.get(), g, ref, gemm_case(k[0], k[1], k[2]));
+        for (const GemmVariant* v : gemms.selected_exercise_last())
+          validate(l, *v, g, ref, lab::dims({k[0], k[1], k[2]}));
         seed += 4;
       }
     }
@@ -735,16 +625,12 @@ int main(int argc, char** argv) {
     // 2. Timing. The exercise's timed calls get a new A each and some are checked (TimedGemm).
     const int n = static_cast<int>(size);
     Gemm g = make_gemm(n, n, n, seed, stream);
-    arm_output(g.C.data(), static_cast<std::size_t>(n) * n, stream);
+    g.C.poison(stream);
+    g.C.arm(stream);
     TimedGemm timed(l, g, seed + 1);
     l.size("C = A B, M = N = K = " + std::to_string(n) + ": A and B from FP32 data (and its BF16 "
            "copies), C float32");
-    std::vector<const lab::Measurement*> m;  // in the order of kVariants, which is Kind's
-    for (const Variant& v : kVariants) {
-      const lab::Work work{min_bytes(v, n, n, n), 2.0 * n * double(n) * n};
-      m.push_back(l.measure(v.name, work, [&](cudaStream_t s) { launch(v, cublas.get(), g, s); },
-                            {}, v.kind == Kind::exercise ? timed.checks() : lab::TimedCallChecks{}));
-    }
+    gemms.measure_all(g, timed.checks());
     if (profiling) return;
     timed.check_inputs(stream);
 
@@ -752,51 +638,46 @@ int main(int argc, char** argv) {
     //    of every variant against the FP32 data.
     fill_gemm(g, seed + 2, stream);
     const Reference ref = make_reference(g, seed + 5, stream);
-    std::string accuracy = "accuracy at " + gemm_case(n, n, n) + " against the FP32 data (" +
-                           std::to_string(ref.index.size()) + " elements; FP32 tolerance " +
-                           sci(tolerance(n, 0.0, ref.s_exact).atol) + "): relative L2 error, and "
-                           "worst error over the FP32 tolerance:";
-    for (const Variant& v : kVariants) {
-      if (!l.selected(v.name)) continue;
-      const Accuracy a = validate(l, v, cublas.get(), g, ref, gemm_case(n, n, n) + " after timing");
-      accuracy += std::string("\n  ") + v.name + " " + sci(a.rel_l2) + ", " +
-                  fixed(a.over_fp32_tol, 2) + "x";
+    const std::string nnn = lab::dims({n, n, n});
+    std::string accuracy = lab::text(
+        "accuracy at %s against the FP32 data (%zu elements; FP32 tolerance %.2e): relative L2 "
+        "error, and worst error over the FP32 tolerance:",
+        nnn.c_str(), ref.index.size(), tolerance(n, 0.0, ref.s_exact).atol);
+    for (const GemmVariant* v : gemms.selected_exercise_last()) {
+      const Accuracy a = validate(l, *v, g, ref, nnn + " after timing");
+      accuracy += lab::text("\n  %s %.2e, %.2fx", v->name.c_str(), a.rel_l2, a.over_fp32_tol);
       // The lesson's claim, checked on the library's BF16 product: against the FP32 data, BF16
       // inputs cost more than the FP32 tolerance allows (if this passed, cuBLAS was not given
       // the BF16 copies, or the tolerance could not tell the precisions apart).
-      if (v.kind == Kind::cublas_bf16)
-        l.check(v.name, "against the FP32 data: outside the FP32 tolerance", a.over_fp32_tol > 1.0,
-                "its worst error against the FP32 data is only " + fixed(a.over_fp32_tol, 2) +
+      if (v->name == "cublas_bf16")
+        l.check(v->name, "against the FP32 data: outside the FP32 tolerance", a.over_fp32_tol > 1.0,
+                "its worst error against the FP32 data is only " + lab::fixed(a.over_fp32_tol, 2) +
                     "x the FP32 tolerance: the BF16 inputs' rounding should be far more");
       if (!std::isfinite(a.rel_l2) || !std::isfinite(a.over_fp32_tol)) continue;  // NaN in C:
-      l.metric(std::string("error_") + v.name, a.rel_l2, a.rel_l2, a.rel_l2);  // its check failed
-      l.metric(std::string("error_over_fp32_tolerance_") + v.name, a.over_fp32_tol,
-               a.over_fp32_tol, a.over_fp32_tol);
+      l.metric("error_" + v->name, a.rel_l2, a.rel_l2, a.rel_l2);  // its check failed
+      l.metric("error_over_fp32_tolerance_" + v->name, a.over_fp32_tol, a.over_fp32_tol,
+               a.over_fp32_tol);
     }
     l.note(accuracy);
 
     // Speeds: TFLOP/s, fraction of cuBLAS BF16 and of the tensor roof.
     const double flops = 2.0 * n * double(n) * n;
-    auto measured = [&](Kind k) { return m[static_cast<std::size_t>(k)]; };
-    const lab::Measurement* bf16_ref = measured(Kind::cublas_bf16);
-    const double roof = l.ceilings().bf16_tensor_gflops;
+    const lab::Measurement* bf16_ref = gemms.measurement("cublas_bf16");
+    const double roof_gflops = l.ceilings().bf16_tensor_gflops;
     std::string line = "TFLOP/s (fraction of cublas_bf16; of the tensor roof):";
-    for (std::size_t i = 0; i < m.size(); ++i) {
-      if (!m[i]) continue;
-      line += std::string("\n  ") + kVariants[i].name + " " +
-              fixed(flops / (m[i]->gpu_ms.median * 1e9), 1);
-      if (bf16_ref) line += " (" + fixed(lab::speedup(*bf16_ref, *m[i]).value, 3);
-      if (bf16_ref && roof > 0)
-        line += "; " + fixed(flops / (m[i]->gpu_ms.median * 1e6) / roof, 3);
+    for (const GemmVariant& v : gemms) {
+      const lab::Measurement* m = gemms.measurement(v.name);
+      if (!m) continue;
+      line += "\n  " + v.name + " " + lab::fixed(flops / (m->gpu_ms.median * 1e9), 1);
+      if (bf16_ref) line += " (" + lab::fixed(lab::speedup(*bf16_ref, *m).value, 3);
+      if (bf16_ref && roof_gflops > 0)
+        line += "; " + lab::fixed(flops / (m->gpu_ms.median * 1e6) / roof_gflops, 3);
       if (bf16_ref) line += ")";
     }
     l.note(line);
-    const lab::Measurement* mine = measured(Kind::exercise);
-    if (bf16_ref && mine) {
-      lab::metric(l, "fraction_of_cublas_bf16", lab::speedup(*bf16_ref, *mine));
-    }
-    if (measured(Kind::sgemm_fp32) && mine) {
-      lab::metric(l, "speedup_over_sgemm_fp32", lab::speedup(*measured(Kind::sgemm_fp32), *mine), "x");
-    }
+    const lab::Measurement* mine = gemms.measurement("exercise");
+    const lab::Measurement* sgemm = gemms.measurement("sgemm_fp32");
+    if (bf16_ref && mine) lab::metric(l, "fraction_of_cublas_bf16", lab::speedup(*bf16_ref, *mine));
+    if (sgemm && mine) lab::metric(l, "speedup_over_sgemm_fp32", lab::speedup(*sgemm, *mine), "x");
   });
 }

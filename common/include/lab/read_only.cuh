@@ -6,8 +6,10 @@
 /// A harness checks its inputs after the exercise's timed calls: an exercise that keeps partial
 /// results in an input it was told is read-only is right once, then wrong on the next call with
 /// other data. The expected values are regenerated, never read back, so nothing the exercise
-/// could have written is trusted.
+/// could have written is trusted. Arrays of float or of __nv_bfloat16.
 #pragma once
+
+#include <cuda_bf16.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -30,18 +32,34 @@ struct RandomInput {
   __host__ __device__ float operator()(std::uint64_t i) const { return random_input(seed, i); }
 };
 
+/// @brief Bit-for-bit equality: a NaN matches only the same NaN, and -0 is not +0.
+/// @param a a value
+/// @param b another
+/// @return whether their bits are the same
+__device__ inline bool same_bits(float a, float b) {
+  return __float_as_uint(a) == __float_as_uint(b);
+}
+
+/// @overload
+/// @param a a value
+/// @param b another
+/// @return whether their bits are the same
+__device__ inline bool same_bits(__nv_bfloat16 a, __nv_bfloat16 b) {
+  return __bfloat16_as_ushort(a) == __bfloat16_as_ushort(b);
+}
+
 /// @brief stats[0] += the number of elements of p[0 .. n) that are not, bit for bit, value(i);
 /// stats[1] = min(stats[1], the smallest such index). Launched by lab::count_changed.
 /// @param p the array, on the device
 /// @param n its elements
-/// @param value the expected value at an index
+/// @param value the expected value at an index, of the array's type
 /// @param stats two counters on the device: {0, ~0} on entry
-template <class Value>
-__global__ void count_changed_kernel(const float* __restrict__ p, std::size_t n, Value value,
+template <class T, class Value>
+__global__ void count_changed_kernel(const T* __restrict__ p, std::size_t n, Value value,
                                      unsigned long long* stats) {
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
        i += std::size_t(gridDim.x) * blockDim.x)
-    if (__float_as_uint(p[i]) != __float_as_uint(value(i))) {
+    if (!same_bits(p[i], value(i))) {
       atomicAdd(&stats[0], 1ull);
       atomicMin(&stats[1], static_cast<unsigned long long>(i));
     }
@@ -56,14 +74,17 @@ struct Changed {
 /// @brief Compares a device array, bit for bit, with values regenerated on the device (waits for
 /// @p stream): a read-only input with what the harness wrote, or an output whose every bit is
 /// known (a transpose moves bits, it computes nothing).
-/// @param p the array, on the device
+/// @param p the array (float or __nv_bfloat16), on the device
 /// @param n its elements
 /// @param value the expected value at an index: RandomInput{seed}, or the lesson's own functor
-///        (a struct with a __host__ __device__ float operator()(std::uint64_t) const)
+///        (a struct with a __host__ __device__ operator()(std::uint64_t) const that returns the
+///        array's type: a BF16 input is compared with values rounded as the harness rounded them)
 /// @param stream where to run the comparison
 /// @return how many differ, and the first
-template <class Value>
-Changed count_changed(const float* p, std::size_t n, Value value, cudaStream_t stream) {
+template <class T, class Value>
+Changed count_changed(const T* p, std::size_t n, Value value, cudaStream_t stream) {
+  static_assert(std::is_same_v<decltype(value(std::uint64_t{})), T>,
+                "the expected value must have the array's type");
   DeviceBuffer<unsigned long long> stats(2);
   const unsigned long long init[2] = {0ull, ~0ull};
   LAB_CHECK(cudaMemcpyAsync(stats.data(), init, sizeof init, cudaMemcpyHostToDevice, stream));
@@ -77,13 +98,14 @@ Changed count_changed(const float* p, std::size_t n, Value value, cudaStream_t s
 
 /// @brief Compares a read-only input with the values the harness wrote (waits for @p stream).
 /// @param name what the message calls it, e.g. "A"
-/// @param p the input, on the device
+/// @param p the input (float or __nv_bfloat16), on the device
 /// @param n its elements
-/// @param value the expected value at an index: RandomInput{seed}, or the lesson's own functor
+/// @param value the expected value at an index, of the input's type: RandomInput{seed}, or the
+///        lesson's own functor
 /// @param stream where to run the comparison
 /// @return "" when every element is as written, else how many changed and the first
-template <class Value, std::enable_if_t<!std::is_integral_v<Value>, int> = 0>
-std::string changed_input(const std::string& name, const float* p, std::size_t n, Value value,
+template <class T, class Value, std::enable_if_t<!std::is_integral_v<Value>, int> = 0>
+std::string changed_input(const std::string& name, const T* p, std::size_t n, Value value,
                           cudaStream_t stream) {
   const Changed c = count_changed(p, n, value, stream);
   if (c.count == 0) return "";

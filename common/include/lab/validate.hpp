@@ -72,6 +72,21 @@ inline Tolerance sum_tolerance(double terms, double magnitude) {
   return Tolerance{1e-6, 4.0 * std::sqrt(terms) * 0x1p-24 * magnitude};
 }
 
+/// @brief A dot product computed for a reference, with what its tolerance scales with.
+struct Dot {
+  double value = 0;      ///< sum_k a[k] b[k]
+  double magnitude = 0;  ///< sum_k |a[k] b[k]|: the magnitude for lab::sum_tolerance
+};
+
+/// @brief A reference dot product of two float arrays, in double: every product is exact and
+/// the sum is far more precise than any float code under test (an element of y = A x, or of
+/// C = A B with B's column stored as a row). Four chains of sums: the host is not the bottleneck.
+/// @param a first array
+/// @param b second array
+/// @param n elements of each
+/// @return the sum and its magnitude
+Dot dot_product(const float* a, const float* b, std::size_t n);
+
 /// @param got values computed by the code under test
 /// @param expected reference values (sizes must match, else the comparison fails with a note)
 /// @param tol tolerances
