@@ -57,6 +57,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -66,11 +67,19 @@
 
 #include "exercise.cuh"
 #include "lab/check.hpp"
+#include "lab/cublas.hpp"
 #include "lab/data.hpp"
+#include "lab/device.hpp"
+#include "lab/format.hpp"
+#include "lab/guard.hpp"
 #include "lab/harness.hpp"
 #include "lab/memory.hpp"
+#include "lab/presets.hpp"
+#include "lab/ratio.hpp"
+#include "lab/read_only.cuh"
 #include "lab/stats.hpp"
 #include "lab/timing.hpp"
+#include "lab/variant.hpp"
 
 extern char** environ;
 
@@ -83,13 +92,6 @@ constexpr int kFirstCallN = 4096;         // the first call in a new process: sm
                                           // one-time costs that are timed, not the work
 constexpr double kChildTimeoutS = 120.0;  // one child process, eager loading of every library
                                           // included
-constexpr std::size_t kGuard = (std::size_t{2} << 20) / sizeof(float);  // one 2 MiB page after out
-
-std::string fixed(double v, int digits) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Errors of the libraries besides the runtime: each says which call failed and why.
@@ -156,12 +158,6 @@ void nvrtc_check(nvrtcResult r, const char* call) {
     throw std::runtime_error(std::string(call) + ": " + nvrtcGetErrorString(r));
 }
 #define NVRTC_CHECK(call) nvrtc_check((call), #call)
-
-void cublas_check(cublasStatus_t s, const char* call) {
-  if (s != CUBLAS_STATUS_SUCCESS)
-    throw std::runtime_error(std::string(call) + ": " + cublasGetStatusString(s));
-}
-#define CUBLAS_CHECK(call) cublas_check((call), #call)
 
 // ---------------------------------------------------------------------------------------------
 // The operator's source. ARCH_TAG makes the architecture visible in the result for one test:
@@ -294,18 +290,15 @@ std::vector<char> jit_link(const std::vector<char>& ltoir, const std::string& ar
 
 // This GPU's architecture as NVRTC names it ("sm_90"), checked against what NVRTC can target.
 std::string device_arch() {
-  int dev = 0;
-  LAB_CHECK(cudaGetDevice(&dev));
-  cudaDeviceProp prop{};
-  LAB_CHECK(cudaGetDeviceProperties(&prop, dev));
-  const int cc = prop.major * 10 + prop.minor;
+  const lab::DeviceInfo& d = lab::device_info();
+  const int cc = d.cc_major * 10 + d.cc_minor;
   int count = 0;
   NVRTC_CHECK(nvrtcGetNumSupportedArchs(&count));
   std::vector<int> archs(count);
   NVRTC_CHECK(nvrtcGetSupportedArchs(archs.data()));
   if (std::find(archs.begin(), archs.end(), cc) == archs.end())
     throw std::runtime_error("this NVRTC cannot compile for this GPU (compute capability " +
-                             std::to_string(prop.major) + "." + std::to_string(prop.minor) +
+                             std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor) +
                              "): use the toolkit that supports it");
   return "sm_" + std::to_string(cc);
 }
@@ -375,41 +368,48 @@ class Prebuilt {
   lab::DeviceBuffer<float> t_;
 };
 
-// ---------------------------------------------------------------------------------------------
-// Comparing on the device, bit for bit (n up to 2^26: copying both to the host would cost more
-// than the calls being checked). b == nullptr compares with the poison pattern (0xFFFFFFFF).
-
-__global__ void mismatch_kernel(const unsigned* a, const unsigned* b, std::size_t n,
-                                unsigned long long* count, unsigned long long* first) {
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
-    if (a[i] != (b ? b[i] : 0xFFFFFFFFu)) {
-      atomicAdd(count, 1ull);
-      atomicMin(first, static_cast<unsigned long long>(i));
-    }
+// A memory pool on this GPU that keeps @p release_threshold bytes at a synchronization and gives
+// the rest back to the system (0, the default: everything).
+class Pool {
+ public:
+  explicit Pool(std::uint64_t release_threshold) {
+    int dev = 0;
+    LAB_CHECK(cudaGetDevice(&dev));
+    cudaMemPoolProps props{};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = dev;
+    LAB_CHECK(cudaMemPoolCreate(&pool_, &props));
+    LAB_CHECK(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &release_threshold));
   }
-}
+  ~Pool() { cudaMemPoolDestroy(pool_); }
+  Pool(const Pool&) = delete;
+  Pool& operator=(const Pool&) = delete;
+  cudaMemPool_t get() const { return pool_; }
 
-__global__ void empty_kernel() {}
-
-struct Mismatches {
-  unsigned long long count = 0;
-  unsigned long long first = 0;
+ private:
+  cudaMemPool_t pool_ = nullptr;
 };
 
-Mismatches mismatches(const float* a, const float* b, std::size_t n, cudaStream_t s) {
-  lab::DeviceBuffer<unsigned long long> result(2);
-  const unsigned long long init[2] = {0, std::numeric_limits<unsigned long long>::max()};
-  LAB_CHECK(cudaMemcpyAsync(result.data(), init, sizeof init, cudaMemcpyHostToDevice, s));
-  mismatch_kernel<<<1024, 256, 0, s>>>(reinterpret_cast<const unsigned*>(a),
-                                       reinterpret_cast<const unsigned*>(b), n, result.data(),
-                                       result.data() + 1);
-  LAB_CHECK_LAUNCH();
-  unsigned long long out[2] = {};
-  LAB_CHECK(cudaMemcpyAsync(out, result.data(), sizeof out, cudaMemcpyDeviceToHost, s));
-  LAB_CHECK(cudaStreamSynchronize(s));
-  return {out[0], out[1]};
-}
+// ---------------------------------------------------------------------------------------------
+// Comparing on the device, bit for bit (n up to 2^26: copying both to the host would cost more
+// than the calls being checked), with lab::count_changed.
+
+// The values of a device array, as lab::count_changed expects them: compares two arrays.
+struct ValuesOf {
+  const float* p;
+  __host__ __device__ float operator()(std::uint64_t i) const { return p[i]; }
+};
+
+// An x as lab::fill_random(x, n, seed, s, -2, 2) wrote it, regenerated on the device.
+struct InputX {
+  std::uint64_t seed;
+  __host__ __device__ float operator()(std::uint64_t i) const {
+    return lab::random_input(seed, i, -2.0f, 2.0f);
+  }
+};
+
+__global__ void empty_kernel() {}
 
 float element(const float* p, std::size_t i, cudaStream_t s) {
   float v = 0;
@@ -418,31 +418,41 @@ float element(const float* p, std::size_t i, cudaStream_t s) {
   return v;
 }
 
-// "" when got == want bit for bit and got's guard zone (kGuard floats after n) is untouched;
-// otherwise what differs, in words.
-std::string compare(const float* got, const float* want, std::size_t n, cudaStream_t s) {
-  const Mismatches m = mismatches(got, want, n, s);
-  if (m.count > 0)
-    return std::to_string(m.count) + " of " + std::to_string(n) + " differ; first at [" +
-           std::to_string(m.first) + "]: got " + std::to_string(element(got, m.first, s)) +
-           ", expected " + std::to_string(element(want, m.first, s)) + " (bit for bit)";
-  const Mismatches g = mismatches(got + n, nullptr, kGuard, s);
-  if (g.count > 0)
-    return "wrote " + std::to_string(g.count) + " floats past the end of out (first at out[" +
-           std::to_string(n + g.first) + "])";
-  return "";
+// "" when out == want bit for bit and out's guard zone is untouched; otherwise what differs, in
+// words.
+std::string compare(const lab::GuardedBuffer<float>& out, const float* want, cudaStream_t s) {
+  const lab::Changed c = lab::count_changed(out.data(), out.size(), ValuesOf{want}, s);
+  if (c.count > 0)
+    return std::to_string(c.count) + " of " + std::to_string(out.size()) + " differ; first at [" +
+           std::to_string(c.first) + "]: got " + std::to_string(element(out.data(), c.first, s)) +
+           ", expected " + std::to_string(element(want, c.first, s)) + " (bit for bit)";
+  return out.damage(s);
 }
 
-// An input x, an output with its guard zone, and the reference's output.
+// An input x, an output with a 2 MiB guard zone after it, and the reference's output.
 struct Buffers {
   std::size_t n;
-  lab::DeviceBuffer<float> x, out, want;
-  explicit Buffers(std::size_t n_) : n(n_), x(n_), out(n_ + kGuard), want(n_) {}
+  lab::DeviceBuffer<float> x, want;
+  lab::GuardedBuffer<float> out;
+  explicit Buffers(std::size_t n_) : n(n_), x(n_), want(n_), out(n_, "out") {}
+  // New inputs from @p seed; the output poisoned, its guard zone armed.
   void fresh(std::uint64_t seed, cudaStream_t s) {
     lab::fill_random(x.data(), n, seed, s, -2.0f, 2.0f);
-    lab::poison(out.data(), out.bytes(), s);
+    out.poison(s);
+    out.arm(s);
   }
 };
+
+// Whether @p a and @p b give different bits on the same fresh inputs (else a test meant to tell
+// them apart shows nothing).
+bool differ(Prebuilt& a, Prebuilt& b, std::uint64_t seed, cudaStream_t s) {
+  constexpr int kN = 4096;
+  Buffers t(kN);
+  t.fresh(seed, s);
+  a.launch(t.x.data(), t.want.data(), kN, s);
+  b.launch(t.x.data(), t.out.data(), kN, s);
+  return lab::count_changed(t.out.data(), kN, ValuesOf{t.want.data()}, s).count > 0;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Child processes: this program run again with kChildFlag. A child prints its readings as
@@ -548,7 +558,8 @@ Child run_child(const std::vector<std::string>& args,
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (timed_out)
-    c.failure = "the process did not finish within " + fixed(kChildTimeoutS, 0) + " s (killed)";
+    c.failure =
+        "the process did not finish within " + lab::fixed(kChildTimeoutS, 0) + " s (killed)";
   else if (WIFSIGNALED(status))
     c.failure = "the process was killed by signal " + std::to_string(WTERMSIG(status)) + " (" +
                 strsignal(WTERMSIG(status)) + ")";
@@ -576,13 +587,11 @@ void report(const std::string& name, double value) {
   std::printf("@ %s %.6f\n", name.c_str(), value);
 }
 
-double since_ms(const lab::HostTimer& t) { return t.elapsed_ms(); }
-
 // Child: context creation and the first launches, in whatever CUDA_MODULE_LOADING the parent set.
 void child_context() {
   lab::HostTimer t;
   LAB_CHECK(cudaFree(nullptr));
-  report("context_ms", since_ms(t));
+  report("context_ms", t.elapsed_ms());
   CUmoduleLoadingMode mode{};
   CU_CHECK(driver().module_get_loading_mode(&mode));
   std::printf("@ loading_mode %s\n", mode == CU_MODULE_LAZY_LOADING ? "lazy" : "eager");
@@ -591,7 +600,7 @@ void child_context() {
     empty_kernel<<<1, 1>>>();
     LAB_CHECK_LAUNCH();
     LAB_CHECK(cudaDeviceSynchronize());
-    report(name, since_ms(t) * 1e3);
+    report(name, t.elapsed_ms() * 1e3);
   }
 }
 
@@ -602,16 +611,16 @@ void child_compile(const std::string& arch) {
   const exercise::Program p = programs()[0].program;
   lab::HostTimer t;
   const std::vector<char> cubin = compile(p, arch);
-  report("nvrtc_cold_ms", since_ms(t));
+  report("nvrtc_cold_ms", t.elapsed_ms());
   t.start();
   compile(p, arch);
-  report("nvrtc_warm_ms", since_ms(t));
+  report("nvrtc_warm_ms", t.elapsed_ms());
   t.start();
   const std::vector<char> ltoir = compile(p, arch, true);
-  report("nvrtc_lto_ms", since_ms(t));
+  report("nvrtc_lto_ms", t.elapsed_ms());
   t.start();
   const std::vector<char> linked = jit_link(ltoir, arch);
-  report("nvjitlink_ms", since_ms(t));
+  report("nvjitlink_ms", t.elapsed_ms());
 
   lab::DeviceBuffer<float> x(kFirstCallN), y(kFirstCallN);
   int n = kFirstCallN;
@@ -628,27 +637,27 @@ void child_compile(const std::string& arch) {
   CUmodule module = nullptr;
   t.start();
   CU_CHECK(d.module_load_data(&module, cubin.data()));
-  report("module_load_us", since_ms(t) * 1e3);
+  report("module_load_us", t.elapsed_ms() * 1e3);
   CUfunction f = nullptr;
   t.start();
   CU_CHECK(d.module_get_function(&f, module, "map"));
   launch_and_wait(f);
-  report("module_first_launch_us", since_ms(t) * 1e3);
+  report("module_first_launch_us", t.elapsed_ms() * 1e3);
   t.start();
   launch_and_wait(f);
-  report("module_second_launch_us", since_ms(t) * 1e3);
+  report("module_second_launch_us", t.elapsed_ms() * 1e3);
   CU_CHECK(d.module_unload(module));
 
   CUlibrary library = nullptr;
   t.start();
   CU_CHECK(d.library_load_data(&library, linked.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
-  report("library_load_us", since_ms(t) * 1e3);
+  report("library_load_us", t.elapsed_ms() * 1e3);
   CUkernel kernel = nullptr;
   t.start();
   CU_CHECK(d.library_get_kernel(&kernel, library, "map"));
   CU_CHECK(d.kernel_get_function(&f, kernel));
   launch_and_wait(f);
-  report("library_first_launch_us", since_ms(t) * 1e3);
+  report("library_first_launch_us", t.elapsed_ms() * 1e3);
   CU_CHECK(d.library_unload(library));
 }
 
@@ -662,19 +671,19 @@ void child_cublas() {
   LAB_CHECK(cudaDeviceSynchronize());
   cublasHandle_t handle = nullptr;
   lab::HostTimer t;
-  CUBLAS_CHECK(cublasCreate(&handle));
-  report("cublas_create_ms", since_ms(t));
+  LAB_CUBLAS_CHECK(cublasCreate(&handle));
+  report("cublas_create_ms", t.elapsed_ms());
   const float one = 1.0f, zero = 0.0f;
   for (const char* name : {"cublas_first_sgemm_ms", "cublas_second_sgemm_ms"}) {
     t.start();
-    CUBLAS_CHECK(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, kN, kN, kN, &one, a.data(), kN,
+    LAB_CUBLAS_CHECK(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, kN, kN, kN, &one, a.data(), kN,
                              b.data(), kN, &zero, c.data(), kN));
     LAB_CHECK(cudaDeviceSynchronize());
-    report(name, since_ms(t));
+    report(name, t.elapsed_ms());
   }
   t.start();
-  CUBLAS_CHECK(cublasDestroy(handle));
-  report("cublas_destroy_ms", since_ms(t));
+  LAB_CUBLAS_CHECK(cublasDestroy(handle));
+  report("cublas_destroy_ms", t.elapsed_ms());
 }
 
 // Child: the exercise's first call in a new process on cache folder @p dir, then a check of its
@@ -701,12 +710,12 @@ void child_first_call(const std::string& dir, const std::string& arch, int progr
     exercise::Operator op(dir, arch);
     op.apply(p, b.x.data(), b.out.data(), kFirstCallN, stream);
     LAB_CHECK(cudaStreamSynchronize(stream));
-    first_call_ms = since_ms(t);
+    first_call_ms = t.elapsed_ms();
   }
   LAB_CHECK(cudaGetLastError());
   Prebuilt ref(p, arch);
   ref.launch(x_copy.data(), b.want.data(), kFirstCallN, stream);
-  const std::string wrong = compare(b.out.data(), b.want.data(), kFirstCallN, stream);
+  const std::string wrong = compare(b.out, b.want.data(), stream);
   report("first_call_ms", first_call_ms);
   std::printf("@ correct %d\n", wrong.empty() ? 1 : 0);
   if (!wrong.empty()) std::printf("@ wrong %s\n", wrong.c_str());
@@ -740,24 +749,17 @@ int child_main(int argc, char** argv) {
 // ---------------------------------------------------------------------------------------------
 // Part A in the parent: run each child role `processes` times, record median and range.
 
-// A reading over several processes: median, fastest and slowest.
-struct Reading {
-  lab::Stats stats;
-  std::string unit;
-};
-
-std::string show(const Reading& r) {
-  const int digits = r.stats.median < 10 ? 2 : r.stats.median < 100 ? 1 : 0;
-  return fixed(r.stats.median, digits) + " " + r.unit + "  (" + fixed(r.stats.min, digits) +
-         " .. " + fixed(r.stats.max, digits) + ")";
-}
-
-// Records @p values as metric @p name: value = median, range = the fastest and slowest process.
-Reading record(lab::Lesson& l, const std::string& name, const std::vector<double>& values,
-               const std::string& unit) {
-  Reading r{lab::summarize(values), unit};
-  l.metric(name, r.stats.median, r.stats.min, r.stats.max, " " + unit);
-  return r;
+// Records @p values as metric @p name (value: the median; range: the fastest and slowest process
+// or call) and returns the line for the notes: @p label, then median (fastest .. slowest).
+std::string record(lab::Lesson& l, const std::string& label, const std::string& name,
+                   const std::vector<double>& values, const std::string& unit) {
+  const lab::Stats st = lab::summarize(values);
+  const lab::Reading r{st.median, st.min, st.max};
+  lab::metric(l, name, r, " " + unit);
+  const int digits = r.value < 10 ? 2 : r.value < 100 ? 1 : 0;
+  return "  " + label + std::string(label.size() < 52 ? 52 - label.size() : 1, ' ') +
+         lab::fixed(r.value, digits) + " " + unit + "  (" + lab::fixed(r.low, digits) + " .. " +
+         lab::fixed(r.high, digits) + ")";
 }
 
 void one_time_costs(lab::Lesson& l, int processes, const std::string& arch, std::size_t big_bytes) {
@@ -778,10 +780,7 @@ void one_time_costs(lab::Lesson& l, int processes, const std::string& arch, std:
       for (const Row& row : rows) values[row.key].push_back(c.number(row.key));
       mode = c.text("loading_mode");
     }
-    for (const Row& row : rows)
-      l.note("  " + row.label +
-             std::string(row.label.size() < 52 ? 52 - row.label.size() : 1, ' ') +
-             show(record(l, row.metric, values[row.key], row.unit)));
+    for (const Row& row : rows) l.note(record(l, row.label, row.metric, values[row.key], row.unit));
     return mode;
   };
 
@@ -831,58 +830,52 @@ void one_time_costs(lab::Lesson& l, int processes, const std::string& arch, std:
     void* p = nullptr;
     lab::HostTimer t;
     LAB_CHECK(cudaMalloc(&p, big_bytes));
-    malloc_us.push_back(since_ms(t) * 1e3);
+    malloc_us.push_back(t.elapsed_ms() * 1e3);
     t.start();
     LAB_CHECK(cudaFree(p));
-    free_us.push_back(since_ms(t) * 1e3);
+    free_us.push_back(t.elapsed_ms() * 1e3);
   }
   for (const bool keep : {false, true}) {
-    int dev = 0;
-    LAB_CHECK(cudaGetDevice(&dev));
-    cudaMemPoolProps props{};
-    props.allocType = cudaMemAllocationTypePinned;
-    props.location.type = cudaMemLocationTypeDevice;
-    props.location.id = dev;
-    cudaMemPool_t pool = nullptr;
-    LAB_CHECK(cudaMemPoolCreate(&pool, &props));
-    std::uint64_t threshold = keep ? std::numeric_limits<std::uint64_t>::max() : 0;
-    LAB_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+    const Pool pool(keep ? std::numeric_limits<std::uint64_t>::max() : 0);
     for (int i = -1; i < kRepeats; ++i) {  // i = -1: the pool's first growth, not recorded
       void* p = nullptr;
       lab::HostTimer t;
-      LAB_CHECK(cudaMallocFromPoolAsync(&p, big_bytes, pool, s));
-      const double us = since_ms(t) * 1e3;
+      LAB_CHECK(cudaMallocFromPoolAsync(&p, big_bytes, pool.get(), s));
+      const double us = t.elapsed_ms() * 1e3;
       LAB_CHECK(cudaFreeAsync(p, s));
       LAB_CHECK(cudaStreamSynchronize(s));  // where a pool with threshold 0 gives its memory back
       if (i >= 0) (keep ? pool_keep_us : pool0_us).push_back(us);
     }
-    LAB_CHECK(cudaMemPoolDestroy(pool));
   }
-  const std::string size = fixed(big_bytes / 1048576.0, 0) + " MiB";
-  l.note("allocating " + size + " in this process, " + std::to_string(kRepeats) +
-         " times: median (fastest .. slowest call)");
-  const std::vector<std::pair<std::string, std::pair<std::string, const std::vector<double>*>>>
-      rows = {
-          {"cudaMalloc", {"malloc_us", &malloc_us}},
-          {"cudaFree", {"free_us", &free_us}},
-          {"cudaMallocFromPoolAsync, release threshold 0", {"pool_release_alloc_us", &pool0_us}},
-          {"cudaMallocFromPoolAsync, threshold unlimited", {"pool_keep_alloc_us", &pool_keep_us}}};
-  for (const auto& [label, m] : rows)
-    l.note("  " + label + std::string(52 - label.size(), ' ') +
-           show(record(l, m.first, *m.second, "us")));
+  l.note("allocating " + lab::fixed(big_bytes / 1048576.0, 0) + " MiB in this process, " +
+         std::to_string(kRepeats) + " times: median (fastest .. slowest call)");
+  l.note(record(l, "cudaMalloc", "malloc_us", malloc_us, "us"));
+  l.note(record(l, "cudaFree", "free_us", free_us, "us"));
+  l.note(record(l, "cudaMallocFromPoolAsync, release threshold 0", "pool_release_alloc_us",
+                pool0_us, "us"));
+  l.note(record(l, "cudaMallocFromPoolAsync, threshold unlimited", "pool_keep_alloc_us",
+                pool_keep_us, "us"));
 }
 
 // ---------------------------------------------------------------------------------------------
 // Part B's cache tests in new processes.
 
+// A new process's first call of program @p program on cache folder @p dir (child_first_call).
+Child first_call(const fs::path& dir, const std::string& arch, int program, std::uint64_t seed) {
+  return run_child(
+      {"first-call", dir.string(), arch, std::to_string(program), std::to_string(seed)});
+}
+
+std::string read_bytes(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
 // Every regular file under @p dir, with its bytes.
 std::map<fs::path, std::string> files_in(const fs::path& dir) {
   std::map<fs::path, std::string> out;
   for (const auto& e : fs::recursive_directory_iterator(dir))
-    if (e.is_regular_file()) {
-      std::ifstream in(e.path(), std::ios::binary);
-      out[e.path()] = std::string(std::istreambuf_iterator<char>(in), {});
-    }
+    if (e.is_regular_file()) out[e.path()] = read_bytes(e.path());
   return out;
 }
 
@@ -906,7 +899,7 @@ void corruption_test(lab::Lesson& l, const fs::path& filled, const fs::path& dir
     write_bytes(path, damaged[path]);
   }
   const std::string name = "new process, cache files " + what;
-  const Child c = run_child({"first-call", dir.string(), arch, "0", std::to_string(seed)});
+  const Child c = first_call(dir, arch, 0, seed);
   if (!c.ok) {
     l.check("exercise", name, false,
             c.why() + ": a damaged cache entry must be detected, not used");
@@ -919,8 +912,7 @@ void corruption_test(lab::Lesson& l, const fs::path& filled, const fs::path& dir
   for (const auto& [path, bytes] : damaged) {
     std::error_code ec;
     if (!fs::exists(path, ec)) continue;
-    std::ifstream in(path, std::ios::binary);
-    if (std::string(std::istreambuf_iterator<char>(in), {}) == bytes) {
+    if (read_bytes(path) == bytes) {
       l.check("exercise", name, false,
               "the right result, but the damaged file " + path.filename().string() +
                   " is still there as the harness left it: detect the damage and write the "
@@ -954,7 +946,7 @@ void cache_tests(lab::Lesson& l, const fs::path& root, const std::string& arch, 
           std::string("new process, ") +
           (filled ? "cache folder filled by an earlier one" : "empty cache folder") + " (" +
           std::to_string(k + 1) + ")";
-      const Child c = run_child({"first-call", dir.string(), arch, "0", std::to_string(++seed)});
+      const Child c = first_call(dir, arch, 0, ++seed);
       if (!c.ok) {
         l.check("exercise", name, false, c.why());
         continue;
@@ -970,12 +962,12 @@ void cache_tests(lab::Lesson& l, const fs::path& root, const std::string& arch, 
   const lab::Stats a = lab::summarize(cold), b = lab::summarize(warm);
   l.metric("first_call_cold_ms", a.median, a.min, a.max, " ms");
   l.metric("first_call_filled_ms", b.median, b.min, b.max, " ms");
-  const lab::MedianRatio r = lab::ratio_of_medians(a, b);  // interval as lab::speedup's
+  const lab::MedianRatio r = lab::ratio_of_medians(a, b);  // lab::speedup's interval, for Stats
   l.metric("first_call_speedup", r.value, r.low, r.high, "x");
   l.note("first call in a new process, n = " + std::to_string(kFirstCallN) + ", median of " +
-         std::to_string(processes) + ": empty cache folder " + fixed(a.median, 2) +
-         " ms, filled folder " + fixed(b.median, 2) + " ms: " + fixed(a.median / b.median, 1) +
-         "x faster (the checker wants >= 2x)");
+         std::to_string(processes) + ": empty cache folder " + lab::fixed(a.median, 2) +
+         " ms, filled folder " + lab::fixed(b.median, 2) +
+         " ms: " + lab::fixed(a.median / b.median, 1) + "x faster (the checker wants >= 2x)");
 
   const fs::path filled = root / "first-call-0";
   if (files_in(filled).empty()) {
@@ -996,7 +988,7 @@ void cache_tests(lab::Lesson& l, const fs::path& root, const std::string& arch, 
   // A stale entry: a whole, well-formed entry for program 0, under the name program 1's entry has.
   const fs::path stale = root / "stale";
   fs::create_directories(stale);
-  const Child setup = run_child({"first-call", stale.string(), arch, "1", std::to_string(++seed)});
+  const Child setup = first_call(stale, arch, 1, ++seed);
   l.check("exercise", "new process, program 1, empty cache folder",
           setup.ok && setup.text("correct") == "1", setup.ok ? setup.text("wrong") : setup.why());
   if (!setup.ok) return;
@@ -1007,10 +999,10 @@ void cache_tests(lab::Lesson& l, const fs::path& root, const std::string& arch, 
         "name, so there is no other entry's file to swap in");
     return;
   }
-  const std::string planted = files_in(filled)[from];
+  const std::string planted = read_bytes(from);
   write_bytes(to, planted);
   const std::string name = "new process, program 1's cache file replaced by program 0's";
-  const Child c = run_child({"first-call", stale.string(), arch, "1", std::to_string(++seed)});
+  const Child c = first_call(stale, arch, 1, ++seed);
   if (!c.ok)
     l.check("exercise", name, false, c.why());
   else if (c.text("correct") != "1")
@@ -1019,9 +1011,7 @@ void cache_tests(lab::Lesson& l, const fs::path& root, const std::string& arch, 
                 ": the entry was another program's, and was used: store the key "
                 "in the entry and compare it");
   else {
-    std::ifstream in(to, std::ios::binary);
-    const bool left = std::string(std::istreambuf_iterator<char>(in), {}) == planted;
-    l.check("exercise", name, !left,
+    l.check("exercise", name, read_bytes(to) != planted,
             "the right result, but the other program's entry still sits under this one's name: "
             "write the entry again when its key does not match");
   }
@@ -1030,41 +1020,75 @@ void cache_tests(lab::Lesson& l, const fs::path& root, const std::string& arch, 
 // ---------------------------------------------------------------------------------------------
 // The variants of the table.
 
-// Validates one call of @p call against @p ref on fresh inputs, bit for bit.
-void validate(lab::Lesson& l, const std::string& variant, const std::string& case_name, Buffers& b,
-              int n, std::uint64_t seed, Prebuilt& ref,
-              const std::function<void(const float*, float*, int, cudaStream_t)>& call) {
+// One call of a variant, out = smooth(f(x)) on n floats, and what the variants call it with
+// (made in run(), once the GPU's architecture is known).
+struct Call {
+  const float* x = nullptr;
+  float* out = nullptr;
+  int n = 0;
+  Prebuilt* prebuilt = nullptr;                // program 0, compiled once
+  float* t = nullptr;                          // prebuilt's intermediate, at least n floats
+  cudaMemPool_t releasing = nullptr;           // pool_no_threshold's: release threshold 0
+  exercise::Operator* op = nullptr;            // yours
+  const exercise::Program* program = nullptr;  // what yours is asked to run
+};
+
+void add_variants(lab::Variants<Call>& variants) {
+  // Host-paced (no lead-in): whatever a call does on the host is inside its time. 20 samples and
+  // 30 ms, the median to 1%, within 6 s.
+  const lab::BenchmarkOptions o = lab::measure_until(20, 30.0, 0.01, 6.0);
+  const auto work = [](const Call& c) { return lab::Work{16.0 * c.n, 0}; };  // x, t twice, out
+  const std::string host_work =
+      "a captured call hides the host work this lesson measures (and cannot hold cudaMalloc, a "
+      "compile or a synchronization)";
+  variants.add({"prebuilt", lab::Role::Reference,
+                "the kernels compiled once, launched from their module, intermediate preallocated",
+                [](Call& c, cudaStream_t s) { c.prebuilt->launch(c.x, c.t, c.out, c.n, s); }, work,
+                0, lab::Pacing::Host, o});
+  variants.add({"malloc_each_call", lab::Role::Baseline,
+                "prebuilt kernels, cudaMalloc + cudaFree of the intermediate in every call",
+                [](Call& c, cudaStream_t s) {
+                  float* t = nullptr;
+                  LAB_CHECK(cudaMalloc(&t, sizeof(float) * static_cast<std::size_t>(c.n)));
+                  c.prebuilt->launch(c.x, t, c.out, c.n, s);
+                  LAB_CHECK(cudaFree(t));
+                },
+                work, 0, lab::Pacing::Host, o, "", host_work});
+  variants.add({"pool_no_threshold", lab::Role::Baseline,
+                "prebuilt kernels, intermediate from a pool with release threshold 0",
+                [](Call& c, cudaStream_t s) {
+                  float* t = nullptr;
+                  LAB_CHECK(cudaMallocFromPoolAsync(reinterpret_cast<void**>(&t),
+                                                    sizeof(float) * static_cast<std::size_t>(c.n),
+                                                    c.releasing, s));
+                  c.prebuilt->launch(c.x, t, c.out, c.n, s);
+                  LAB_CHECK(cudaFreeAsync(t, s));
+                },
+                work, 0, lab::Pacing::Host, o, "", host_work});
+  variants.add({"exercise", lab::Role::Exercise, "your Operator::apply (exercise.cu)",
+                [](Call& c, cudaStream_t s) { c.op->apply(*c.program, c.x, c.out, c.n, s); }, work,
+                0, lab::Pacing::Host, o, "", host_work});
+}
+
+// Validates one call of @p v on @p n fresh inputs against @p ref, bit for bit: on @p big at the
+// timing size, else on buffers of its own (so that the guard zone starts right after out[n - 1]).
+void validate(lab::Lesson& l, const lab::Variant<Call>& v, const std::string& case_name, Call c,
+              int n, Buffers& big, std::uint64_t seed, Prebuilt& ref) {
   cudaStream_t s = l.stream();
+  std::optional<Buffers> own;
+  Buffers& b = static_cast<std::size_t>(n) == big.n ? big : own.emplace(n);
   b.fresh(seed, s);
   ref.launch(b.x.data(), b.want.data(), n, s);  // first: the call cannot change its inputs
   LAB_CHECK(cudaStreamSynchronize(s));
-  call(b.x.data(), b.out.data(), n, s);
+  c.x = b.x.data();
+  c.out = b.out.data();
+  c.n = n;
+  v.launch(c, s);
   LAB_CHECK(cudaStreamSynchronize(s));
   LAB_CHECK(cudaGetLastError());
-  const std::string wrong = compare(b.out.data(), b.want.data(), static_cast<std::size_t>(n), s);
-  l.check(variant, case_name, wrong.empty(), wrong);
+  const std::string wrong = compare(b.out, b.want.data(), s);
+  l.check(v.name, case_name, wrong.empty(), wrong);
 }
-
-// The pool with release threshold 0 of the `pool_no_threshold` baseline.
-class ReleasingPool {
- public:
-  ReleasingPool() {
-    int dev = 0;
-    LAB_CHECK(cudaGetDevice(&dev));
-    cudaMemPoolProps props{};
-    props.allocType = cudaMemAllocationTypePinned;
-    props.location.type = cudaMemLocationTypeDevice;
-    props.location.id = dev;
-    LAB_CHECK(cudaMemPoolCreate(&pool_, &props));  // release threshold: 0, the default
-  }
-  ~ReleasingPool() { cudaMemPoolDestroy(pool_); }
-  ReleasingPool(const ReleasingPool&) = delete;
-  ReleasingPool& operator=(const ReleasingPool&) = delete;
-  cudaMemPool_t get() const { return pool_; }
-
- private:
-  cudaMemPool_t pool_ = nullptr;
-};
 
 }  // namespace
 
@@ -1076,14 +1100,9 @@ int main(int argc, char** argv) {
 
   lab::Lesson lesson("11-one-time-costs",
                      "One-time costs: context, module loading, runtime compilation, allocation");
-  lesson.declare(
-      "prebuilt", lab::Role::Reference,
-      "the kernels compiled once, launched from their module, intermediate preallocated");
-  lesson.declare("malloc_each_call", lab::Role::Baseline,
-                 "prebuilt kernels, cudaMalloc + cudaFree of the intermediate in every call");
-  lesson.declare("pool_no_threshold", lab::Role::Baseline,
-                 "prebuilt kernels, intermediate from a pool with release threshold 0");
-  lesson.declare("exercise", lab::Role::Exercise, "your Operator::apply (exercise.cu)");
+  lab::Variants<Call> variants(lesson);
+  add_variants(variants);
+  const lab::Variant<Call>& mine = variants["exercise"];
 
   long long n_opt = 0, processes_opt = 0, one_time_opt = 1, keep_opt = 0;
   lesson.option("--n", &n_opt,
@@ -1130,36 +1149,14 @@ int main(int argc, char** argv) {
 
     Buffers b(static_cast<std::size_t>(N));
     lab::DeviceBuffer<float> t_prebuilt(static_cast<std::size_t>(N));
-    ReleasingPool releasing;
+    const Pool releasing(0);
     std::unique_ptr<exercise::Operator> op;
     fs::create_directories(root / "main");
     if (l.selected("exercise"))
       op = std::make_unique<exercise::Operator>((root / "main").string(), arch);
-
-    const exercise::Program& p0 = progs[0].program;
-    using Call = std::function<void(const float*, float*, int, cudaStream_t)>;
-    const std::vector<std::pair<std::string, Call>> variants = {
-        {"prebuilt", [&](const float* x, float* out, int n,
-                         cudaStream_t st) { ref0.launch(x, t_prebuilt.data(), out, n, st); }},
-        {"malloc_each_call",
-         [&](const float* x, float* out, int n, cudaStream_t st) {
-           float* t = nullptr;
-           LAB_CHECK(cudaMalloc(&t, sizeof(float) * static_cast<std::size_t>(n)));
-           ref0.launch(x, t, out, n, st);
-           LAB_CHECK(cudaFree(t));
-         }},
-        {"pool_no_threshold",
-         [&](const float* x, float* out, int n, cudaStream_t st) {
-           float* t = nullptr;
-           LAB_CHECK(cudaMallocFromPoolAsync(reinterpret_cast<void**>(&t),
-                                             sizeof(float) * static_cast<std::size_t>(n),
-                                             releasing.get(), st));
-           ref0.launch(x, t, out, n, st);
-           LAB_CHECK(cudaFreeAsync(t, st));
-         }},
-        {"exercise",
-         [&](const float* x, float* out, int n, cudaStream_t st) { op->apply(p0, x, out, n, st); }},
-    };
+    // What the variants run with, on program 0 (x, out and n: set for each call).
+    const exercise::Program* p0 = &progs[0].program;
+    const Call call{nullptr, nullptr, 0, &ref0, t_prebuilt.data(), releasing.get(), op.get(), p0};
 
     // 1. Validation in this process: several programs (two differing only in their options),
     //    odd sizes, fresh inputs, outputs poisoned; a second Operator on the same folder (its
@@ -1167,17 +1164,14 @@ int main(int argc, char** argv) {
     if (!l.profiling()) {
       std::uint64_t seed = l.seed() * 64 + 1;
       // The test programs must differ, or keying without the options would go unnoticed.
-      b.fresh(seed, s);
-      refs[0]->launch(b.x.data(), b.out.data(), 4096, s);
-      refs[1]->launch(b.x.data(), b.want.data(), 4096, s);
-      if (mismatches(b.out.data(), b.want.data(), 4096, s).count == 0)
+      if (!differ(*refs[0], *refs[1], seed, s))
         throw std::logic_error(
             "programs 0 and 1 give the same bits: the options test shows nothing");
 
-      for (const auto& [name, call] : variants) {
-        if (!l.selected(name) || name == "exercise") continue;
+      for (const auto* v : variants.selected()) {
+        if (v->role == lab::Role::Exercise) continue;
         for (const int n : {1000, 4097, 1})
-          validate(l, name, progs[0].name + ", n=" + std::to_string(n), b, n, ++seed, ref0, call);
+          validate(l, *v, progs[0].name + ", n=" + std::to_string(n), call, n, b, ++seed, ref0);
       }
       if (op) {
         struct Case {
@@ -1186,14 +1180,13 @@ int main(int argc, char** argv) {
         const Case cases[] = {{0, 1000},  {1, 1000}, {2, 4097}, {0, 1},
                               {1, 65537}, {2, 257},  {0, N}};
         auto run_cases = [&](exercise::Operator& o, const std::string& label) {
-          for (const Case& c : cases) {
-            if (c.n > N) continue;
-            const exercise::Program& p = progs[c.program].program;
-            validate(l, "exercise", progs[c.program].name + ", n=" + std::to_string(c.n) + label, b,
-                     c.n, ++seed, *refs[c.program],
-                     [&](const float* x, float* out, int n, cudaStream_t st) {
-                       o.apply(p, x, out, n, st);
-                     });
+          for (const Case& k : cases) {
+            if (k.n > N) continue;
+            Call c = call;
+            c.op = &o;
+            c.program = &progs[k.program].program;
+            validate(l, mine, progs[k.program].name + ", n=" + std::to_string(k.n) + label, c, k.n,
+                     b, ++seed, *refs[k.program]);
           }
         };
         run_cases(*op, "");
@@ -1209,10 +1202,7 @@ int main(int argc, char** argv) {
         } else {
           const NamedProgram ap = arch_program();
           Prebuilt ref_a(ap.program, arch), ref_b(ap.program, other);
-          b.fresh(++seed, s);
-          ref_a.launch(b.x.data(), b.out.data(), 4096, s);
-          ref_b.launch(b.x.data(), b.want.data(), 4096, s);
-          if (mismatches(b.out.data(), b.want.data(), 4096, s).count == 0)
+          if (!differ(ref_a, ref_b, ++seed, s))
             throw std::logic_error(arch + " and " + other +
                                    " give the same bits: the test shows nothing");
           const fs::path dir = root / "two-targets";
@@ -1220,77 +1210,62 @@ int main(int argc, char** argv) {
           for (const auto& [target, ref] :
                {std::pair<std::string, Prebuilt*>{arch, &ref_a}, {other, &ref_b}}) {
             exercise::Operator o(dir.string(), target);
-            validate(l, "exercise",
-                     ap.name + " for " + target + " (one cache folder for both targets)", b, 4097,
-                     ++seed, *ref, [&](const float* x, float* out, int n, cudaStream_t st) {
-                       o.apply(ap.program, x, out, n, st);
-                     });
+            Call c = call;
+            c.op = &o;
+            c.program = &ap.program;
+            validate(l, mine, ap.name + " for " + target + " (one cache folder for both targets)",
+                     c, 4097, b, ++seed, *ref);
             LAB_CHECK(cudaDeviceSynchronize());
           }
         }
       }
     }
 
-    // 2. Timing: one call each; no lead-in, so the host's work in a call is inside its time.
-    //    The exercise's timed calls get new inputs and a poisoned output each; some are checked.
-    l.size("n = " + std::to_string(N) + " floats per call (" + fixed(N * 4.0 / 1048576, 0) +
+    // 2. Timing: one call each, host-paced. The exercise's timed calls get new inputs and a
+    //    poisoned output each; some are checked.
+    l.size("n = " + std::to_string(N) + " floats per call (" + lab::fixed(N * 4.0 / 1048576, 0) +
            " MiB each for x, the intermediate and out); program: " + progs[0].name);
     b.fresh(l.seed() * 64 + 500, s);
-    lab::BenchmarkOptions options;
-    options.lead_in_us = 0;
-    options.timeout_s = 6.0;
-    options.stop.min_samples = 20;
-    options.stop.min_total_ms = 30.0;
-    options.stop.target_precision = 0.01;
-    lab::DeviceBuffer<float> x_check(static_cast<std::size_t>(N));
+    Call timed = call;
+    timed.x = b.x.data();
+    timed.out = b.out.data();
+    timed.n = N;
+    lab::DeviceBuffer<float> x_check(b.n);
     std::uint64_t timed_seed = 0;
     lab::TimedCallChecks checks;
     checks.prepare = [&](cudaStream_t st, std::uint64_t call_seed) {
       timed_seed = call_seed;
-      lab::fill_random(b.x.data(), b.n, timed_seed, st, -2.0f, 2.0f);
-      lab::poison(b.out.data(), b.out.bytes(), st);
+      b.fresh(timed_seed, st);
     };
     checks.verify = [&](cudaStream_t st, const std::string& case_name) {
       // The reference from inputs regenerated from the call's seed, never read back.
       lab::fill_random(x_check.data(), x_check.size(), timed_seed, st, -2.0f, 2.0f);
       ref0.launch(x_check.data(), b.want.data(), N, st);
-      const std::string wrong = compare(b.out.data(), b.want.data(), b.n, st);
+      const std::string wrong = compare(b.out, b.want.data(), st);
       l.check("exercise", "n=" + std::to_string(N) + " " + case_name, wrong.empty(), wrong);
     };
-    std::map<std::string, const lab::Measurement*> measured;
-    for (const auto& [name, call] : variants) {
-      if (!l.selected(name)) continue;
-      if (l.result().mode == lab::Mode::Graph && name != "prebuilt") {
-        l.note(name +
-               " not timed in graph mode: a captured call hides the host work this lesson "
-               "measures (and cannot hold cudaMalloc, a compile or a synchronization)");
-        continue;
-      }
-      const Call& c = call;
-      const lab::Measurement* m = l.measure(
-          name, {16.0 * N, 0}, [&](cudaStream_t st) { c(b.x.data(), b.out.data(), N, st); },
-          options, name == "exercise" ? checks : lab::TimedCallChecks{});
-      if (m) measured[name] = m;
-    }
+    variants.measure_all(timed, checks);
 
     // 3. After timing: new inputs, every variant again; and x must be as the harness wrote it.
     if (!l.profiling()) {
       const std::uint64_t seed = l.seed() * 64 + 900;
-      for (const auto& [name, call] : variants)
-        if (l.selected(name))
-          validate(l, name, progs[0].name + ", n=" + std::to_string(N) + " after timing", b, N,
-                   seed, ref0, call);
-      lab::fill_random(x_check.data(), x_check.size(), seed, s, -2.0f, 2.0f);
-      if (l.selected("exercise"))
-        l.check("exercise", "x unchanged after timing",
-                mismatches(b.x.data(), x_check.data(), b.n, s).count == 0,
-                "the input x was written to: it is read only");
+      for (const auto* v : variants.selected())
+        validate(l, *v, progs[0].name + ", n=" + std::to_string(N) + " after timing", call, N, b,
+                 seed, ref0);
+      if (l.selected("exercise")) {
+        const std::string changed = lab::changed_input("x", b.x.data(), b.n, InputX{seed}, s);
+        l.check("exercise", "x unchanged after timing", changed.empty(),
+                changed + " (it is read only)");
+      }
     }
-    const auto pre = measured.find("prebuilt");
-    for (const auto& [name, m] : measured)
-      if (pre != measured.end() && name != "prebuilt")
-        l.note(name + " costs " + fixed(m->gpu_ms.median / pre->second->gpu_ms.median, 2) +
-               "x the prebuilt call" + (name == "exercise" ? " (the checker wants <= 1.15x)" : ""));
+    if (const lab::Measurement* pre = variants.measurement("prebuilt"))
+      for (const auto& v : variants) {
+        const lab::Measurement* m = variants.measurement(v.name);
+        if (m && m != pre)
+          l.note(v.name + " costs " + lab::fixed(lab::speedup(*m, *pre).value, 2) +
+                 "x the prebuilt call" +
+                 (v.role == lab::Role::Exercise ? " (the checker wants <= 1.15x)" : ""));
+      }
 
     // 4. The disk cache across processes, and damaged entries.
     LAB_CHECK(cudaDeviceSynchronize());
