@@ -17,6 +17,7 @@
 #include "lab/memory.hpp"
 #include "lab/read_only.cuh"
 #include "lab/reduce.cuh"
+#include "lab/timed_calls.hpp"
 #include "lab/timing.hpp"
 #include "lab/validate.hpp"
 
@@ -283,6 +284,45 @@ TEST_CASE("a changed BF16 input is found too, to its last bit") {
   CHECK(c.first == 77);
   CHECK(lab::changed_input("h", h.data(), n, RandomBf16{5}, s) ==
         "h was written: 2 of its 100003 elements changed, the first at [77]");
+}
+
+TEST_CASE("a sampled product reads C where the picked rows and columns cross") {
+  // C = A B on the host (M x K times K x N, odd sizes), uploaded with every seventh element
+  // planted wrong: a sample that read C at the wrong place would show it.
+  const int M = 37, N = 53, K = 29;
+  auto a_at = [](std::uint64_t i) { return lab::random_input(11, i); };
+  auto b_at = [](std::uint64_t i) { return lab::random_input(12, i); };
+  std::vector<float> c(static_cast<std::size_t>(M) * N);
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) {
+      double sum = 0;
+      for (int k = 0; k < K; ++k) sum += double(a_at(i * K + k)) * b_at(k * N + j);
+      c[i * N + j] = static_cast<float>(sum);
+    }
+  auto planted = [](std::size_t at) { return at % 7 == 3; };
+  for (std::size_t at = 0; at < c.size(); ++at)
+    if (planted(at)) c[at] += 1.0f;
+  lab::Stream s;
+  lab::DeviceBuffer<float> dc(c.size());
+  LAB_CHECK(cudaMemcpyAsync(dc.data(), c.data(), dc.bytes(), cudaMemcpyHostToDevice, s));
+  std::mt19937_64 pick(3);
+  const lab::ProductSample e = lab::sample_product(dc.data(), M, N, K, a_at, b_at, 40, pick, s);
+  REQUIRE(e.index.size() == 40u * 40u);
+  REQUIRE(e.got.size() == e.index.size());
+  REQUIRE(e.exact.size() == e.index.size());
+  for (std::size_t x = 0; x < e.index.size(); ++x) {
+    const std::size_t i = e.index[x] / N, j = e.index[x] % N;
+    CHECK(e.got[x] == c[e.index[x]]);
+    double sum = 0, magnitude = 0;
+    for (int k = 0; k < K; ++k) {
+      const double t = double(a_at(i * K + k)) * b_at(k * N + j);
+      sum += t;
+      magnitude += std::fabs(t);
+    }
+    CHECK(e.exact[x].value == doctest::Approx(sum).epsilon(1e-12));
+    CHECK(e.exact[x].magnitude == doctest::Approx(magnitude).epsilon(1e-12));
+    CHECK((std::fabs(e.got[x] - e.exact[x].value) > 0.5) == planted(e.index[x]));
+  }
 }
 
 TEST_CASE("warp and block sums add every element once") {

@@ -558,11 +558,8 @@ void demonstrations(lab::Lesson& l, std::size_t n, const lab::Measurement* exerc
     DeviceSide kernel_only(n);
     kernel_only.set_coefficients(2.0f, 1.0f, s);
     kernel_only.prepare(s);
-    lab::BenchmarkOptions o;
-    o.stop.min_samples = 10;
-    o.timeout_s = 1.0;
     const double kernel_ms =
-        lab::benchmark(kernel_only.kernel(), s, o).gpu_ms.median;
+        lab::benchmark(kernel_only.kernel(), s, lab::short_run(1.0, 10)).gpu_ms.median;
     l.note(lab::text("The kernel alone: %.3f ms, %.1f%% of your round trip's %.3f ms.", kernel_ms,
                      100 * kernel_ms / trip_ms, trip_ms));
   }

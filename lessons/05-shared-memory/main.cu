@@ -527,42 +527,20 @@ class TimedSgemm : public lab::TimedCalls {
   }
 
   bool verify(cudaStream_t s, const std::string& case_name) override {
-    const int M = g_.M, N = g_.N, K = g_.K;
-    std::uniform_int_distribution<int> any_row(0, M - 1), any_col(0, N - 1);
-    std::vector<int> rows(kPicks), cols(kPicks);
-    for (int& r : rows) r = any_row(pick);
-    for (int& c : cols) c = any_col(pick);
-    // The picked rows of C.
-    std::vector<float> got(static_cast<std::size_t>(kPicks) * N);
-    for (int p = 0; p < kPicks; ++p)
-      LAB_CHECK(cudaMemcpyAsync(got.data() + static_cast<std::size_t>(p) * N,
-                                g_.C.data() + static_cast<std::size_t>(rows[p]) * N,
-                                N * sizeof(float), cudaMemcpyDeviceToHost, s));
-    LAB_CHECK(cudaStreamSynchronize(s));
-    // The picked rows of A and columns of B, regenerated.
-    std::vector<float> a(static_cast<std::size_t>(kPicks) * K), bt(static_cast<std::size_t>(kPicks) * K);
-    for (int p = 0; p < kPicks; ++p)
-      for (int k = 0; k < K; ++k) {
-        a[static_cast<std::size_t>(p) * K + k] =
-            lab::random_input(seed_, static_cast<std::uint64_t>(rows[p]) * K + k);
-        bt[static_cast<std::size_t>(p) * K + k] =
-            lab::random_input(b_seed_, static_cast<std::uint64_t>(k) * N + cols[p]);
-      }
-    std::vector<std::size_t> index;
-    std::vector<float> picked, expected;
+    const std::uint64_t a_seed = seed_, b_seed = b_seed_;
+    const lab::ProductSample e = lab::sample_product(
+        g_.C.data(), g_.M, g_.N, g_.K,
+        [a_seed](std::uint64_t i) { return lab::random_input(a_seed, i); },
+        [b_seed](std::uint64_t i) { return lab::random_input(b_seed, i); }, kPicks, pick, s);
+    std::vector<float> expected;
     double largest = 0;
-    for (int p = 0; p < kPicks; ++p)
-      for (int q = 0; q < kPicks; ++q) {
-        const lab::Dot dot = lab::dot_product(a.data() + static_cast<std::size_t>(p) * K,
-                                              bt.data() + static_cast<std::size_t>(q) * K, K);
-        index.push_back(static_cast<std::size_t>(rows[p]) * N + cols[q]);
-        picked.push_back(got[static_cast<std::size_t>(p) * N + cols[q]]);
-        expected.push_back(static_cast<float>(g_.alpha * dot.value));
-        largest = std::max(largest, std::fabs(g_.alpha) * dot.magnitude);
-      }
-    lab::Comparison c = lab::allclose(picked.data(), expected.data(), picked.size(),
-                                      lab::sum_tolerance(K + 2.0, largest));
-    for (lab::Mismatch& m : c.first) m.index = index[m.index];  // report C's own index
+    for (const lab::Dot& dot : e.exact) {
+      expected.push_back(static_cast<float>(g_.alpha * dot.value));
+      largest = std::max(largest, std::fabs(g_.alpha) * dot.magnitude);
+    }
+    lab::Comparison c = lab::allclose(e.got.data(), expected.data(), expected.size(),
+                                      lab::sum_tolerance(g_.K + 2.0, largest));
+    for (lab::Mismatch& m : c.first) m.index = e.index[m.index];  // report C's own index
     g_.C.check_guard(c, s);
     l_.check("exercise_sgemm", case_name, c);
     return c.ok;

@@ -456,42 +456,20 @@ class TimedGemm : public lab::TimedCalls {
   }
 
   bool verify(cudaStream_t s, const std::string& case_name) override {
-    const int M = g_.M, N = g_.N, K = g_.K;
-    std::uniform_int_distribution<int> any_row(0, M - 1), any_col(0, N - 1);
-    std::vector<int> rows(kPicks), cols(kPicks);
-    for (int& r : rows) r = any_row(pick);
-    for (int& c : cols) c = any_col(pick);
-    std::vector<float> got(static_cast<std::size_t>(kPicks) * N);
-    for (int p = 0; p < kPicks; ++p)
-      LAB_CHECK(cudaMemcpyAsync(got.data() + static_cast<std::size_t>(p) * N,
-                                g_.C.data() + static_cast<std::size_t>(rows[p]) * N,
-                                N * sizeof(float), cudaMemcpyDeviceToHost, s));
-    LAB_CHECK(cudaStreamSynchronize(s));
-    const std::size_t n = static_cast<std::size_t>(kPicks) * K;
     const RandomBf16 a_in{seed_}, b_in{b_seed_};
-    std::vector<float> a(n), bt(n);
-    for (int p = 0; p < kPicks; ++p)
-      for (int k = 0; k < K; ++k) {
-        a[static_cast<std::size_t>(p) * K + k] =
-            __bfloat162float(a_in(static_cast<std::uint64_t>(rows[p]) * K + k));
-        bt[static_cast<std::size_t>(p) * K + k] =
-            __bfloat162float(b_in(static_cast<std::uint64_t>(k) * N + cols[p]));
-      }
-    std::vector<std::size_t> index;
-    std::vector<double> picked, expected;
+    const lab::ProductSample e = lab::sample_product(
+        g_.C.data(), g_.M, g_.N, g_.K,
+        [a_in](std::uint64_t i) { return __bfloat162float(a_in(i)); },
+        [b_in](std::uint64_t i) { return __bfloat162float(b_in(i)); }, kPicks, pick, s);
+    std::vector<double> picked(e.got.begin(), e.got.end()), expected;
     double largest = 0;
-    for (int p = 0; p < kPicks; ++p)
-      for (int q = 0; q < kPicks; ++q) {
-        const lab::Dot dot = lab::dot_product(a.data() + static_cast<std::size_t>(p) * K,
-                                              bt.data() + static_cast<std::size_t>(q) * K, K);
-        expected.push_back(dot.value);
-        index.push_back(static_cast<std::size_t>(rows[p]) * N + cols[q]);
-        picked.push_back(got[static_cast<std::size_t>(p) * N + cols[q]]);
-        largest = std::max(largest, dot.magnitude);
-      }
-    lab::Comparison c =
-        lab::allclose(picked.data(), expected.data(), picked.size(), tolerance(K, 0.0, largest));
-    for (lab::Mismatch& m : c.first) m.index = index[m.index];
+    for (const lab::Dot& dot : e.exact) {
+      expected.push_back(dot.value);
+      largest = std::max(largest, dot.magnitude);
+    }
+    lab::Comparison c = lab::allclose(picked.data(), expected.data(), picked.size(),
+                                      tolerance(g_.K, 0.0, largest));
+    for (lab::Mismatch& m : c.first) m.index = e.index[m.index];  // report C's own index
     g_.C.check_guard(c, s);
     l_.check("exercise", case_name, c);
     return c.ok;

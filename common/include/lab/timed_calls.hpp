@@ -6,10 +6,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "lab/harness.hpp"
+#include "lab/validate.hpp"
 
 namespace lab {
 
@@ -60,5 +63,32 @@ class TimedCalls {
   bool prepared_ = false;
   bool failed_ = false;
 };
+
+/// @brief A timed call of a matrix product C = A B, sampled for TimedCalls::verify: the elements
+/// where @p picks rows and @p picks columns of C cross, picked only after the call.
+struct ProductSample {
+  std::vector<std::size_t> index;  ///< C's own index of each element (row-major), row by row
+  std::vector<float> got;          ///< C there, as the call left it
+  std::vector<Dot> exact;          ///< sum_k A[i][k] B[k][j] in double, and its magnitude
+};
+
+/// @brief Samples a product on the device for a check: reads back the picked rows of C and
+/// regenerates the picked rows of A and columns of B from their generators (never read back:
+/// the exercise could have written into them). At 32 picks and K = 4096, 262 K values and 4 M
+/// multiply-adds: a few milliseconds of host time.
+/// @param C the product on the device, row-major M x N
+/// @param M rows of A and C
+/// @param N columns of B and C
+/// @param K columns of A, rows of B
+/// @param a_at A[i][k] as the harness wrote it, at i * K + k (row-major M x K)
+/// @param b_at B[k][j] as the harness wrote it, at k * N + j (row-major K x N)
+/// @param picks rows, and columns, to pick
+/// @param pick the harness's generator (TimedCalls::pick): rows first, then columns
+/// @param stream the lesson's stream (C is read on it)
+/// @return picks x picks elements
+ProductSample sample_product(const float* C, int M, int N, int K,
+                             const std::function<float(std::uint64_t)>& a_at,
+                             const std::function<float(std::uint64_t)>& b_at, int picks,
+                             std::mt19937_64& pick, cudaStream_t stream);
 
 }  // namespace lab
