@@ -526,33 +526,30 @@ int main(int argc, char** argv) {
               fp32_work},
              /*bf16_inputs=*/false,
              /*u_in=*/0.0});
-  gemms.add({{"cublas_fp32", lab::Role::Reference,
-              "cuBLAS, CUBLAS_COMPUTE_32F_PEDANTIC: FP32 data, FP32 FMA pipes",
-              [&cublas](Gemm& g, cudaStream_t s) {
-                cublas_gemm(*cublas, g.M, g.N, g.K, g.A32.data(), g.B32.data(), CUDA_R_32F,
-                            g.C.data(), CUBLAS_COMPUTE_32F_PEDANTIC, s);
-              },
-              fp32_work, kCublas},
-             /*bf16_inputs=*/false,
-             /*u_in=*/0.0});
-  gemms.add({{"cublas_tf32", lab::Role::Reference,
-              "cuBLAS, CUBLAS_COMPUTE_32F_FAST_TF32: FP32 data rounded to TF32 in the tensor cores",
-              [&cublas](Gemm& g, cudaStream_t s) {
-                cublas_gemm(*cublas, g.M, g.N, g.K, g.A32.data(), g.B32.data(), CUDA_R_32F,
-                            g.C.data(), CUBLAS_COMPUTE_32F_FAST_TF32, s);
-              },
-              fp32_work, kCublas},
-             /*bf16_inputs=*/false,
-             /*u_in=*/kTf32});
-  gemms.add({{"cublas_bf16", lab::Role::Reference,
-              "cuBLAS, BF16 copies, CUBLAS_COMPUTE_32F: tensor cores, FP32 accumulation",
-              [&cublas](Gemm& g, cudaStream_t s) {
-                cublas_gemm(*cublas, g.M, g.N, g.K, g.A16.data(), g.B16.data(), CUDA_R_16BF,
-                            g.C.data(), CUBLAS_COMPUTE_32F, s);
-              },
-              bf16_work, kCublas},
-             /*bf16_inputs=*/true,
-             /*u_in=*/0.0});
+  // The cuBLAS references: one product on FP32 data or on the BF16 copies, in a compute type.
+  auto add_cublas = [&](const char* name, const char* description, bool bf16,
+                        cublasComputeType_t compute, double u_in) {
+    gemms.add({{name, lab::Role::Reference, description,
+                [&cublas, bf16, compute](Gemm& g, cudaStream_t s) {
+                  if (bf16)
+                    cublas_gemm(*cublas, g.M, g.N, g.K, g.A16.data(), g.B16.data(), CUDA_R_16BF,
+                                g.C.data(), compute, s);
+                  else
+                    cublas_gemm(*cublas, g.M, g.N, g.K, g.A32.data(), g.B32.data(), CUDA_R_32F,
+                                g.C.data(), compute, s);
+                },
+                bf16 ? bf16_work : fp32_work, kCublas},
+               bf16,
+               u_in});
+  };
+  add_cublas("cublas_fp32", "cuBLAS, CUBLAS_COMPUTE_32F_PEDANTIC: FP32 data, FP32 FMA pipes",
+             false, CUBLAS_COMPUTE_32F_PEDANTIC, 0.0);
+  add_cublas("cublas_tf32",
+             "cuBLAS, CUBLAS_COMPUTE_32F_FAST_TF32: FP32 data rounded to TF32 in the tensor cores",
+             false, CUBLAS_COMPUTE_32F_FAST_TF32, kTf32);
+  add_cublas("cublas_bf16",
+             "cuBLAS, BF16 copies, CUBLAS_COMPUTE_32F: tensor cores, FP32 accumulation", true,
+             CUBLAS_COMPUTE_32F, 0.0);
   gemms.add({{"wmma_naive", lab::Role::Baseline,
               "WMMA, one 16x16 fragment per warp, nothing shared (the starter): BF16 copies",
               [](Gemm& g, cudaStream_t s) {
