@@ -325,6 +325,22 @@ TEST_CASE("a sampled product reads C where the picked rows and columns cross") {
   }
 }
 
+TEST_CASE("work timed between calls: each part on its own, every call") {
+  lab::Stream s;
+  lab::BetweenCalls between({[](cudaStream_t st) { lab::spin(200, st); },
+                             [](cudaStream_t st) { lab::spin(50, st); }});
+  CHECK(between.part(0).n == 0);
+  for (int call = 0; call < 5; ++call) {
+    between.time(s);
+    CHECK(cudaStreamQuery(s) == cudaSuccess);  // time() waited for its parts
+  }
+  const lab::Stats a = between.part(0), b = between.part(1);
+  CHECK(a.n == 5);
+  CHECK(b.n == 5);
+  CHECK(a.median == doctest::Approx(0.200).epsilon(0.1));
+  CHECK(b.median == doctest::Approx(0.050).epsilon(0.2));
+}
+
 TEST_CASE("warp and block sums add every element once") {
   lab::Stream s;
   std::vector<float> x(256);

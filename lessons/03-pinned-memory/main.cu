@@ -16,7 +16,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <deque>
 #include <limits>
 #include <memory>
 #include <random>
@@ -224,36 +223,24 @@ class PinnedLink {
  public:
   static constexpr std::size_t kBytes = 64u << 20;  // each way
 
-  PinnedLink() : host_(kBytes), device_(kBytes) { std::memset(host_.data(), 1, kBytes); }
-
-  // Enqueues one timed copy each way on `stream` (finish() waits for them).
-  void enqueue(cudaStream_t stream) {
-    if (used_ == starts_.size()) {
-      starts_.emplace_back();
-      stops_.emplace_back();
-    }
-    starts_[used_].record(stream);
-    LAB_CHECK(cudaMemcpyAsync(device_.data(), host_.data(), kBytes, cudaMemcpyHostToDevice, stream));
-    LAB_CHECK(cudaMemcpyAsync(host_.data(), device_.data(), kBytes, cudaMemcpyDeviceToHost, stream));
-    stops_[used_].record(stream);
-    ++used_;
+  PinnedLink()
+      : host_(kBytes), device_(kBytes), timed_({[this](cudaStream_t s) {
+          LAB_CHECK(cudaMemcpyAsync(device_.data(), host_.data(), kBytes, cudaMemcpyHostToDevice, s));
+          LAB_CHECK(cudaMemcpyAsync(host_.data(), device_.data(), kBytes, cudaMemcpyDeviceToHost, s));
+        }}) {
+    std::memset(host_.data(), 1, kBytes);
   }
 
-  // Waits for the last enqueue(): no exercise code runs while the link is timed.
-  void finish() const { stops_[used_ - 1].synchronize(); }
+  // One copy each way on `stream`, timed; returns once they are done.
+  void time(cudaStream_t stream) { timed_.time(stream); }
 
-  // The GPU time of each enqueue() so far (ms, up and down together).
-  lab::Stats times() const {
-    std::vector<double> ms;
-    for (std::size_t i = 0; i < used_; ++i) ms.push_back(lab::elapsed_ms(starts_[i], stops_[i]));
-    return lab::summarize(ms);
-  }
+  // The GPU time of each time() so far (ms, up and down together).
+  lab::Stats times() const { return timed_.part(0); }
 
  private:
   lab::PinnedBuffer<char> host_;
   lab::DeviceBuffer<char> device_;
-  std::deque<lab::Event> starts_, stops_;  // a deque: events are neither copied nor moved
-  std::size_t used_ = 0;
+  lab::BetweenCalls timed_;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -268,8 +255,8 @@ class PinnedLink {
 //    old values back first): a call that does not upload the whole input is wrong there, and a
 //    fingerprint of a few elements almost never sees them;
 //  * writes NaN at kPoisoned random positions of the output;
-//  * and, first, enqueues the pinned link's copies (PinnedLink), which run while it writes; it
-//    returns once they are done, so no exercise code runs while the link is timed.
+//  * and, first, times the pinned link (PinnedLink), and waits for it: no exercise code runs while
+//    the link is timed.
 // A few thousand host writes per call, where refilling both buffers would cost 2 x 256 MiB of
 // memset. After calls the harness picks at random once they have finished, verify() checks that
 // call's output at all those positions and at kRandom more picked only then, against the input
@@ -303,7 +290,7 @@ class TimedTrips : public lab::TimedCalls {
 
  private:
   void prepare(cudaStream_t s, std::uint64_t call_seed) override {
-    link_.enqueue(s);
+    link_.time(s);
     std::mt19937_64 rng(call_seed);
     std::uniform_real_distribution<float> unit(0.0f, 1.0f);
     for (const std::size_t i : changed_) in_[i] = lab::random_input(seed_, i);
@@ -327,7 +314,6 @@ class TimedTrips : public lab::TimedCalls {
     b_ = -1.0f + 2.0f * unit(rng);
     if (std::fabs(b_ - last_b) < 0.01f) b_ = b_ > 0 ? b_ - 0.5f : b_ + 0.5f;  // never the last b
     dev_.set_coefficients(a_, b_, s);
-    link_.finish();
   }
 
   // The input prepare() left at i.

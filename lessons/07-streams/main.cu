@@ -11,7 +11,8 @@
 //   exercise                     your pipelined() (exercise.cu), chunks on several streams
 // The metric overlap_efficiency = (sum of the three stage medians - exercise median) /
 // (sum - longest stage median): 0 when nothing overlaps, 1 when everything hides behind the
-// longest stage.
+// longest stage. Its stages are timed again before each of the exercise's timed calls, so that
+// they and the pipeline are measured over the same stretch of time.
 //
 // Validation: at a size that is not a multiple of the chunk count (twice, fresh inputs), then at
 // the timing size before and after timing. Every run starts from poisoned (NaN) buffers; the
@@ -235,7 +236,9 @@ std::vector<float> validate_case(lab::Lesson& l, Job& job, std::size_t n, std::u
 //    seed (which the harness draws from a generator the exercise cannot see), after giving the
 //    previous call's positions their old values back: a chunk that skips copy_in, compute or
 //    copy_out is wrong there, and nothing but the whole input says where they are;
-//  * writes NaN at those positions and at kPoisoned more random positions of the host output.
+//  * writes NaN at those positions and at kPoisoned more random positions of the host output;
+//  * and, first, times the three stages over the whole array on the harness's stream (the
+//    overlap rule's reference, lab::BetweenCalls), which overwrite the output before the NaNs.
 // A few hundred host writes per call, where refilling the buffers would cost 2 x 256 MiB of
 // memset. After calls the harness picks at random once they have finished, verify() checks that
 // every stream is idle (the join) and that call's output, bit for bit, at all those positions
@@ -249,15 +252,23 @@ class TimedPipelines : public lab::TimedCalls {
   static constexpr std::size_t kChanged = 64, kPoisoned = 256, kRandom = 64;
 
   // `input_seed`: the seed of the input the last validated run copied to the host input.
-  TimedPipelines(lab::Lesson& l, Job& job, std::size_t n, std::uint64_t input_seed)
-      : l_(l), job_(job), n_(n), seed_(input_seed) {}
+  // `stages`: the harness's own stages over the whole array (not the ones the exercise is given).
+  TimedPipelines(lab::Lesson& l, Job& job, const l07::Stages& stages, std::uint64_t input_seed)
+      : l_(l), job_(job), n_(stages.n), seed_(input_seed),
+        stages_({[stages](cudaStream_t s) { stages.copy_in(0, stages.n, s); },
+                 [stages](cudaStream_t s) { stages.compute(0, stages.n, s); },
+                 [stages](cudaStream_t s) { stages.copy_out(0, stages.n, s); }}) {}
+
+  // Stage i (0 copy_in, 1 compute, 2 copy_out) as timed before each timed call (ms).
+  lab::Stats stage(std::size_t i) const { return stages_.part(i); }
 
  private:
   // What lab::fill_random wrote at i for the validated input.
   float base(std::size_t i) const { return lab::random_input(seed_, i); }
 
-  void prepare(cudaStream_t, std::uint64_t call_seed) override {
+  void prepare(cudaStream_t s, std::uint64_t call_seed) override {
     LAB_CHECK(cudaDeviceSynchronize());  // nothing of the last call may still touch the buffers
+    stages_.time(s);
     std::mt19937_64 rng(call_seed);
     std::uniform_real_distribution<float> value(-1.0f, 1.0f);
     float* in = job_.h_in();
@@ -310,6 +321,7 @@ class TimedPipelines : public lab::TimedCalls {
   std::uint64_t seed_;
   std::vector<std::size_t> changed_, previous_, poisoned_;  // changed_ ascending, ...
   std::vector<float> values_;                               // ... to these values
+  lab::BetweenCalls stages_;
 };
 
 // Kernel steps so that the kernel over `n` elements takes about `target_ms`: two timings, a line.
@@ -452,7 +464,7 @@ int main(int argc, char** argv) {
       for (const char* v : {"copy_in", "compute", "copy_out"})
         if (l.selected(v)) l.check(v, "chain of the three stages, after timing", c);
     }
-    TimedPipelines timed(l, job, n, input_seed);
+    TimedPipelines timed(l, job, job.stages(n), input_seed);
     variants.measure(variants["exercise"], pipe,
                      l.profiling() ? lab::TimedCallChecks{} : timed.checks());
     LAB_CHECK(cudaDeviceSynchronize());
@@ -480,24 +492,31 @@ int main(int argc, char** argv) {
     if (serial_m)
       l.note(lab::text("Serial: %.3f ms, %.3f of the stage sum.", serial_m->gpu_ms.median,
                        serial_m->gpu_ms.median / sum));
-    if (ex_m) {
-      // The interval: every median at the end of its 95% interval that lowers (or raises) the
-      // efficiency: stages at their lower ends, the pipeline at its upper end (and the reverse).
+    const lab::Stats between[3] = {timed.stage(0), timed.stage(1), timed.stage(2)};
+    if (ex_m && between[0].n > 0) {
+      // The rule's stages are those timed between the exercise's calls (TimedPipelines): over the
+      // same stretch of time, so a link that slows for a while slows both. The interval: every
+      // median at the end of its 95% interval that lowers (or raises) the efficiency: stages at
+      // their lower ends, the pipeline at its upper end (and the reverse).
       auto efficiency = [&](double a, double b, double c, double t) {
         const double su = a + b + c, lo = std::max({a, b, c});
         return (su - t) / (su - lo);
       };
       const lab::Stats& t = ex_m->gpu_ms;
-      l.metric("overlap_efficiency", efficiency(stage[0], stage[1], stage[2], t.median),
-               efficiency(in_m->gpu_ms.median_low, k_m->gpu_ms.median_low, out_m->gpu_ms.median_low,
+      const double value = efficiency(between[0].median, between[1].median, between[2].median,
+                                      t.median);
+      l.metric("overlap_efficiency", value,
+               efficiency(between[0].median_low, between[1].median_low, between[2].median_low,
                           t.median_high),
-               efficiency(in_m->gpu_ms.median_high, k_m->gpu_ms.median_high,
-                          out_m->gpu_ms.median_high, t.median_low));
+               efficiency(between[0].median_high, between[1].median_high, between[2].median_high,
+                          t.median_low));
+      l.note(lab::text("Stages between your timed calls (medians of %zu): copy_in %.3f ms, compute "
+                       "%.3f ms, copy_out %.3f ms: the overlap rule's stages.",
+                       between[0].n, between[0].median, between[1].median, between[2].median));
       l.note(
           lab::text("Your pipeline: %.3f ms = %.2f x the model's %.3f ms; overlap_efficiency %.3f. "
                     "Host time of one pipelined() call: %.0f us.",
-                    t.median, t.median / model, model,
-                    efficiency(stage[0], stage[1], stage[2], t.median), ex_m->enqueue_us));
+                    t.median, t.median / model, model, value, ex_m->enqueue_us));
     }
   });
 }

@@ -6,12 +6,15 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "lab/harness.hpp"
+#include "lab/memory.hpp"
+#include "lab/stats.hpp"
 #include "lab/validate.hpp"
 
 namespace lab {
@@ -62,6 +65,48 @@ class TimedCalls {
  private:
   bool prepared_ = false;
   bool failed_ = false;
+};
+
+/// @brief The harness's own work, timed between an exercise's timed calls (from
+/// TimedCalls::prepare), for a rule that divides a reading by a reference: measured over the same
+/// stretch of time as the exercise's samples, the reference moves with whatever drifts for a while
+/// (the host link once ran at 45 instead of 55 GB/s for seconds on the H100). Each part runs on
+/// the lesson's stream between events of its own, and time() waits for them, so no exercise code
+/// runs while they are timed.
+class BetweenCalls {
+ public:
+  using Part = std::function<void(cudaStream_t)>;
+
+  /// @param parts the work timed before each call, each part timed on its own
+  explicit BetweenCalls(std::vector<Part> parts) : parts_(std::move(parts)) {}
+
+  /// @brief Runs every part once on @p stream, each between two events, and waits for them.
+  /// @param stream the lesson's stream (everything of the last call is done on it by then)
+  void time(cudaStream_t stream) {
+    for (const Part& part : parts_) {
+      if (used_ == events_.size()) events_.emplace_back();
+      events_[used_].first.record(stream);
+      part(stream);
+      events_[used_].second.record(stream);
+      ++used_;
+    }
+    events_[used_ - 1].second.synchronize();
+  }
+
+  /// @param part an index into the parts given to the constructor
+  /// @return the GPU times of that part over every time() so far (ms), as a lab::Stats (n = 0
+  ///         before the first)
+  Stats part(std::size_t part) const {
+    std::vector<double> ms;
+    for (std::size_t i = part; i < used_; i += parts_.size())
+      ms.push_back(elapsed_ms(events_[i].first, events_[i].second));
+    return summarize(ms);
+  }
+
+ private:
+  std::vector<Part> parts_;
+  std::deque<std::pair<Event, Event>> events_;  // a deque: events are neither copied nor moved
+  std::size_t used_ = 0;                        // events_ in use, part after part, call after call
 };
 
 /// @brief A timed call of a matrix product C = A B, sampled for TimedCalls::verify: the elements
