@@ -75,6 +75,7 @@ class TimedCalls {
 /// runs while they are timed.
 class BetweenCalls {
  public:
+  /// One part: enqueues the harness's work on the given stream.
   using Part = std::function<void(cudaStream_t)>;
 
   /// @param parts the work timed before each call, each part timed on its own
