@@ -84,6 +84,7 @@ class BetweenCalls {
   /// @brief Runs every part once on @p stream, each between two events, and waits for them.
   /// @param stream the lesson's stream (everything of the last call is done on it by then)
   void time(cudaStream_t stream) {
+    if (parts_.empty()) return;
     for (const Part& part : parts_) {
       if (used_ == events_.size()) events_.emplace_back();
       events_[used_].first.record(stream);
@@ -99,7 +100,7 @@ class BetweenCalls {
   ///         before the first)
   Stats part(std::size_t part) const {
     std::vector<double> ms;
-    for (std::size_t i = part; i < used_; i += parts_.size())
+    for (std::size_t i = part; i < used_ && part < parts_.size(); i += parts_.size())
       ms.push_back(elapsed_ms(events_[i].first, events_[i].second));
     return summarize(ms);
   }
