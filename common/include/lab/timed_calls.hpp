@@ -97,11 +97,12 @@ class BetweenCalls {
 
   /// @param part an index into the parts given to the constructor
   /// @return the GPU times of that part over every time() so far (ms), as a lab::Stats (n = 0
-  ///         before the first)
+  ///         before the first, or for an index past the parts)
   Stats part(std::size_t part) const {
     std::vector<double> ms;
-    for (std::size_t i = part; i < used_ && part < parts_.size(); i += parts_.size())
-      ms.push_back(elapsed_ms(events_[i].first, events_[i].second));
+    if (part < parts_.size())
+      for (std::size_t i = part; i < used_; i += parts_.size())
+        ms.push_back(elapsed_ms(events_[i].first, events_[i].second));
     return summarize(ms);
   }
 
