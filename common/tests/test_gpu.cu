@@ -331,8 +331,11 @@ TEST_CASE("work timed between calls: each part on its own, every call") {
                              [](cudaStream_t st) { lab::spin(50, st); }});
   CHECK(between.part(0).n == 0);
   for (int call = 0; call < 5; ++call) {
-    between.time(s);
+    const std::vector<double> ms = between.time(s);
     CHECK(cudaStreamQuery(s) == cudaSuccess);  // time() waited for its parts
+    REQUIRE(ms.size() == 2);                   // and returned this call's times
+    CHECK(ms[0] == doctest::Approx(0.200).epsilon(0.1));
+    CHECK(ms[1] == doctest::Approx(0.050).epsilon(0.2));
   }
   const lab::Stats a = between.part(0), b = between.part(1);
   CHECK(a.n == 5);

@@ -28,6 +28,7 @@
 #include "lab/memory.hpp"
 #include "lab/presets.hpp"
 #include "lab/ratio.hpp"
+#include "lab/timed_calls.hpp"
 #include "lab/timing.hpp"
 #include "lab/validate.hpp"
 #include "lab/variant.hpp"
@@ -183,26 +184,21 @@ struct Call {
   bool other_still_busy = false;
 };
 
-// The pipeline once more, each phase between two of the harness's events on the stream, behind a
-// 20 us spin so that no launch latency falls inside a region (as behind lab::benchmark's
-// lead-in). Run right after each of your calls, on the same data and stream, with the other
-// stream as busy as it was: your times are compared with these, call by call, so a drift of the
-// copies' speed over the program (the pinned link read 45 instead of 55 GB/s for a whole round
-// once on the H100) moves both alike.
+// The pipeline once more, each phase timed by the harness (lab::BetweenCalls: between events of
+// its own, behind a short spin so that no launch latency falls inside a phase, and waited for).
+// Run right after each of your calls, on the same data and stream, with the other stream as busy
+// as it was: your times are compared with these, call by call, so a drift of the copies' speed
+// over the program (the pinned link read 45 instead of 55 GB/s for a whole round once on the
+// H100) moves both alike.
 l02::PhaseTimes reference_phases(const l02::Pipeline& p, cudaStream_t s) {
-  lab::Event e[4];
-  lab::spin(20, s);
-  e[0].record(s);
-  p.copy_in(s);
-  e[1].record(s);
-  p.kernel(s);
-  e[2].record(s);
-  p.copy_out(s);
-  e[3].record(s);
+  lab::BetweenCalls phases({[&p](cudaStream_t st) { p.copy_in(st); },
+                            [&p](cudaStream_t st) { p.kernel(st); },
+                            [&p](cudaStream_t st) { p.copy_out(st); }});
+  const std::vector<double> ms = phases.time(s);
   l02::PhaseTimes t;
-  t.copy_in_ms = lab::elapsed_ms(e[0], e[1]);
-  t.kernel_ms = lab::elapsed_ms(e[1], e[2]);
-  t.copy_out_ms = lab::elapsed_ms(e[2], e[3]);
+  t.copy_in_ms = static_cast<float>(ms[0]);
+  t.kernel_ms = static_cast<float>(ms[1]);
+  t.copy_out_ms = static_cast<float>(ms[2]);
   return t;
 }
 

@@ -587,10 +587,11 @@ int main(int argc, char** argv) {
       const lab::Stats& t = exercise->gpu_ms;
       const lab::Stats link = runner.link().times();
       const double bytes = 2.0 * n * sizeof(float), link_bytes = 2.0 * PinnedLink::kBytes;
-      const lab::MedianRatio r = lab::ratio_of_medians(link, t);  // link time / trip time
-      const double scale = bytes / link_bytes;
-      if (link.n > 0)  // (none: input() or output() was null, and correctness failed)
+      if (link.n > 0) {  // (none: input() or output() was null, and correctness failed)
+        const lab::MedianRatio r = lab::ratio_of_medians(link, t);  // link time / trip time
+        const double scale = bytes / link_bytes;
         l.metric("fraction_of_pinned", scale * r.value, scale * r.low, scale * r.high);
+      }
       const lab::Ceilings& c = l.ceilings();
       const double start = 2.0 / (1.0 / c.h2d_pinned_gbs + 1.0 / c.d2h_pinned_gbs);
       l.note(lab::text(

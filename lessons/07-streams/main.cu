@@ -476,47 +476,46 @@ int main(int argc, char** argv) {
     const lab::Measurement* out_m = variants.measurement("copy_out");
     const lab::Measurement* serial_m = variants.measurement("serial");
     const lab::Measurement* ex_m = variants.measurement("exercise");
-    if (l.profiling() || !in_m || !k_m || !out_m) return;
-    const double stage[3] = {in_m->gpu_ms.median, k_m->gpu_ms.median, out_m->gpu_ms.median};
+    if (l.profiling()) return;
+    if (in_m && k_m && out_m) {  // the stage variants (the table's), and the serial schedule
+      const double sum = in_m->gpu_ms.median + k_m->gpu_ms.median + out_m->gpu_ms.median;
+      l.note(lab::text("Stages (the variants' medians): copy_in %.3f ms, compute %.3f ms, copy_out "
+                       "%.3f ms; sum %.3f ms.",
+                       in_m->gpu_ms.median, k_m->gpu_ms.median, out_m->gpu_ms.median, sum));
+      if (serial_m)
+        l.note(lab::text("Serial: %.3f ms, %.3f of the stage sum.", serial_m->gpu_ms.median,
+                         serial_m->gpu_ms.median / sum));
+    }
+    const lab::Stats between[3] = {timed.stage(0), timed.stage(1), timed.stage(2)};
+    if (!ex_m || between[0].n == 0) return;
+    // The rule's stages are those timed between the exercise's calls (TimedPipelines): over the
+    // same stretch of time, so a link that slows for a while slows both. The interval: every
+    // median at the end of its 95% interval that lowers (or raises) the efficiency: stages at
+    // their lower ends, the pipeline at its upper end (and the reverse).
+    auto efficiency = [&](double a, double b, double c, double t) {
+      const double su = a + b + c, lo = std::max({a, b, c});
+      return (su - t) / (su - lo);
+    };
+    const lab::Stats& t = ex_m->gpu_ms;
+    const double stage[3] = {between[0].median, between[1].median, between[2].median};
     const double sum = stage[0] + stage[1] + stage[2];
     const double longest = std::max({stage[0], stage[1], stage[2]});
     const double model = longest + (sum - longest) / k;
-    l.note(
-        lab::text("Stages (medians): copy_in %.3f ms, compute %.3f ms, copy_out %.3f ms; sum "
-                  "%.3f ms, longest %.3f ms.",
-                  stage[0], stage[1], stage[2], sum, longest));
-    l.note(
-        lab::text("Pipeline model with k = %d chunks: longest + (sum - longest) / k = %.3f ms "
-                  "(balanced stages: S (1 + 2/k)); at best overlap_efficiency = 1 - 1/k = %.3f.",
-                  k, model, 1.0 - 1.0 / k));
-    if (serial_m)
-      l.note(lab::text("Serial: %.3f ms, %.3f of the stage sum.", serial_m->gpu_ms.median,
-                       serial_m->gpu_ms.median / sum));
-    const lab::Stats between[3] = {timed.stage(0), timed.stage(1), timed.stage(2)};
-    if (ex_m && between[0].n > 0) {
-      // The rule's stages are those timed between the exercise's calls (TimedPipelines): over the
-      // same stretch of time, so a link that slows for a while slows both. The interval: every
-      // median at the end of its 95% interval that lowers (or raises) the efficiency: stages at
-      // their lower ends, the pipeline at its upper end (and the reverse).
-      auto efficiency = [&](double a, double b, double c, double t) {
-        const double su = a + b + c, lo = std::max({a, b, c});
-        return (su - t) / (su - lo);
-      };
-      const lab::Stats& t = ex_m->gpu_ms;
-      const double value = efficiency(between[0].median, between[1].median, between[2].median,
-                                      t.median);
-      l.metric("overlap_efficiency", value,
-               efficiency(between[0].median_low, between[1].median_low, between[2].median_low,
-                          t.median_high),
-               efficiency(between[0].median_high, between[1].median_high, between[2].median_high,
-                          t.median_low));
-      l.note(lab::text("Stages between your timed calls (medians of %zu): copy_in %.3f ms, compute "
-                       "%.3f ms, copy_out %.3f ms: the overlap rule's stages.",
-                       between[0].n, between[0].median, between[1].median, between[2].median));
-      l.note(
-          lab::text("Your pipeline: %.3f ms = %.2f x the model's %.3f ms; overlap_efficiency %.3f. "
-                    "Host time of one pipelined() call: %.0f us.",
-                    t.median, t.median / model, model, value, ex_m->enqueue_us));
-    }
+    const double value = efficiency(stage[0], stage[1], stage[2], t.median);
+    l.metric("overlap_efficiency", value,
+             efficiency(between[0].median_low, between[1].median_low, between[2].median_low,
+                        t.median_high),
+             efficiency(between[0].median_high, between[1].median_high, between[2].median_high,
+                        t.median_low));
+    l.note(lab::text("Stages between your timed calls (medians of %zu): copy_in %.3f ms, compute "
+                     "%.3f ms, copy_out %.3f ms; sum %.3f ms, longest %.3f ms: the overlap rule's "
+                     "stages.",
+                     between[0].n, stage[0], stage[1], stage[2], sum, longest));
+    l.note(lab::text("Pipeline model with k = %d chunks: longest + (sum - longest) / k = %.3f ms "
+                     "(balanced stages: S (1 + 2/k)); at best overlap_efficiency = 1 - 1/k = %.3f.",
+                     k, model, 1.0 - 1.0 / k));
+    l.note(lab::text("Your pipeline: %.3f ms = %.2f x the model's %.3f ms; overlap_efficiency %.3f. "
+                     "Host time of one pipelined() call: %.0f us.",
+                     t.median, t.median / model, model, value, ex_m->enqueue_us));
   });
 }

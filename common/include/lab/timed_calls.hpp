@@ -67,10 +67,10 @@ class TimedCalls {
   bool failed_ = false;
 };
 
-/// @brief The harness's own work, timed between an exercise's timed calls (from
-/// TimedCalls::prepare), for a rule that divides a reading by a reference: measured over the same
-/// stretch of time as the exercise's samples, the reference moves with whatever drifts for a while
-/// (the host link once ran at 45 instead of 55 GB/s for seconds on the H100). Each part runs on
+/// @brief The harness's own work, timed between an exercise's calls (from TimedCalls::prepare,
+/// or right after each call), for a rule that divides a reading by a reference: measured over the
+/// same stretch of time as the exercise's samples, the reference moves with whatever drifts for a
+/// while (the host link once ran at 45 instead of 55 GB/s for seconds on the H100). Each part runs on
 /// the lesson's stream between events of its own, and time() waits for them, so no exercise code
 /// runs while they are timed.
 class BetweenCalls {
@@ -82,9 +82,15 @@ class BetweenCalls {
   explicit BetweenCalls(std::vector<Part> parts) : parts_(std::move(parts)) {}
 
   /// @brief Runs every part once on @p stream, each between two events, and waits for them.
+  /// A 20 us spin comes first, as lab::benchmark's lead-in does, so that the host's enqueue of
+  /// the first part falls before its start event, not inside its time.
   /// @param stream the lesson's stream (everything of the last call is done on it by then)
-  void time(cudaStream_t stream) {
-    if (parts_.empty()) return;
+  /// @return this call's GPU time of each part (ms), in the parts' order
+  std::vector<double> time(cudaStream_t stream) {
+    std::vector<double> ms;
+    if (parts_.empty()) return ms;
+    spin(kLeadInUs, stream);
+    const std::size_t first = used_;
     for (const Part& part : parts_) {
       if (used_ == events_.size()) events_.emplace_back();
       events_[used_].first.record(stream);
@@ -93,6 +99,9 @@ class BetweenCalls {
       ++used_;
     }
     events_[used_ - 1].second.synchronize();
+    for (std::size_t i = first; i < used_; ++i)
+      ms.push_back(elapsed_ms(events_[i].first, events_[i].second));
+    return ms;
   }
 
   /// @param part an index into the parts given to the constructor
@@ -107,6 +116,7 @@ class BetweenCalls {
   }
 
  private:
+  static constexpr double kLeadInUs = 20.0;  ///< the spin before the first part (us)
   std::vector<Part> parts_;
   std::deque<std::pair<Event, Event>> events_;  // a deque: events are neither copied nor moved
   std::size_t used_ = 0;                        // events_ in use, part after part, call after call
