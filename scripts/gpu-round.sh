@@ -18,6 +18,7 @@
 #   scripts/gpu-round.sh tracer    the checker's tracer injected by hand into lesson 09 (what it
 #                                  costs), then every solution judged with it (agreement)
 # Every phase but build expects the release build to exist (build first, in the same call).
+# CHECK_ARGS goes to lab-check in grade and alternatives (CHECK_ARGS=--pristine-baselines).
 # Logs go to build/gpu-round/; when $OUT is set (the device tool) they are also archived there.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -78,7 +79,7 @@ case $phase in
     for d in solutions/[0-9][0-9]-*/; do
       mkdir -p "$sub/$(basename "$d")" && cp "$d/exercise.cu" "$sub/$(basename "$d")/"
     done
-    step grade bash -c "time $build/checker/lab-check grade '$sub' --out '$log/graded'"
+    step grade bash -c "time $build/checker/lab-check ${CHECK_ARGS:-} grade '$sub' --out '$log/graded'"
     ;;
   alternatives)
     # Legitimately different correct solutions must pass: a submission of the solutions with
@@ -98,7 +99,7 @@ case $phase in
       cp "$alt" "$root/sub$k/$lesson/exercise.cu"
       echo "sub$k: $lesson <- $alt"
     done
-    step alternatives bash -c "time $build/checker/lab-check grade '$root'/sub* --out '$log/alternatives'"
+    step alternatives bash -c "time $build/checker/lab-check ${CHECK_ARGS:-} grade '$root'/sub* --out '$log/alternatives'"
     ;;
   shared)
     # The load: a lesson program in a loop, a CUDA process that is not the checker's.

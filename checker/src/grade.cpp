@@ -486,6 +486,7 @@ std::optional<Report> grade_submission(const fs::path& submission, const std::ve
       } else {
         JudgeOptions j = opt.judge;
         j.build = "submission";
+        if (const auto it = opt.pristine.find(lesson.name); it != opt.pristine.end()) j.pristine = it->second;
         outcome = judge_program(lesson, built.program, j);
       }
       outcome.build_s = shared_build_s + build_s;

@@ -97,6 +97,9 @@ struct GradeOptions {
   fs::path out;
   bool force = false;          ///< grade again even if a complete result.json is there
   JudgeOptions judge;
+  /// Per lesson, the program that times its baselines with no student code (JudgeOptions::
+  /// pristine); a lesson not named here has none.
+  std::map<std::string, fs::path> pristine;
   /// Called after each lesson (for progress lines).
   std::function<void(const std::string& submission, const LessonOutcome&)> on_lesson;
 };

@@ -116,18 +116,23 @@ void trust_only_the_checker(json& doc, const GpuObservation& seen) {
 
 namespace {
 
+// One run of a lesson program. `name` tells its files apart in the work folder ("" for the
+// student's program, "pristine-" for the pristine one); `more` goes after the lesson's args.
 Attempt run_once(const LessonConfig& lesson, const fs::path& program, const JudgeOptions& opt,
-                 const Tracing& tracing, const fs::path& work, int index, double timeout) {
+                 const Tracing& tracing, const fs::path& work, int index, double timeout,
+                 const std::string& name = "", const std::vector<std::string>& more = {}) {
   Attempt a;
-  const fs::path json_path = work / ("result-" + std::to_string(index) + ".json");
-  const fs::path trace_path = work / ("trace-" + std::to_string(index) + ".txt");
-  const fs::path log = work / ("output-" + std::to_string(index) + ".txt");
+  const std::string tag = name + std::to_string(index);
+  const fs::path json_path = work / ("result-" + tag + ".json");
+  const fs::path trace_path = work / ("trace-" + tag + ".txt");
+  const fs::path log = work / ("output-" + tag + ".txt");
   const std::string nonce = random_hex(16);
   const std::uint32_t seed = random_seed();
 
   ProcessOptions p;
   p.argv.push_back(program.string());
   for (const auto& arg : lesson.args) p.argv.push_back(arg);
+  for (const auto& arg : more) p.argv.push_back(arg);
   for (const auto& arg : {std::string("--json"), json_path.string(), std::string("--seed"),
                           std::to_string(seed), std::string("--nonce"), nonce})
     p.argv.push_back(arg);
@@ -242,6 +247,16 @@ Attempt run_once(const LessonConfig& lesson, const fs::path& program, const Judg
     a.untraceable = true;
   }
   return a;
+}
+
+// The variants the speedup rules divide by, each once.
+std::vector<std::string> speedup_baselines(const LessonConfig& lesson) {
+  std::vector<std::string> overs;
+  for (const auto& rule : lesson.rules)
+    if (rule.kind == RuleKind::speedup && !rule.over.empty() &&
+        std::find(overs.begin(), overs.end(), rule.over) == overs.end())
+      overs.push_back(rule.over);
+  return overs;
 }
 
 // Correct only if correct in every run: each run judged with that, keeping the failing checks.
@@ -408,6 +423,34 @@ void judge_counters(const LessonConfig& lesson, const fs::path& program, const J
 
 }  // namespace
 
+void use_pristine_baselines(json& doc, bool pristine_ok, const json& pristine_doc,
+                            const std::string& why, const std::vector<std::string>& overs) {
+  if (!doc.contains("variants") || !doc["variants"].is_array()) return;
+  const bool disturbed = pristine_ok && !pristine_doc.value("environment_ok", true);
+  for (json& v : doc["variants"]) {
+    const std::string name = v.value("name", std::string());
+    if (std::find(overs.begin(), overs.end(), name) == overs.end()) continue;
+    const json* theirs = pristine_ok ? find_variant(pristine_doc, name) : nullptr;
+    json mine = v;
+    if (theirs && theirs->contains("time_ms")) {
+      v = *theirs;
+      v["measured_in"] = "pristine";
+    } else {
+      v.erase("time_ms");
+      v["pristine_error"] = pristine_ok ? "the pristine run did not time it" : why;
+    }
+    mine.erase("checks");
+    v["in_process"] = std::move(mine);
+  }
+  if (disturbed) {
+    std::string seen;
+    for (const json& d : pristine_doc.value("diagnostics", json::array()))
+      if (d.is_string()) seen += (seen.empty() ? "" : "; ") + d.get<std::string>();
+    doc["environment_ok"] = false;
+    doc["diagnostics"].push_back("while the baselines were timed in the pristine run: " + seen);
+  }
+}
+
 std::string printable(const std::string& text) {
   std::string out;
   out.reserve(text.size());
@@ -558,9 +601,20 @@ LessonOutcome judge_program(const LessonConfig& lesson, const fs::path& program,
   std::vector<json> runs;
   const int max_runs = opt.quick ? 1 : std::max(1, opt.max_runs);
   double program_s = 0;
+  const std::vector<std::string> overs = speedup_baselines(lesson);
+  std::vector<std::string> variant_args;
+  for (const auto& name : overs) variant_args.insert(variant_args.end(), {"--variant", name});
   for (int i = 0; i < max_runs; ++i) {
     Attempt a = run_once(lesson, program, opt, tracing, work.path(), i, timeout);
     program_s += a.program_s;
+    if (a.ok && !opt.pristine.empty() && !overs.empty()) {
+      // Right after the student's run, the baselines alone in a process of course code only.
+      const Attempt p = run_once(lesson, opt.pristine, opt, tracing, work.path(), i, timeout,
+                                 "pristine-", variant_args);
+      program_s += p.program_s;
+      use_pristine_baselines(a.doc, p.ok, p.doc,
+                             (p.reason.empty() ? "" : "(" + p.reason + ") ") + p.message, overs);
+    }
     out.runs = i + 1;
     out.output = a.output;
     if (!a.corroboration.is_null()) out.corroboration.push_back(a.corroboration);

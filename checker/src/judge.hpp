@@ -83,6 +83,11 @@ struct JudgeOptions {
                                    ///< (inspect.hpp); off only for stand-in programs in tests
   std::vector<std::string> ncu_cmd = {"ncu"};  ///< the tool (tests swap it)
   Corroborate corroborate = Corroborate::required;
+  /// The same lesson built from its pristine starter (no student code); empty: none. Where set,
+  /// each run of the program is followed by one of this one that times only the variants the
+  /// speedup rules divide by (--variant), and those rules use its times: a baseline the
+  /// student's process cannot slow (use_pristine_baselines).
+  fs::path pristine;
   fs::path tracer = built_tracer();  ///< the tracer library; empty: none was built
 };
 
@@ -98,6 +103,15 @@ inline constexpr double kCopyMargin = 1.3, kLinkMargin = 1.3, kFlopsMargin = 1.1
 /// @return "" or, for the first variant whose bytes or FLOPs over its median time exceed a
 /// ceiling of the same run by more than its margin, one sentence saying so
 std::string implausible_rates(const json& result);
+
+/// Puts the baselines timed by the pristine program into a run's result: each variant in
+/// @p overs is replaced by the pristine run's (its own kept as "in_process", for reading), marked
+/// "measured_in": "pristine". Where the pristine run gave no time for it, the variant loses its
+/// time and gets "pristine_error" (a speedup over it is then `environment`: nothing of the
+/// student's failed); where the checker saw the GPU disturbed during it, so is the run.
+/// @param pristine_ok whether the pristine run gave a result (@p pristine_doc); else @p why
+void use_pristine_baselines(json& doc, bool pristine_ok, const json& pristine_doc,
+                            const std::string& why, const std::vector<std::string>& overs);
 
 struct GpuObservation;
 /// Replaces the program's own environment_ok and diagnostics by the checker's observation (the

@@ -38,6 +38,7 @@ struct Common {
   double timeout_s = 0;
   bool counters = true;  // counter rules read through ncu (--no-counters: reported as skipped)
   bool corroborate = true;  // times checked against the checker's tracer (--no-corroborate: not)
+  bool pristine = false;    // --pristine-baselines: speedup baselines timed by the course's starter
   std::string containment;  // --containment; "" = the verb's default (grade: namespaces, else auto)
 };
 
@@ -159,6 +160,19 @@ int cmd_list(const Common& c, const std::string& overrides) {
   return kOk;
 }
 
+/// The program that times a lesson's baselines with no student code (--pristine-baselines): the
+/// course's own starter in the main build; "" when the option is off. Throws ConfigError where the
+/// option is on and it was not built.
+fs::path pristine_program(const Common& c, const fs::path& bdir, const LessonConfig& lesson) {
+  if (!c.pristine) return {};
+  const fs::path starter = bdir / "lessons" / lesson.name / "starter";
+  if (!fs::exists(starter))
+    throw ConfigError("--pristine-baselines times " + lesson.name + "'s baselines with the course's "
+                      "starter program, which is not built: " + starter.string() +
+                      " (cmake --build " + bdir.string() + ")");
+  return starter;
+}
+
 int cmd_run(const Common& c, const std::vector<std::string>& names, const std::string& build,
             bool quick, bool sanitize, const std::string& overrides, bool report_only) {
   const fs::path bdir = build_dir_of(c);
@@ -180,6 +194,7 @@ int cmd_run(const Common& c, const std::vector<std::string>& names, const std::s
   report.started_at = utc_now();
   bool all_pass = true, all_judged = true;
   for (const auto& l : lessons) {
+    j.pristine = pristine_program(c, bdir, l);
     LessonOutcome o = judge_program(l, bdir / "lessons" / l.name / build, j);
     all_pass = all_pass && earns_points(o.verdict);
     all_judged = all_judged && o.verdict != Verdict::error;
@@ -257,6 +272,7 @@ int cmd_grade(const Common& c, const std::vector<std::string>& submissions, cons
   opt.judge.timeout_s = c.timeout_s;
   opt.judge.counters = c.counters;
   opt.judge.corroborate = c.corroborate ? Corroborate::required : Corroborate::off;
+  for (const auto& l : lessons) opt.pristine[l.name] = pristine_program(c, bdir, l);
   const bool table = c.format == "table";
   const bool colour = table && use_colour(stdout);
   opt.on_lesson = [&](const std::string& name, const LessonOutcome& o) {
@@ -375,6 +391,7 @@ int cmd_selftest(const Common& c, const std::vector<std::string>& names, int rep
   opt.timeout_s = c.timeout_s;
   opt.counters = c.counters;
   opt.corroborate = c.corroborate ? Corroborate::required : Corroborate::off;
+  opt.pristine = c.pristine;
   opt.jobs = jobs > 0 ? jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   GradingBuild grading(c.source_dir, bdir, bdir / "grading-selftest", opt.jobs);
   const bool table = c.format == "table";
@@ -473,6 +490,10 @@ int main(int argc, char** argv) {
   app.add_flag("!--no-corroborate", c.corroborate,
                "Do not check the reported times against the checker's tracer (its own CUDA events); every "
                "record then says its times were not corroborated (docs/grading-security.md)");
+  app.add_flag("--pristine-baselines", c.pristine,
+               "Time the baselines of the speedup rules in a second process with no student code (the "
+               "course's starter, right after each run of the lesson), and judge those rules with "
+               "them (docs/grading-security.md: costs about 40 s for the twelve lessons on an H100)");
   app.add_option("--build-dir", c.build_dir, "The configured build folder (default: the one lab-check lives in)");
   app.add_option("--format", c.format, "Output on stdout: table or json")
       ->check(CLI::IsMember({"table", "json"}))->capture_default_str();

@@ -579,6 +579,11 @@ RuleOutcome evaluate_rule(const Rule& rule, const json& result) {
       }
       if (!variant->contains("time_ms"))
         return finish(Verdict::fail, "\"" + rule.variant + "\" was not timed (it stopped before it was measured)");
+      if (over->contains("pristine_error"))
+        return finish(Verdict::environment,
+                      "the baseline \"" + rule.over + "\" could not be timed in the checker's run "
+                      "of the pristine lesson (no code of yours): " +
+                          over->value("pristine_error", std::string()));
       if (!over->contains("time_ms"))
         return finish(Verdict::error, "the baseline \"" + rule.over + "\" was not timed");
       // A baseline whose results are wrong did other work than the exercise: no speedup over it.
@@ -634,7 +639,12 @@ RuleOutcome evaluate_rule(const Rule& rule, const json& result) {
   }
 
   std::string measured = format_value(rule.kind, reading.value, unit) + what_is_measured(rule.kind);
-  if (rule.kind == RuleKind::speedup) measured += "\"" + rule.over + "\"";
+  if (rule.kind == RuleKind::speedup) {
+    measured += "\"" + rule.over + "\"";
+    const json* over = find_variant(result, rule.over);
+    if (over && over->value("measured_in", std::string()) == "pristine")
+      measured += " (timed in a run of the pristine lesson, no code of yours)";
+  }
   if (rule.kind == RuleKind::metric) measured = rule.metric + " = " + measured;
   if (rule.kind == RuleKind::counter) measured = rule.counter + " of \"" + rule.variant + "\" = " + measured;
   std::string msg = measured + " (needs " + threshold_text(rule, unit) + ")";

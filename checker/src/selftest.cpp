@@ -127,6 +127,7 @@ std::vector<SelftestCheck> selftest_lesson(const LessonConfig& lesson, const Sel
   base.counters = opt.counters;
   base.inspect = opt.inspect;
   base.corroborate = opt.corroborate;
+  if (opt.pristine) base.pristine = programs / "starter";
 
   {  // The solution passes every rule (ambiguous counts: that is the rule for students too).
     SelftestCheck c{lesson.name, "solution", "passes every rule", false, ""};

@@ -106,6 +106,12 @@ TEST_CASE("run: the solution passes (exit 0), the starter fails with its hint (e
   CHECK(doc["score"] == 12);
   CHECK(doc["lessons"][0]["rules"][1]["verdict"] == "pass");
 
+  // The baseline timed again by the course's starter, in a process of its own.
+  const Cli pristine = course().run({"--pristine-baselines", "run", "--build", "solution"});
+  INFO(pristine.out << pristine.err);
+  CHECK(pristine.code == 0);
+  CHECK(contains(pristine.out, "timed in a run of the pristine lesson"));
+
   const Cli unknown = course().run({"run", "07"});
   CHECK(unknown.code == 2);
   CHECK(contains(unknown.err, "lab-check: no lesson \"07\" (lessons: 90-fake, 91-other)"));

@@ -259,4 +259,71 @@ TEST_CASE("sanitizer: findings with file:line, and a missing tool is not the stu
   CHECK(none.sanitizer->message == "compute-sanitizer is not on PATH, so nothing was checked");
 }
 
+TEST_CASE("judge: with a pristine program, a baseline slowed in the student's process buys nothing") {
+  // The student's run reports its baseline at 40 ms against 1 ms (40x, bar 3x): the run of the
+  // pristine program, the same lesson with no student code, times it at 2 ms (2x: a fail).
+  TempDir dir;
+  const fs::path pristine = dir.path() / "pristine";
+  write_text(pristine, "#!/bin/sh\nexec \"" + kFake + "\" \"$@\" --baseline-ms 2\n");
+  fs::permissions(pristine, fs::perms::owner_all);
+  const LessonConfig lesson =
+      fake_lesson({"--mode", "result", "--baseline-ms", "40"}, standard_rules());
+  JudgeOptions opt;
+  opt.inspect = false;  // a stand-in program: no object files to inspect
+  const LessonOutcome trusting = judge_program(lesson, kFake, opt);
+  CHECK(trusting.rules[1].verdict == Verdict::pass);  // without it: the slowed baseline counts
+
+  opt.pristine = pristine;
+  const LessonOutcome o = judge_program(lesson, kFake, opt);
+  REQUIRE(o.rules.size() == 3);
+  CHECK(o.rules[0].verdict == Verdict::pass);
+  CHECK(o.rules[1].verdict == Verdict::fail);
+  CHECK(o.rules[1].reading->value == doctest::Approx(2.0));
+  CHECK(contains(o.rules[1].message, "timed in a run of the pristine lesson"));
+  CHECK(o.rules[2].verdict == Verdict::pass);  // the exercise's own time is its run's
+
+  // A pristine program that cannot run is the machine's problem, not the student's.
+  opt.pristine = dir.path() / "missing";
+  const LessonOutcome broken = judge_program(lesson, kFake, opt);
+  CHECK(broken.rules[0].verdict == Verdict::pass);
+  CHECK(broken.rules[1].verdict == Verdict::environment);
+  CHECK(contains(broken.rules[1].message, "could not be timed in the checker's run of the pristine lesson"));
+  CHECK(broken.rules[2].verdict == Verdict::pass);
+}
+
+TEST_CASE("pristine baselines: replaced, kept for reading, or the run's environment") {
+  const json student = json::parse(R"({"variants": [
+      {"name": "naive", "correct": true, "time_ms": {"median": 40}, "checks": []},
+      {"name": "exercise", "correct": true, "time_ms": {"median": 1}}],
+    "environment_ok": true, "diagnostics": []})");
+  const json pristine = json::parse(R"({"variants": [
+      {"name": "naive", "correct": true, "time_ms": {"median": 2}},
+      {"name": "exercise", "correct": true}],
+    "environment_ok": true, "diagnostics": []})");
+  json doc = student;
+  use_pristine_baselines(doc, true, pristine, "", {"naive"});
+  CHECK(doc["variants"][0]["time_ms"]["median"] == 2);
+  CHECK(doc["variants"][0]["measured_in"] == "pristine");
+  CHECK(doc["variants"][0]["in_process"]["time_ms"]["median"] == 40);
+  CHECK(doc["variants"][1] == student["variants"][1]);  // the exercise is never replaced
+  CHECK(doc["environment_ok"] == true);
+
+  json failed = student;
+  use_pristine_baselines(failed, false, json(), "(timeout) timed out after 90 s", {"naive"});
+  CHECK_FALSE(failed["variants"][0].contains("time_ms"));
+  CHECK(failed["variants"][0]["pristine_error"] == "(timeout) timed out after 90 s");
+
+  json untimed = student;  // it ran, but did not time the baseline
+  use_pristine_baselines(untimed, true, pristine, "", {"naive", "exercise"});
+  CHECK(untimed["variants"][1]["pristine_error"] == "the pristine run did not time it");
+
+  json disturbed_doc = pristine;
+  disturbed_doc["environment_ok"] = false;
+  disturbed_doc["diagnostics"] = {"another process used the GPU"};
+  json disturbed = student;
+  use_pristine_baselines(disturbed, true, disturbed_doc, "", {"naive"});
+  CHECK(disturbed["environment_ok"] == false);
+  CHECK(contains(disturbed["diagnostics"][0].get<std::string>(), "another process used the GPU"));
+}
+
 }  // TEST_SUITE

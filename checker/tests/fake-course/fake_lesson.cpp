@@ -13,6 +13,7 @@
 //   exit3       print a CUDA-like error and exit 3
 //   nogpu       print "no CUDA device" and exit 77
 //   noisy       print 50 MB on stdout, then write a valid result
+// --variant NAME (repeatable) writes only those variants ("naive", "exercise"), as a lesson does.
 // Built with -DFAKE_COURSE (checker/tests/fake-course), the default mode and the exercise's time
 // come from the student's exercise.cu instead: const char* exercise_mode(); double exercise_ms().
 // Where the checker asks for a trace (LAB_TRACE_FILE), it also plays the tracer: with the times it
@@ -47,6 +48,11 @@ double arg_baseline = 4.0, arg_spread = 0.01, arg_trace_exercise = 0, arg_trace_
 std::string arg_trace = "ok";
 bool arg_wrong = false, arg_env_bad = false, arg_quick = false;
 long arg_seed = 0;
+std::vector<std::string> arg_only;  // --variant: empty, every variant
+
+bool wanted(const std::string& variant) {
+  return arg_only.empty() || std::find(arg_only.begin(), arg_only.end(), variant) != arg_only.end();
+}
 
 // What checker/tracer would write for a ceiling, the baseline and the exercise, 30 samples each
 // spread evenly around their median, each opened by a lead-in and closed 2 us late by a probe.
@@ -65,6 +71,7 @@ void write_trace(double exercise_ms) {
                            arg_trace_exercise > 0 ? arg_trace_exercise : exercise_ms};
   for (int m = 0; m < 3; ++m)
     for (int sample = -1; sample < 30; ++sample) {
+      if ((m == 1 && !wanted("naive")) || (m == 2 && !wanted("exercise"))) break;
       const unsigned open = edge(m, m - 1, sample, 0), close = edge(m, m - 1, sample, 1);
       t << "S " << open << " " << close << " "
         << static_cast<long long>(1e6 * medians[m] * (1 + arg_spread * (sample - 14.5) / 14.5)) + 2000
@@ -96,14 +103,18 @@ void write_result(const std::string& nonce, double exercise_ms, bool wrong) {
        " \"peak_bandwidth_gbs\": 3352.3, \"driver\": 13000, \"runtime\": 13000, \"debug_build\": false},\n"
     << "  \"ceilings\": {\"copy_gbs\": " << copy_gbs << ", \"launch_us\": 2.3},\n"
     << "  \"config\": {\"seed\": " << arg_seed << ", \"quick\": " << (arg_quick ? "true" : "false") << "},\n"
-    << "  \"variants\": [\n"
-    << "    {\"name\": \"naive\", \"role\": \"baseline\", \"correct\": true, \"time_ms\": " << timing(arg_baseline)
-    << ", \"bytes\": " << bytes << ", \"gbs\": " << base_gbs << ", \"fraction_of_copy\": " << base_gbs / copy_gbs << "},\n"
-    << "    {\"name\": \"exercise\", \"role\": \"exercise\", \"correct\": " << (wrong ? "false" : "true")
-    << ", \"checks\": [{\"case\": \"1000x777\", \"ok\": " << (wrong ? "false" : "true")
-    << ", \"mismatches\": " << (wrong ? 12 : 0) << ", \"message\": \"" << (wrong ? "12 mismatches, first at [999]" : "")
-    << "\"}], \"time_ms\": " << timing(exercise_ms) << ", \"bytes\": " << bytes << ", \"gbs\": " << ex_gbs
-    << ", \"fraction_of_copy\": " << ex_gbs / copy_gbs << "}\n  ],\n"
+    << "  \"variants\": [\n";
+  std::ostringstream naive, exercise;
+  naive << "    {\"name\": \"naive\", \"role\": \"baseline\", \"correct\": true, \"time_ms\": " << timing(arg_baseline)
+        << ", \"bytes\": " << bytes << ", \"gbs\": " << base_gbs << ", \"fraction_of_copy\": " << base_gbs / copy_gbs << "}";
+  exercise << "    {\"name\": \"exercise\", \"role\": \"exercise\", \"correct\": " << (wrong ? "false" : "true")
+           << ", \"checks\": [{\"case\": \"1000x777\", \"ok\": " << (wrong ? "false" : "true")
+           << ", \"mismatches\": " << (wrong ? 12 : 0) << ", \"message\": \"" << (wrong ? "12 mismatches, first at [999]" : "")
+           << "\"}], \"time_ms\": " << timing(exercise_ms) << ", \"bytes\": " << bytes << ", \"gbs\": " << ex_gbs
+           << ", \"fraction_of_copy\": " << ex_gbs / copy_gbs << "}";
+  if (wanted("naive")) o << naive.str() << (wanted("exercise") ? ",\n" : "\n");
+  if (wanted("exercise")) o << exercise.str() << "\n";
+  o << "  ],\n"
     << "  \"metrics\": {\"overlap_efficiency\": {\"value\": 0.8, \"low\": 0.78, \"high\": 0.82, \"unit\": \"\"}},\n"
     << "  \"diagnostics\": [" << (arg_env_bad ? "\"GPU clock 1410 MHz is below 90% of its 1980 MHz default: throttled?\"" : "")
     << "],\n  \"environment_ok\": " << (arg_env_bad ? "false" : "true") << "\n}\n";
@@ -153,6 +164,7 @@ int main(int argc, char** argv) {
     else if (a == "--lesson") arg_lesson = next();
     else if (a == "--wrong") arg_wrong = true;
     else if (a == "--env-bad") arg_env_bad = true;
+    else if (a == "--variant") arg_only.push_back(next());
     else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
       return 2;
