@@ -30,20 +30,35 @@ bool contains(const std::string& s, const std::string& part) {
 // sends no signal, reads no environment, and changes no device-wide setting the harness relies on.
 
 // CUDA runtime calls that reach past the exercise's own work: device-wide state the harness's
-// later measurements depend on, code run on other threads, profiler ranges, other processes'
-// memory, raw driver entry points.
+// later measurements depend on, code run on other threads (host functions, graph host nodes, user
+// objects' destructors, log callbacks), files (a graph's DOT dump, the driver's log, a library
+// loaded from a path), profiler ranges, raw driver entry points and the driver's internal tables.
+// A graph node of any type (cudaGraphAddNode, cudaGraph[Exec]NodeSetParams) can be a host node;
+// an exercise adds its nodes by their own calls (cudaGraphAddKernelNode, ...) or by capture.
 const std::set<std::string> kForbiddenCuda = {
     "cudaDeviceReset", "cudaDeviceSetLimit", "cudaDeviceSetCacheConfig",
-    "cudaDeviceSetSharedMemConfig", "cudaDeviceSetMemPool", "cudaSetDevice", "cudaSetDeviceFlags",
+    "cudaDeviceSetSharedMemConfig", "cudaDeviceSetMemPool", "cudaMemSetMemPool",
+    "cudaDeviceSetGraphMemAttribute", "cudaSetDevice", "cudaSetDeviceFlags",
     "cudaSetValidDevices", "cudaInitDevice", "cudaThreadExit", "cudaThreadSetLimit",
     "cudaThreadSetCacheConfig", "cudaProfilerStart", "cudaProfilerStop",
-    "cudaGetDriverEntryPoint", "cudaGetDriverEntryPointByVersion", "cudaLaunchHostFunc",
-    "cudaStreamAddCallback", "cudaGraphAddHostNode", "cudaGraphHostNodeSetParams",
-    "cudaGraphExecHostNodeSetParams", "cudaCtxResetPersistingL2Cache", "cudaStreamSetAttribute",
+    "cudaGetDriverEntryPoint", "cudaGetDriverEntryPointByVersion", "cudaGetExportTable",
+    "cudaLaunchHostFunc", "cudaStreamAddCallback", "cudaGraphAddHostNode",
+    "cudaGraphHostNodeSetParams", "cudaGraphExecHostNodeSetParams", "cudaGraphAddNode",
+    "cudaGraphNodeSetParams", "cudaGraphExecNodeSetParams", "cudaUserObjectCreate",
+    "cudaLogsRegisterCallback", "cudaLogsDumpToFile", "cudaGraphDebugDotPrint",
+    "cudaLibraryLoadFromFile", "cudaCtxResetPersistingL2Cache", "cudaStreamSetAttribute",
     "cudaDeviceRegisterAsyncNotification", "cudaDeviceFlushGPUDirectRDMAWrites"};
-const std::vector<std::string> kForbiddenCudaPrefixes = {"cudaIpc", "cudaImportExternal",
-                                                         "cudaExternal", "cudaSignalExternal",
-                                                         "cudaWaitExternal"};
+// Other processes: their memory, events, semaphores, or a pool's memory handed over.
+const std::vector<std::string> kForbiddenCudaPrefixes = {
+    "cudaIpc", "cudaImportExternal", "cudaExternal", "cudaSignalExternal", "cudaWaitExternal",
+    "cudaMemPoolExport", "cudaMemPoolImport"};
+
+// cudaGraphAddNode_v2, cudaLaunchHostFunc_ptsz -> the call's name without the version or
+// per-thread-stream suffix the headers may map it to.
+std::string base_call(const std::string& symbol) {
+  static const std::regex suffix(R"((_v\d+|_ptsz|_ptds)+$)");
+  return std::regex_replace(symbol, suffix, "");
+}
 
 // The C library an exercise may use: memory and strings, formatted printing to the standard
 // streams (it can open no other), allocation, clocks, sorting, and the maths functions.
@@ -136,9 +151,10 @@ std::string forbidden_call(const std::string& symbol, bool weak_reference,
       return "calls " + symbol + ": an exercise makes a stream as a lab::SideStream "
              "(lab/memory.hpp), which the timer orders with every sample; work on a stream it "
              "cannot see could run before the clock starts or after it stops";
-    if (kForbiddenCuda.count(symbol))
-      return "calls " + symbol + ", which changes what the harness's own measurements rely on "
-             "(device-wide settings, other threads, profiler ranges or other processes)";
+    if (kForbiddenCuda.count(base_call(symbol)))
+      return "calls " + symbol + ", which reaches past the exercise's own work (device-wide "
+             "settings the harness's measurements rely on, code on other threads, files, "
+             "profiler ranges or the driver's internals)";
     for (const auto& p : kForbiddenCudaPrefixes)
       if (starts_with(symbol, p)) return "calls " + symbol + ", which reaches outside this process";
     return "";

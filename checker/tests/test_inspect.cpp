@@ -101,6 +101,15 @@ TEST_SUITE("inspect") {
                                    "getenv", "dlsym", "pthread_create", "_exit", "syscall",
                                    "cudaDeviceReset", "cudaProfilerStart", "cudaLaunchHostFunc",
                                    "cudaIpcGetMemHandle", "cuCtxDestroy_v2", "_ZN3lab8ceilingsEv",
+                                   // CUDA 13's ways to run host code on another thread, write or
+                                   // read a file, reach the driver or hand memory to a process
+                                   "cudaUserObjectCreate", "cudaGraphAddNode", "cudaGraphAddNode_v2",
+                                   "cudaGraphNodeSetParams", "cudaGraphExecNodeSetParams",
+                                   "cudaLaunchHostFunc_ptsz", "cudaLogsRegisterCallback",
+                                   "cudaLogsDumpToFile", "cudaGraphDebugDotPrint",
+                                   "cudaLibraryLoadFromFile", "cudaGetExportTable",
+                                   "cudaMemSetMemPool", "cudaMemPoolExportToShareableHandle",
+                                   "cudaMemPoolImportPointer",
                                    "_ZNSt14basic_ofstreamIcSt11char_traitsIcEEC1EPKcSt13_Ios_Openmode",
                                    "_ZNSt6thread15_M_start_threadESt10unique_ptrINS_6_StateESt14default_deleteIS1_EEPFvvE"}) {
       ObjectSymbols e = clean();
@@ -113,6 +122,17 @@ TEST_SUITE("inspect") {
     ObjectSymbols weakly = clean();  // a weak reference is still a call
     weakly.weak_undefined.insert("pthread_create");
     CHECK(names(check_seal(weakly, lesson()), "pthread_create"));
+  }
+
+  TEST_CASE("the graph and library calls the lessons teach stay allowed") {
+    ObjectSymbols e = clean();
+    e.undefined.insert({"cudaStreamBeginCapture", "cudaStreamEndCapture", "cudaGraphCreate",
+                        "cudaGraphAddKernelNode", "cudaGraphInstantiate", "cudaGraphLaunch",
+                        "cudaGraphExecKernelNodeSetParams", "cudaGraphExecUpdate",
+                        "cudaGraphExecDestroy", "cudaGraphDestroy", "cudaLaunchKernel_ptsz",
+                        "cudaLibraryLoadData", "cudaLibraryGetKernel", "cudaMemPoolCreate",
+                        "cudaMemPoolSetAttribute", "cudaMallocFromPoolAsync"});
+    CHECK(check_seal(e, lesson()).empty());
   }
 
   TEST_CASE("an exercise makes its streams as lab::SideStream, never with cudaStreamCreate") {
