@@ -493,7 +493,7 @@ int main(int argc, char** argv) {
   app.add_flag("--pristine-baselines", c.pristine,
                "Time the baselines of the speedup rules in a second process with no student code (the "
                "course's starter, right after each run of the lesson), and judge those rules with "
-               "them (docs/grading-security.md: costs about 40 s for the twelve lessons on an H100)");
+               "them (docs/grading-security.md: about 32 s more for the twelve lessons on an H100)");
   app.add_option("--build-dir", c.build_dir, "The configured build folder (default: the one lab-check lives in)");
   app.add_option("--format", c.format, "Output on stdout: table or json")
       ->check(CLI::IsMember({"table", "json"}))->capture_default_str();
