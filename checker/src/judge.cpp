@@ -604,13 +604,21 @@ LessonOutcome judge_program(const LessonConfig& lesson, const fs::path& program,
   const std::vector<std::string> overs = speedup_baselines(lesson);
   std::vector<std::string> variant_args;
   for (const auto& name : overs) variant_args.insert(variant_args.end(), {"--variant", name});
+  // The pristine runs get a work folder of their own: nothing the student's program left in its
+  // folder (a file where the pristine run's result or trace will go) can reach them.
+  std::optional<TempDir> pristine_work;
+  Tracing pristine_tracing;
+  if (!opt.pristine.empty() && !overs.empty()) {
+    pristine_work.emplace("lab-check-" + lesson.name + "-pristine");
+    pristine_tracing = stage_tracer(opt, pristine_work->path());
+  }
   for (int i = 0; i < max_runs; ++i) {
     Attempt a = run_once(lesson, program, opt, tracing, work.path(), i, timeout);
     program_s += a.program_s;
-    if (a.ok && !opt.pristine.empty() && !overs.empty()) {
+    if (a.ok && pristine_work) {
       // Right after the student's run, the baselines alone in a process of course code only.
-      const Attempt p = run_once(lesson, opt.pristine, opt, tracing, work.path(), i, timeout,
-                                 "pristine-", variant_args);
+      const Attempt p = run_once(lesson, opt.pristine, opt, pristine_tracing, pristine_work->path(),
+                                 i, timeout, "pristine-", variant_args);
       program_s += p.program_s;
       use_pristine_baselines(a.doc, p.ok, p.doc,
                              (p.reason.empty() ? "" : "(" + p.reason + ") ") + p.message, overs);
