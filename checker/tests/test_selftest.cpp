@@ -89,6 +89,24 @@ TEST_CASE("solution, starter and mutants are held to their promises") {
   CHECK(contains(find(again, "starter").detail, "no performance rule failed with its hint"));
 }
 
+TEST_CASE("with pristine baselines, a mutant that slows its own baseline gains nothing") {
+  TempDir dir;
+  const FakeLesson fake(dir.path());
+  // The starter's speed, its in-process baseline slowed tenfold: 20x over it, where the bar is 3x.
+  write_text(fake.dir / "mutants" / "slows_baseline.cu", "");
+  program(fake.programs / "mutant-slows_baseline", "--exercise-ms 2.0 --baseline-ms 40");
+  write_text(fake.dir / "mutants" / "expected.toml", "[slows_baseline]\nrule = \"speedup\"\nverdict = \"fail\"\n");
+  SelftestOptions opt;
+  opt.build_dir = fake.build;
+  opt.inspect = false;  // stand-in programs: no object files to inspect
+  CHECK_FALSE(find(selftest_lesson(fake.config, opt, nullptr), "mutant slows_baseline").held);
+  opt.pristine = true;  // the baseline timed again by the lesson's starter (4 ms): 2x, a fail
+  const auto checks = selftest_lesson(fake.config, opt, nullptr);
+  CHECK(find(checks, "mutant slows_baseline").held);
+  CHECK(find(checks, "solution").held);
+  CHECK(find(checks, "starter").held);
+}
+
 TEST_CASE("mutants expected to pass run in every round, and passing subjects report their narrowest margin") {
   TempDir dir;
   const FakeLesson fake(dir.path());
