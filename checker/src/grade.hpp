@@ -100,6 +100,8 @@ struct GradeOptions {
   /// Per lesson, the program that times its baselines with no student code (JudgeOptions::
   /// pristine); a lesson not named here has none.
   std::map<std::string, fs::path> pristine;
+  /// Where the speedup rules' baselines are timed, in words, for each record (Report::baselines).
+  std::string baselines;
   /// Called after each lesson (for progress lines).
   std::function<void(const std::string& submission, const LessonOutcome&)> on_lesson;
 };

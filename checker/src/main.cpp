@@ -273,6 +273,8 @@ int cmd_grade(const Common& c, const std::vector<std::string>& submissions, cons
   opt.judge.counters = c.counters;
   opt.judge.corroborate = c.corroborate ? Corroborate::required : Corroborate::off;
   for (const auto& l : lessons) opt.pristine[l.name] = pristine_program(c, bdir, l);
+  opt.baselines = c.pristine ? "timed in a process of their own by the course's starter (--pristine-baselines)"
+                             : "timed in the student's program";
   const bool table = c.format == "table";
   const bool colour = table && use_colour(stdout);
   opt.on_lesson = [&](const std::string& name, const LessonOutcome& o) {
@@ -282,7 +284,7 @@ int cmd_grade(const Common& c, const std::vector<std::string>& submissions, cons
     std::cout << "  " << name << "  " << o.lesson << "  " << v << "  " << points(o.score) << "/"
               << points(o.max_score) << (o.reason.empty() ? "" : "  (" + o.reason + ")") << "\n" << std::flush;
   };
-  if (table) std::cout << "containment: " << containment << "\n";
+  if (table) std::cout << "containment: " << containment << "\nbaselines: " << opt.baselines << "\n";
   // Configure the grading build once, up front, so each submission's time below is its own.
   const auto configure_t0 = std::chrono::steady_clock::now();
   build.prepare();

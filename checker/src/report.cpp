@@ -127,6 +127,7 @@ json report_json(const Report& r) {
               {"complete", r.complete}, {"score", r.score()}, {"max_score", r.max_score()},
               {"lessons", lessons}};
   if (!r.containment.empty()) doc["containment"] = r.containment;
+  if (!r.baselines.empty()) doc["baselines"] = r.baselines;
   return doc;
 }
 

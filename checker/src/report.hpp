@@ -27,6 +27,7 @@ struct Report {
   std::string finished_at;
   bool complete = false;     ///< false while grading is under way (or was interrupted)
   std::string containment;   ///< how student processes were contained (sandbox.hpp); "" = not said
+  std::string baselines;     ///< where the speedup rules' baselines were timed; "" = not said
   std::vector<LessonOutcome> lessons;
 
   double score() const;

@@ -173,6 +173,19 @@ TEST_CASE("grade: builds each student's files against the pristine harness, surv
   CHECK(again.code == 0);
   CHECK(contains(again.out, "already graded"));
 
+  // The baselines timed by the course's starter, contained like every lesson program.
+  const fs::path pristine_out = c.tmp.path() / "graded-pristine";
+  const Cli pristine = c.run({"--pristine-baselines", "grade", (subs / "alice").string(), "--out",
+                              pristine_out.string()});
+  INFO(pristine.out << pristine.err);
+  CHECK(pristine.code == 0);
+  CHECK(contains(pristine.out, "baselines: timed in a process of their own by the course's starter"));
+  const json alice_pristine = json::parse(read_text(pristine_out / "alice" / "result.json"));
+  CHECK(alice_pristine["score"] == 12);
+  CHECK(contains(alice_pristine["baselines"].get<std::string>(), "--pristine-baselines"));
+  CHECK(contains(alice_pristine["lessons"][0]["rules"][1]["message"].get<std::string>(),
+                 "timed in a run of the pristine lesson"));
+
   const fs::path csv = c.tmp.path() / "grades.csv";
   const fs::path book = c.tmp.path() / "grades.json";
   const Cli m = c.run({"merge", out.string(), "--csv", csv.string(), "--json", book.string()});
@@ -320,6 +333,7 @@ TEST_CASE("grade: no #include of another submission, the solutions or a host fil
   CHECK(contains(eve["lessons"][0]["output"].get<std::string>(), "is not shown"));
   CHECK(contains(mallory["containment"].get<std::string>(), "namespaces") !=
         contains(mallory["containment"].get<std::string>(), "weak"));
+  CHECK(mallory["baselines"] == "timed in the student's program");
 
   // Nothing of the last student stays in the grading build: starters staged, no programs.
   const fs::path grading = c.build / "grading";
