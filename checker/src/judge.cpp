@@ -432,12 +432,17 @@ void use_pristine_baselines(json& doc, bool pristine_ok, const json& pristine_do
     if (std::find(overs.begin(), overs.end(), name) == overs.end()) continue;
     const json* theirs = pristine_ok ? find_variant(pristine_doc, name) : nullptr;
     json mine = v;
-    if (theirs && theirs->contains("time_ms")) {
+    if (theirs && theirs->contains("time_ms") && theirs->value("correct", true)) {
       v = *theirs;
       v["measured_in"] = "pristine";
     } else {
+      // No time, or a wrong result of the course's own code: the course's fault, never the
+      // student's (a speedup over it is then `environment`, not a fail).
       v.erase("time_ms");
-      v["pristine_error"] = pristine_ok ? "the pristine run did not time it" : why;
+      v["pristine_error"] = !pristine_ok ? why
+                            : theirs && theirs->contains("time_ms")
+                                ? "the course's starter gave wrong results for it"
+                                : "the pristine run did not time it";
     }
     mine.erase("checks");
     v["in_process"] = std::move(mine);

@@ -106,9 +106,10 @@ std::string implausible_rates(const json& result);
 
 /// Puts the baselines timed by the pristine program into a run's result: each variant in
 /// @p overs is replaced by the pristine run's (its own kept as "in_process", for reading), marked
-/// "measured_in": "pristine". Where the pristine run gave no time for it, the variant loses its
-/// time and gets "pristine_error" (a speedup over it is then `environment`: nothing of the
-/// student's failed); where the checker saw the GPU disturbed during it, so is the run.
+/// "measured_in": "pristine". Where the pristine run gave no time for it, or a wrong result, the
+/// variant loses its time and gets "pristine_error" (a speedup over it is then `environment`:
+/// nothing of the student's failed); where the checker saw the GPU disturbed during it, so is
+/// the run.
 /// @param pristine_ok whether the pristine run gave a result (@p pristine_doc); else @p why
 void use_pristine_baselines(json& doc, bool pristine_ok, const json& pristine_doc,
                             const std::string& why, const std::vector<std::string>& overs);

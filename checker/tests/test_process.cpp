@@ -317,6 +317,15 @@ TEST_CASE("pristine baselines: replaced, kept for reading, or the run's environm
   use_pristine_baselines(untimed, true, pristine, "", {"naive", "exercise"});
   CHECK(untimed["variants"][1]["pristine_error"] == "the pristine run did not time it");
 
+  json broken_course = pristine;  // the course's own baseline wrong: not the student's loss
+  broken_course["variants"][0]["correct"] = false;
+  json wrong = student;
+  use_pristine_baselines(wrong, true, broken_course, "", {"naive"});
+  CHECK_FALSE(wrong["variants"][0].contains("time_ms"));
+  CHECK(wrong["variants"][0]["pristine_error"] == "the course's starter gave wrong results for it");
+  Rule speedup = make_rule("speedup", RuleKind::speedup, 3.0);
+  CHECK(evaluate_rule(speedup, wrong).verdict == Verdict::environment);
+
   json disturbed_doc = pristine;
   disturbed_doc["environment_ok"] = false;
   disturbed_doc["diagnostics"] = {"another process used the GPU"};
