@@ -431,8 +431,9 @@ void use_pristine_baselines(json& doc, bool pristine_ok, const json& pristine_do
     const std::string name = v.value("name", std::string());
     if (std::find(overs.begin(), overs.end(), name) == overs.end()) continue;
     const json* theirs = pristine_ok ? find_variant(pristine_doc, name) : nullptr;
+    const bool timed = theirs && theirs->contains("time_ms");
     json mine = v;
-    if (theirs && theirs->contains("time_ms") && theirs->value("correct", true)) {
+    if (timed && theirs->value("correct", true)) {
       v = *theirs;
       v["measured_in"] = "pristine";
     } else {
@@ -440,9 +441,8 @@ void use_pristine_baselines(json& doc, bool pristine_ok, const json& pristine_do
       // student's (a speedup over it is then `environment`, not a fail).
       v.erase("time_ms");
       v["pristine_error"] = !pristine_ok ? why
-                            : theirs && theirs->contains("time_ms")
-                                ? "the course's starter gave wrong results for it"
-                                : "the pristine run did not time it";
+                            : timed      ? "the course's starter gave wrong results for it"
+                                         : "the pristine run did not time it";
     }
     mine.erase("checks");
     v["in_process"] = std::move(mine);

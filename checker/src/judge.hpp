@@ -105,7 +105,8 @@ inline constexpr double kCopyMargin = 1.3, kLinkMargin = 1.3, kFlopsMargin = 1.1
 std::string implausible_rates(const json& result);
 
 /// Puts the baselines timed by the pristine program into a run's result: each variant in
-/// @p overs is replaced by the pristine run's (its own kept as "in_process", for reading), marked
+/// @p overs is replaced by the pristine run's (its own kept as "in_process": the speedup rule's
+/// message quotes its median), marked
 /// "measured_in": "pristine". Where the pristine run gave no time for it, or a wrong result, the
 /// variant loses its time and gets "pristine_error" (a speedup over it is then `environment`:
 /// nothing of the student's failed); where the checker saw the GPU disturbed during it, so is

@@ -193,8 +193,11 @@ int cmd_run(const Common& c, const std::vector<std::string>& names, const std::s
   report.name = build;
   report.started_at = utc_now();
   bool all_pass = true, all_judged = true;
-  for (const auto& l : lessons) {
-    j.pristine = pristine_program(c, bdir, l);
+  std::vector<fs::path> pristine;  // found before any lesson runs: a missing one stops nothing midway
+  for (const auto& l : lessons) pristine.push_back(pristine_program(c, bdir, l));
+  for (std::size_t i = 0; i < lessons.size(); ++i) {
+    const LessonConfig& l = lessons[i];
+    j.pristine = pristine[i];
     LessonOutcome o = judge_program(l, bdir / "lessons" / l.name / build, j);
     all_pass = all_pass && earns_points(o.verdict);
     all_judged = all_judged && o.verdict != Verdict::error;

@@ -280,6 +280,7 @@ TEST_CASE("judge: with a pristine program, a baseline slowed in the student's pr
   CHECK(o.rules[1].verdict == Verdict::fail);
   CHECK(o.rules[1].reading->value == doctest::Approx(2.0));
   CHECK(contains(o.rules[1].message, "timed in a run of the pristine lesson"));
+  CHECK(contains(o.rules[1].message, "no code of yours: 2 ms; 40 ms in your program)"));
   CHECK(o.rules[2].verdict == Verdict::pass);  // the exercise's own time is its run's
 
   // A pristine program that cannot run is the machine's problem, not the student's.
