@@ -24,7 +24,7 @@
 //   time_phases   runs the three phases once each, in order, on the stream it is given, each
 //                 inside its own RegionTimer, and returns the three times.
 //
-// How the checker judges it (check.toml; numbers are medians over 5 calls of time_phases):
+// How the checker judges it (check.toml; numbers are medians over 9 calls of time_phases):
 //
 //   correct              every call runs each phase once, in order, on `stream`: the harness
 //                        fills a, b and c with NaN before each call and checks c after it

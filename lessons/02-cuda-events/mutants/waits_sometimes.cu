@@ -1,7 +1,7 @@
 // Mutant: the reference timer (events on the stream, cudaEventSynchronize(stop)), except that
 // every third call of time_phases (the 1st, 4th, 7th, 10th ...) ends its last region with
 // cudaDeviceSynchronize, "to be safe". Its times are right in every call, but in those calls it
-// waits for the other stream's kernel: with 5 busy calls that is 2 of them (1 of 2 with --quick),
+// waits for the other stream's kernel: with 9 busy calls that is 3 of them (1 of 2 with --quick),
 // under the old bar of half the calls. Must fail `does-not-wait`, which allows no call to wait.
 #include "exercise.cuh"
 #include "lab/check.hpp"
