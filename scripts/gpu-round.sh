@@ -18,7 +18,8 @@
 #   scripts/gpu-round.sh tracer    the checker's tracer injected by hand into lesson 09 (what it
 #                                  costs), then every solution judged with it (agreement)
 # Every phase but build expects the release build to exist (build first, in the same call).
-# CHECK_ARGS goes to lab-check in grade and alternatives (CHECK_ARGS=--pristine-baselines).
+# CHECK_ARGS goes to lab-check in grade, alternatives and selftest (CHECK_ARGS="--baselines
+# in-process": the baselines timed in the student's program, not by the course's starter).
 # Logs go to build/gpu-round/; when $OUT is set (the device tool) they are also archived there.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -72,7 +73,7 @@ case $phase in
     # MUTANTS=0 leaves the mutants out (solutions and starters only).
     mutants=--mutants-once
     [ "${MUTANTS:-1}" = 0 ] && mutants=--no-mutants
-    step selftest "$build/checker/lab-check" selftest ${LESSONS:-} --repeat "${REPEAT:-1}" $mutants
+    step selftest "$build/checker/lab-check" ${CHECK_ARGS:-} selftest ${LESSONS:-} --repeat "${REPEAT:-1}" $mutants
     ;;
   grade)
     sub=$(mktemp -d)/alice

@@ -427,12 +427,13 @@ void use_pristine_baselines(json& doc, bool pristine_ok, const json& pristine_do
                             const std::string& why, const std::vector<std::string>& overs) {
   if (!doc.contains("variants") || !doc["variants"].is_array()) return;
   const bool disturbed = pristine_ok && !pristine_doc.value("environment_ok", true);
-  for (json& v : doc["variants"]) {
-    const std::string name = v.value("name", std::string());
-    if (std::find(overs.begin(), overs.end(), name) == overs.end()) continue;
+  for (const std::string& name : overs) {
+    // The student's program left the baseline out (--skip-variant) or reported it untimed.
+    if (!find_variant(doc, name)) doc["variants"].push_back({{"name", name}, {"role", "baseline"}});
+    json& v = *std::find_if(doc["variants"].begin(), doc["variants"].end(),
+                            [&](const json& x) { return x.value("name", std::string()) == name; });
     const json* theirs = pristine_ok ? find_variant(pristine_doc, name) : nullptr;
     const bool timed = theirs && theirs->contains("time_ms");
-    json mine = v;
     if (timed && theirs->value("correct", true)) {
       v = *theirs;
       v["measured_in"] = "pristine";
@@ -444,8 +445,6 @@ void use_pristine_baselines(json& doc, bool pristine_ok, const json& pristine_do
                             : timed      ? "the course's starter gave wrong results for it"
                                          : "the pristine run did not time it";
     }
-    mine.erase("checks");
-    v["in_process"] = std::move(mine);
   }
   if (disturbed) {
     std::string seen;
@@ -607,8 +606,13 @@ LessonOutcome judge_program(const LessonConfig& lesson, const fs::path& program,
   const int max_runs = opt.quick ? 1 : std::max(1, opt.max_runs);
   double program_s = 0;
   const std::vector<std::string> overs = speedup_baselines(lesson);
-  std::vector<std::string> variant_args;
-  for (const auto& name : overs) variant_args.insert(variant_args.end(), {"--variant", name});
+  // With a pristine program the student's program leaves the baselines out (they would be timed
+  // for nothing) and the pristine one times only them.
+  std::vector<std::string> variant_args, skip_args;
+  for (const auto& name : overs) {
+    variant_args.insert(variant_args.end(), {"--variant", name});
+    skip_args.insert(skip_args.end(), {"--skip-variant", name});
+  }
   // The pristine runs get a work folder of their own: nothing the student's program left in its
   // folder (a file where the pristine run's result or trace will go) can reach them.
   std::optional<TempDir> pristine_work;
@@ -618,7 +622,8 @@ LessonOutcome judge_program(const LessonConfig& lesson, const fs::path& program,
     pristine_tracing = stage_tracer(opt, pristine_work->path());
   }
   for (int i = 0; i < max_runs; ++i) {
-    Attempt a = run_once(lesson, program, opt, tracing, work.path(), i, timeout);
+    Attempt a = run_once(lesson, program, opt, tracing, work.path(), i, timeout, "",
+                         pristine_work ? skip_args : std::vector<std::string>{});
     program_s += a.program_s;
     if (a.ok && pristine_work) {
       // Right after the student's run, the baselines alone in a process of course code only.

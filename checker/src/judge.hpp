@@ -84,9 +84,9 @@ struct JudgeOptions {
   std::vector<std::string> ncu_cmd = {"ncu"};  ///< the tool (tests swap it)
   Corroborate corroborate = Corroborate::required;
   /// The same lesson built from its pristine starter (no student code); empty: none. Where set,
-  /// each run of the program is followed by one of this one that times only the variants the
-  /// speedup rules divide by (--variant), and those rules use its times: a baseline the
-  /// student's process cannot slow (use_pristine_baselines).
+  /// the program leaves out the variants the speedup rules divide by (--skip-variant), each of
+  /// its runs is followed by one of this one that times only those (--variant), and the rules
+  /// use its times: a baseline the student's process cannot slow (use_pristine_baselines).
   fs::path pristine;
   fs::path tracer = built_tracer();  ///< the tracer library; empty: none was built
 };
@@ -105,9 +105,8 @@ inline constexpr double kCopyMargin = 1.3, kLinkMargin = 1.3, kFlopsMargin = 1.1
 std::string implausible_rates(const json& result);
 
 /// Puts the baselines timed by the pristine program into a run's result: each variant in
-/// @p overs is replaced by the pristine run's (its own kept as "in_process": the speedup rule's
-/// message quotes its median), marked
-/// "measured_in": "pristine". Where the pristine run gave no time for it, or a wrong result, the
+/// @p overs is replaced by the pristine run's (added where the student's program left it out),
+/// marked "measured_in": "pristine". Where the pristine run gave no time for it, or a wrong result, the
 /// variant loses its time and gets "pristine_error" (a speedup over it is then `environment`:
 /// nothing of the student's failed); where the checker saw the GPU disturbed during it, so is
 /// the run.

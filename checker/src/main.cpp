@@ -38,7 +38,7 @@ struct Common {
   double timeout_s = 0;
   bool counters = true;  // counter rules read through ncu (--no-counters: reported as skipped)
   bool corroborate = true;  // times checked against the checker's tracer (--no-corroborate: not)
-  bool pristine = false;    // --pristine-baselines: speedup baselines timed by the course's starter
+  std::string baselines;    // --baselines; "" = the verb's default (run: in-process, else pristine)
   std::string containment;  // --containment; "" = the verb's default (grade: namespaces, else auto)
 };
 
@@ -160,16 +160,22 @@ int cmd_list(const Common& c, const std::string& overrides) {
   return kOk;
 }
 
-/// The program that times a lesson's baselines with no student code (--pristine-baselines): the
-/// course's own starter in the main build; "" when the option is off. Throws ConfigError where the
-/// option is on and it was not built.
-fs::path pristine_program(const Common& c, const fs::path& bdir, const LessonConfig& lesson) {
-  if (!c.pristine) return {};
+/// Whether the speedup rules' baselines are timed by the course's own program (--baselines
+/// pristine) rather than in the student's (in-process); `default_mode` is the verb's.
+bool pristine_baselines(const Common& c, const std::string& default_mode) {
+  return (c.baselines.empty() ? default_mode : c.baselines) == "pristine";
+}
+
+/// The program that times a lesson's baselines with no student code: the course's own starter in
+/// the main build; "" where the baselines are timed in-process. Throws ConfigError where it is
+/// needed and was not built.
+fs::path pristine_program(bool pristine, const fs::path& bdir, const LessonConfig& lesson) {
+  if (!pristine) return {};
   const fs::path starter = bdir / "lessons" / lesson.name / "starter";
   if (!fs::exists(starter))
-    throw ConfigError("--pristine-baselines times " + lesson.name + "'s baselines with the course's "
+    throw ConfigError("--baselines pristine times " + lesson.name + "'s baselines with the course's "
                       "starter program, which is not built: " + starter.string() +
-                      " (cmake --build " + bdir.string() + ")");
+                      " (cmake --build " + bdir.string() + "; or --baselines in-process)");
   return starter;
 }
 
@@ -194,7 +200,8 @@ int cmd_run(const Common& c, const std::vector<std::string>& names, const std::s
   report.started_at = utc_now();
   bool all_pass = true, all_judged = true;
   std::vector<fs::path> pristine;  // found before any lesson runs: a missing one stops nothing midway
-  for (const auto& l : lessons) pristine.push_back(pristine_program(c, bdir, l));
+  const bool use_pristine = pristine_baselines(c, "in-process");
+  for (const auto& l : lessons) pristine.push_back(pristine_program(use_pristine, bdir, l));
   for (std::size_t i = 0; i < lessons.size(); ++i) {
     const LessonConfig& l = lessons[i];
     j.pristine = pristine[i];
@@ -275,9 +282,11 @@ int cmd_grade(const Common& c, const std::vector<std::string>& submissions, cons
   opt.judge.timeout_s = c.timeout_s;
   opt.judge.counters = c.counters;
   opt.judge.corroborate = c.corroborate ? Corroborate::required : Corroborate::off;
-  for (const auto& l : lessons) opt.pristine[l.name] = pristine_program(c, bdir, l);
-  opt.baselines = c.pristine ? "timed in a process of their own by the course's starter (--pristine-baselines)"
-                             : "timed in the student's program";
+  const bool use_pristine = pristine_baselines(c, "pristine");
+  for (const auto& l : lessons) opt.pristine[l.name] = pristine_program(use_pristine, bdir, l);
+  opt.baselines = use_pristine
+                      ? "timed in a process of their own by the course's starter (--baselines pristine)"
+                      : "timed in the student's program (--baselines in-process)";
   const bool table = c.format == "table";
   const bool colour = table && use_colour(stdout);
   opt.on_lesson = [&](const std::string& name, const LessonOutcome& o) {
@@ -396,7 +405,7 @@ int cmd_selftest(const Common& c, const std::vector<std::string>& names, int rep
   opt.timeout_s = c.timeout_s;
   opt.counters = c.counters;
   opt.corroborate = c.corroborate ? Corroborate::required : Corroborate::off;
-  opt.pristine = c.pristine;
+  opt.pristine = pristine_baselines(c, "pristine");
   opt.jobs = jobs > 0 ? jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   GradingBuild grading(c.source_dir, bdir, bdir / "grading-selftest", opt.jobs);
   const bool table = c.format == "table";
@@ -495,10 +504,13 @@ int main(int argc, char** argv) {
   app.add_flag("!--no-corroborate", c.corroborate,
                "Do not check the reported times against the checker's tracer (its own CUDA events); every "
                "record then says its times were not corroborated (docs/grading-security.md)");
-  app.add_flag("--pristine-baselines", c.pristine,
-               "Time the baselines of the speedup rules in a second process with no student code (the "
-               "course's starter, right after each run of the lesson), and judge those rules with "
-               "them (docs/grading-security.md: about 32 s more for the twelve lessons on an H100)");
+  app.add_option("--baselines", c.baselines,
+                 "Where the speedup rules' baselines are timed (docs/grading-security.md): pristine "
+                 "(a second process with no student code, the course's starter, right after each "
+                 "run of the lesson; the student's program leaves them out) or in-process (the "
+                 "student's program times them too). Default: pristine for grade and selftest, "
+                 "in-process for run")
+      ->check(CLI::IsMember({"pristine", "in-process"}));
   app.add_option("--build-dir", c.build_dir, "The configured build folder (default: the one lab-check lives in)");
   app.add_option("--format", c.format, "Output on stdout: table or json")
       ->check(CLI::IsMember({"table", "json"}))->capture_default_str();

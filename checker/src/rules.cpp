@@ -641,18 +641,11 @@ RuleOutcome evaluate_rule(const Rule& rule, const json& result) {
   std::string measured = format_value(rule.kind, reading.value, unit) + what_is_measured(rule.kind);
   if (rule.kind == RuleKind::speedup) {
     measured += "\"" + rule.over + "\"";
-    // A baseline timed by the pristine run (judge.hpp, use_pristine_baselines): said, with what
-    // the student's own program read for it, so a baseline slowed there shows.
+    // A baseline timed by the pristine run (judge.hpp, use_pristine_baselines): said.
     const json* over = find_variant(result, rule.over);
-    if (over && over->value("measured_in", std::string()) == "pristine") {
+    if (over && over->value("measured_in", std::string()) == "pristine")
       measured += " (timed in a run of the pristine lesson, no code of yours: " +
-                  format_value(RuleKind::metric, (*over)["time_ms"]["median"].get<double>(), "ms");
-      const json mine = over->value("in_process", json::object()).value("time_ms", json::object());
-      if (mine.contains("median"))
-        measured += "; " + format_value(RuleKind::metric, mine["median"].get<double>(), "ms") +
-                    " in your program";
-      measured += ")";
-    }
+                  format_value(RuleKind::metric, (*over)["time_ms"]["median"].get<double>(), "ms") + ")";
   }
   if (rule.kind == RuleKind::metric) measured = rule.metric + " = " + measured;
   if (rule.kind == RuleKind::counter) measured = rule.counter + " of \"" + rule.variant + "\" = " + measured;

@@ -106,11 +106,15 @@ TEST_CASE("run: the solution passes (exit 0), the starter fails with its hint (e
   CHECK(doc["score"] == 12);
   CHECK(doc["lessons"][0]["rules"][1]["verdict"] == "pass");
 
-  // The baseline timed again by the course's starter, in a process of its own.
-  const Cli pristine = course().run({"--pristine-baselines", "run", "--build", "solution"});
+  CHECK_FALSE(contains(solution.out, "timed in a run of the pristine lesson"));  // run's default
+
+  // The baseline timed by the course's starter, in a process of its own.
+  const Cli pristine = course().run({"--baselines", "pristine", "run", "--build", "solution"});
   INFO(pristine.out << pristine.err);
   CHECK(pristine.code == 0);
   CHECK(contains(pristine.out, "timed in a run of the pristine lesson"));
+  const Cli misspelt = course().run({"--baselines", "pristin", "run"});
+  CHECK(misspelt.code == 2);
 
   const Cli unknown = course().run({"run", "07"});
   CHECK(unknown.code == 2);
@@ -151,6 +155,12 @@ TEST_CASE("grade: builds each student's files against the pristine harness, surv
   const json alice = json::parse(read_text(out / "alice" / "gradescope.json"));
   CHECK(alice["score"] == 12);
   CHECK(alice["max_score"] == 12);
+  // grade's default: the baselines timed by the course's starter, contained like every program.
+  CHECK(contains(r.out, "baselines: timed in a process of their own by the course's starter"));
+  const json alice_record = json::parse(read_text(out / "alice" / "result.json"));
+  CHECK(contains(alice_record["baselines"].get<std::string>(), "--baselines pristine"));
+  CHECK(contains(alice_record["lessons"][0]["rules"][1]["message"].get<std::string>(),
+                 "timed in a run of the pristine lesson"));
 
   const json bob = json::parse(read_text(out / "bob" / "result.json"));
   CHECK(bob["complete"] == true);
@@ -173,18 +183,18 @@ TEST_CASE("grade: builds each student's files against the pristine harness, surv
   CHECK(again.code == 0);
   CHECK(contains(again.out, "already graded"));
 
-  // The baselines timed by the course's starter, contained like every lesson program.
-  const fs::path pristine_out = c.tmp.path() / "graded-pristine";
-  const Cli pristine = c.run({"--pristine-baselines", "grade", (subs / "alice").string(), "--out",
-                              pristine_out.string()});
-  INFO(pristine.out << pristine.err);
-  CHECK(pristine.code == 0);
-  CHECK(contains(pristine.out, "baselines: timed in a process of their own by the course's starter"));
-  const json alice_pristine = json::parse(read_text(pristine_out / "alice" / "result.json"));
-  CHECK(alice_pristine["score"] == 12);
-  CHECK(contains(alice_pristine["baselines"].get<std::string>(), "--pristine-baselines"));
-  CHECK(contains(alice_pristine["lessons"][0]["rules"][1]["message"].get<std::string>(),
-                 "timed in a run of the pristine lesson"));
+  // Asked for: the baselines timed in the student's own program.
+  const fs::path in_process_out = c.tmp.path() / "graded-in-process";
+  const Cli in_process = c.run({"--baselines", "in-process", "grade", (subs / "alice").string(),
+                                "--out", in_process_out.string()});
+  INFO(in_process.out << in_process.err);
+  CHECK(in_process.code == 0);
+  CHECK(contains(in_process.out, "baselines: timed in the student's program"));
+  const json alice_in_process = json::parse(read_text(in_process_out / "alice" / "result.json"));
+  CHECK(alice_in_process["score"] == 12);
+  CHECK(contains(alice_in_process["baselines"].get<std::string>(), "--baselines in-process"));
+  CHECK_FALSE(contains(alice_in_process["lessons"][0]["rules"][1]["message"].get<std::string>(),
+                       "pristine"));
 
   const fs::path csv = c.tmp.path() / "grades.csv";
   const fs::path book = c.tmp.path() / "grades.json";
@@ -333,7 +343,7 @@ TEST_CASE("grade: no #include of another submission, the solutions or a host fil
   CHECK(contains(eve["lessons"][0]["output"].get<std::string>(), "is not shown"));
   CHECK(contains(mallory["containment"].get<std::string>(), "namespaces") !=
         contains(mallory["containment"].get<std::string>(), "weak"));
-  CHECK(mallory["baselines"] == "timed in the student's program");
+  CHECK(mallory["baselines"] == "timed in a process of their own by the course's starter (--baselines pristine)");
 
   // Nothing of the last student stays in the grading build: starters staged, no programs.
   const fs::path grading = c.build / "grading";

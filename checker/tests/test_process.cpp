@@ -280,7 +280,9 @@ TEST_CASE("judge: with a pristine program, a baseline slowed in the student's pr
   CHECK(o.rules[1].verdict == Verdict::fail);
   CHECK(o.rules[1].reading->value == doctest::Approx(2.0));
   CHECK(contains(o.rules[1].message, "timed in a run of the pristine lesson"));
-  CHECK(contains(o.rules[1].message, "no code of yours: 2 ms; 40 ms in your program)"));
+  // The student's program was told to leave the baseline out (--skip-variant): no reading of
+  // its own is quoted, and the pristine one stands in the record's variant list.
+  CHECK(contains(o.rules[1].message, "no code of yours: 2 ms)"));
   CHECK(o.rules[2].verdict == Verdict::pass);  // the exercise's own time is its run's
 
   // A pristine program that cannot run is the machine's problem, not the student's.
@@ -292,7 +294,7 @@ TEST_CASE("judge: with a pristine program, a baseline slowed in the student's pr
   CHECK(broken.rules[2].verdict == Verdict::pass);
 }
 
-TEST_CASE("pristine baselines: replaced, kept for reading, or the run's environment") {
+TEST_CASE("pristine baselines: replaced, added, or the run's environment") {
   const json student = json::parse(R"({"variants": [
       {"name": "naive", "correct": true, "time_ms": {"median": 40}, "checks": []},
       {"name": "exercise", "correct": true, "time_ms": {"median": 1}}],
@@ -305,9 +307,15 @@ TEST_CASE("pristine baselines: replaced, kept for reading, or the run's environm
   use_pristine_baselines(doc, true, pristine, "", {"naive"});
   CHECK(doc["variants"][0]["time_ms"]["median"] == 2);
   CHECK(doc["variants"][0]["measured_in"] == "pristine");
-  CHECK(doc["variants"][0]["in_process"]["time_ms"]["median"] == 40);
   CHECK(doc["variants"][1] == student["variants"][1]);  // the exercise is never replaced
   CHECK(doc["environment_ok"] == true);
+
+  json skipped = student;  // the student's program left the baseline out: it is added
+  skipped["variants"].erase(0);
+  use_pristine_baselines(skipped, true, pristine, "", {"naive"});
+  REQUIRE(skipped["variants"].size() == 2);
+  CHECK(skipped["variants"][1]["name"] == "naive");
+  CHECK(skipped["variants"][1]["time_ms"]["median"] == 2);
 
   json failed = student;
   use_pristine_baselines(failed, false, json(), "(timeout) timed out after 90 s", {"naive"});

@@ -21,6 +21,7 @@ struct Lesson::State {
   CLI::App app;
   std::string json_path;
   std::vector<std::string> only;  // --variant
+  std::vector<std::string> skipped;  // --skip-variant
   bool list = false;
   bool profile = false;
   double budget_s = 0;  // --budget-s: the whole run's time limit (0: none)
@@ -50,6 +51,9 @@ Lesson::Lesson(std::string id, std::string title) : state_(std::make_unique<Stat
                  "Run each selected variant once inside cudaProfilerStart/Stop for nsys/ncu, "
                  "no timing");
   s.app.add_option("--variant", s.only, "Run only these variants (repeatable; see --list)");
+  s.app.add_option("--skip-variant", s.skipped,
+                   "Leave these variants out (repeatable): lab-check grade times the speedup "
+                   "rules' baselines in a run of the course's own program instead");
   std::vector<std::string> modes;
   for (Mode m : kModes) modes.push_back(to_string(m));
   s.app.add_option("--mode", s.mode, "Measurement mode: cold (default; L2 flushed), hot "
@@ -93,6 +97,8 @@ void Lesson::note(const std::string& text) { state_->notes.push_back(text); }
 bool Lesson::selected(const std::string& variant) const {
   state_->variant(variant);  // a misspelt name is an error, not "not selected"
   const auto& only = state_->only;
+  const auto& skipped = state_->skipped;
+  if (std::find(skipped.begin(), skipped.end(), variant) != skipped.end()) return false;
   return only.empty() || std::find(only.begin(), only.end(), variant) != only.end();
 }
 
@@ -312,11 +318,12 @@ int Lesson::run(int argc, char** argv, const std::function<void(Lesson&)>& body)
   // Measurements may use 80% of the budget; the rest is for the context, the ceilings, the
   // validations and the result file.
   if (s.budget_s > 0) set_time_budget(0.8 * s.budget_s);
-  for (const std::string& name : s.only)
-    if (!r.find(name)) {
-      std::cerr << "error: no variant named '" << name << "' (see --list)\n";
-      return kExitUsage;
-    }
+  for (const auto* names : {&s.only, &s.skipped})
+    for (const std::string& name : *names)
+      if (!r.find(name)) {
+        std::cerr << "error: no variant named '" << name << "' (see --list)\n";
+        return kExitUsage;
+      }
   if (s.list) {
     for (const VariantResult& v : r.variants)
       std::printf("%-22s %-9s %s\n", v.name.c_str(), to_string(v.role), v.description.c_str());

@@ -187,9 +187,14 @@ void add_variants(lab::Variants<Trip, Way>& variants) {
   // Median to 1%: the rules' thresholds are tens of percent away, and pageable copies are too
   // noisy for the default 0.5% in a few seconds.
   const lab::BenchmarkOptions o = lab::median_within(0.01);
+  // The pageable baseline to 5%: paced by the host's memcpy into the driver's staging buffer, it
+  // moves by 20% from one process to the next (5.0x against 6.1x on one H100 machine), so a finer
+  // median buys nothing, and the speedup rule's bar (2x) is far from what pinned copies reach.
+  // At 1% it ran into its 10 s timeout in every run.
+  const lab::BenchmarkOptions baseline = lab::median_within(0.05);
   variants.add({{"pageable", lab::Role::Baseline,
                  "std::vector buffers, cudaMemcpyAsync: staged through the driver", launch, work, 0,
-                 lab::Pacing::Device, o},
+                 lab::Pacing::Device, baseline},
                 [] { return std::unique_ptr<l03::RoundTrip>(new PageableRoundTrip); }});
   variants.add({{"pinned_registered", lab::Role::Reference,
                  "std::vector memory page-locked in place (cudaHostRegister) in setup", launch,

@@ -13,7 +13,8 @@
 //   exit3       print a CUDA-like error and exit 3
 //   nogpu       print "no CUDA device" and exit 77
 //   noisy       print 50 MB on stdout, then write a valid result
-// --variant NAME (repeatable) writes only those variants ("naive", "exercise"), as a lesson does.
+// --variant NAME (repeatable) times only those variants ("naive", "exercise"), as a lesson does;
+// --skip-variant NAME (repeatable) leaves that one untimed.
 // Built with -DFAKE_COURSE (checker/tests/fake-course), the default mode and the exercise's time
 // come from the student's exercise.cu instead: const char* exercise_mode(); double exercise_ms().
 // Where the checker asks for a trace (LAB_TRACE_FILE), it also plays the tracer: with the times it
@@ -49,8 +50,10 @@ std::string arg_trace = "ok";
 bool arg_wrong = false, arg_env_bad = false, arg_quick = false;
 long arg_seed = 0;
 std::vector<std::string> arg_only;  // --variant: empty, every variant
+std::vector<std::string> arg_skipped;  // --skip-variant
 
 bool wanted(const std::string& variant) {
+  if (std::find(arg_skipped.begin(), arg_skipped.end(), variant) != arg_skipped.end()) return false;
   return arg_only.empty() || std::find(arg_only.begin(), arg_only.end(), variant) != arg_only.end();
 }
 
@@ -112,8 +115,12 @@ void write_result(const std::string& nonce, double exercise_ms, bool wrong) {
            << ", \"mismatches\": " << (wrong ? 12 : 0) << ", \"message\": \"" << (wrong ? "12 mismatches, first at [999]" : "")
            << "\"}], \"time_ms\": " << timing(exercise_ms) << ", \"bytes\": " << bytes << ", \"gbs\": " << ex_gbs
            << ", \"fraction_of_copy\": " << ex_gbs / copy_gbs << "}";
-  if (wanted("naive")) o << naive.str() << (wanted("exercise") ? ",\n" : "\n");
-  if (wanted("exercise")) o << exercise.str() << "\n";
+  // As a lesson does, every variant is listed, in its place; only the wanted ones are timed.
+  o << (wanted("naive") ? naive.str() : "    {\"name\": \"naive\", \"role\": \"baseline\", \"correct\": true}")
+    << ",\n";
+  o << (wanted("exercise") ? exercise.str()
+                           : "    {\"name\": \"exercise\", \"role\": \"exercise\", \"correct\": true}")
+    << "\n";
   o << "  ],\n"
     << "  \"metrics\": {\"overlap_efficiency\": {\"value\": 0.8, \"low\": 0.78, \"high\": 0.82, \"unit\": \"\"}},\n"
     << "  \"diagnostics\": [" << (arg_env_bad ? "\"GPU clock 1410 MHz is below 90% of its 1980 MHz default: throttled?\"" : "")
@@ -165,6 +172,7 @@ int main(int argc, char** argv) {
     else if (a == "--wrong") arg_wrong = true;
     else if (a == "--env-bad") arg_env_bad = true;
     else if (a == "--variant") arg_only.push_back(next());
+    else if (a == "--skip-variant") arg_skipped.push_back(next());
     else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
       return 2;

@@ -100,7 +100,7 @@ class Lesson {
   /// @return the ceilings measured in this process (with the tensor roof, once measured)
   const Ceilings& ceilings() const;
   /// @param variant a declared variant (an undeclared name throws std::logic_error)
-  /// @return false if --variant excluded it
+  /// @return false if --variant left it out or --skip-variant named it
   bool selected(const std::string& variant) const;
   /// @return true in --profile mode (measure() then runs the work once for the profiler)
   bool profiling() const;
