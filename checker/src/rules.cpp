@@ -383,8 +383,8 @@ std::string format_value(RuleKind kind, double value, const std::string& unit) {
     case RuleKind::fraction_of_peak:
       std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * value);
       break;
-    case RuleKind::speedup:
-      std::snprintf(buf, sizeof buf, "%.2fx", value);
+    case RuleKind::speedup:  // under 1x three digits: 0.113x of cuBLAS, not 0.11x
+      std::snprintf(buf, sizeof buf, std::fabs(value) < 1 ? "%.3gx" : "%.2fx", value);
       break;
     default:
       std::snprintf(buf, sizeof buf, "%.3g", value);
@@ -458,7 +458,6 @@ const char* what_is_measured(RuleKind k) {
   switch (k) {
     case RuleKind::fraction_of_copy: return " of the copy bandwidth";
     case RuleKind::fraction_of_peak: return " of the theoretical bandwidth";
-    case RuleKind::speedup: return " faster than ";
     default: return "";
   }
 }
@@ -640,7 +639,8 @@ RuleOutcome evaluate_rule(const Rule& rule, const json& result) {
 
   std::string measured = format_value(rule.kind, reading.value, unit) + what_is_measured(rule.kind);
   if (rule.kind == RuleKind::speedup) {
-    measured += "\"" + rule.over + "\"";
+    // Under 1x it is slower: "0.23x the speed of" (a reference such as cuBLAS).
+    measured += (reading.value >= 1 ? " faster than \"" : " the speed of \"") + rule.over + "\"";
     // A baseline timed by the pristine run (judge.hpp, use_pristine_baselines): said.
     const json* over = find_variant(result, rule.over);
     if (over && over->value("measured_in", std::string()) == "pristine")

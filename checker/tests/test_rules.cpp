@@ -34,6 +34,12 @@ TEST_CASE("speedup: pass, fail and ambiguous from the interval of the ratio") {
   CHECK(close.verdict == Verdict::ambiguous);
   CHECK(close.points == 1);  // benefit of the doubt
   CHECK(contains(close.message, "too close to at least 3.00x to call"));
+
+  // Slower than the variant it is compared with (a reference such as cuBLAS): said as a speed.
+  const Rule fraction = make_rule("speed_vs_reference", RuleKind::speedup, 0.15);
+  auto slower = evaluate_rule(fraction, sample_result(4.0, 1.0));
+  CHECK(slower.verdict == Verdict::pass);
+  CHECK(contains(slower.message, "0.25x the speed of \"naive\" (needs at least 0.15x)"));
 }
 
 TEST_CASE("no timed rule counts a contradicted time, nor a speedup over a wrong baseline") {
