@@ -116,6 +116,24 @@ std::map<std::string, std::string> read_cmake_cache(const fs::path& build_dir) {
   return out;
 }
 
+void build_pristine_programs(const fs::path& build_dir, const std::vector<std::string>& lessons) {
+  if (lessons.empty()) return;
+  TempDir t("lab-check-pristine-build");
+  const fs::path log = t.path() / "build.log";
+  ProcessOptions p;
+  p.kind = ProcessKind::tool;  // the course's own code in the instructor's build: no student file
+  p.argv = {cmake_program(read_cmake_cache(build_dir)).string(), "--build", build_dir.string(), "--target"};
+  for (const auto& lesson : lessons) p.argv.push_back(lesson + "-starter");
+  p.stdout_path = p.stderr_path = log;
+  p.timeout_s = GradingBuild::kBuildTimeoutS;
+  p.max_output_bytes = 4u << 20;
+  const ProcessResult r = run_process(p);
+  if (!r.exited_ok())
+    throw ConfigError("building the course's starters in " + build_dir.string() + ", which time the "
+                      "speedup rules' baselines, failed (" + describe(r, GradingBuild::kBuildTimeoutS) +
+                      "); the end of its output:\n" + file_tail(log, 3000));
+}
+
 namespace {
 
 // Keeps only what the compiler said about `own_file`: a diagnostic located in any other file

@@ -24,6 +24,13 @@ namespace fs = std::filesystem;
 /// KEY:TYPE=VALUE lines of <build>/CMakeCache.txt (empty map if there is none).
 std::map<std::string, std::string> read_cmake_cache(const fs::path& build_dir);
 
+/// Brings the starters of `lessons` in `build_dir` up to date (`cmake --build --target
+/// NN-topic-starter`, a no-op where they are): the programs that time the speedup rules'
+/// baselines with no student code must be built from the harness the students' programs are
+/// built with, and the grading build is brought up to date too. Throws ConfigError, with the end
+/// of the build's output, where that fails.
+void build_pristine_programs(const fs::path& build_dir, const std::vector<std::string>& lessons);
+
 /// The first compiler errors of a build log, with the staging folder's path removed. With
 /// `own_file` ("04-coalescing/exercise.cu", as the log names it once the prefix is gone), only
 /// lines about that file are quoted: messages located in any other file are replaced by one

@@ -160,6 +160,12 @@ int cmd_list(const Common& c, const std::string& overrides) {
   return kOk;
 }
 
+std::vector<std::string> names_of(const std::vector<LessonConfig>& lessons) {
+  std::vector<std::string> names;
+  for (const auto& l : lessons) names.push_back(l.name);
+  return names;
+}
+
 /// Whether the speedup rules' baselines are timed by the course's own program (--baselines
 /// pristine) rather than in the student's (in-process); `default_mode` is the verb's.
 bool pristine_baselines(const Common& c, const std::string& default_mode) {
@@ -201,6 +207,7 @@ int cmd_run(const Common& c, const std::vector<std::string>& names, const std::s
   bool all_pass = true, all_judged = true;
   std::vector<fs::path> pristine;  // found before any lesson runs: a missing one stops nothing midway
   const bool use_pristine = pristine_baselines(c, "in-process");
+  if (use_pristine) build_pristine_programs(bdir, names_of(lessons));
   for (const auto& l : lessons) pristine.push_back(pristine_program(use_pristine, bdir, l));
   for (std::size_t i = 0; i < lessons.size(); ++i) {
     const LessonConfig& l = lessons[i];
@@ -283,6 +290,7 @@ int cmd_grade(const Common& c, const std::vector<std::string>& submissions, cons
   opt.judge.counters = c.counters;
   opt.judge.corroborate = c.corroborate ? Corroborate::required : Corroborate::off;
   const bool use_pristine = pristine_baselines(c, "pristine");
+  if (use_pristine) build_pristine_programs(bdir, names_of(lessons));
   for (const auto& l : lessons) opt.pristine[l.name] = pristine_program(use_pristine, bdir, l);
   opt.baselines = use_pristine
                       ? "timed in a process of their own by the course's starter (--baselines pristine)"

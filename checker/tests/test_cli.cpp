@@ -108,11 +108,16 @@ TEST_CASE("run: the solution passes (exit 0), the starter fails with its hint (e
 
   CHECK_FALSE(contains(solution.out, "timed in a run of the pristine lesson"));  // run's default
 
-  // The baseline timed by the course's starter, in a process of its own.
+  // The baseline timed by the course's starter, in a process of its own, which is brought up to
+  // date first (here: older than its objects, as after a change to the harness, it is relinked).
+  const fs::path starter_program = course().build / "lessons" / "90-fake" / "starter";
+  const auto long_ago = fs::file_time_type::clock::now() - std::chrono::hours(24 * 365);
+  fs::last_write_time(starter_program, long_ago);
   const Cli pristine = course().run({"--baselines", "pristine", "run", "--build", "solution"});
   INFO(pristine.out << pristine.err);
   CHECK(pristine.code == 0);
   CHECK(contains(pristine.out, "timed in a run of the pristine lesson"));
+  CHECK(fs::last_write_time(starter_program) > long_ago + std::chrono::hours(24));
   const Cli misspelt = course().run({"--baselines", "pristin", "run"});
   CHECK(misspelt.code == 2);
 
