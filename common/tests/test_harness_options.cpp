@@ -36,6 +36,7 @@ TEST_CASE("usage errors exit 2 and never run the lesson") {
   CHECK(run_with({"--mode", "lukewarm"}, &ran) == lab::kExitUsage);
   CHECK(run_with({"--seed", "not-a-number"}, &ran) == lab::kExitUsage);
   CHECK(run_with({"--variant", "nope"}, &ran) == lab::kExitUsage);
+  CHECK(run_with({"--skip-variant", "nope"}, &ran) == lab::kExitUsage);  // a misspelt baseline
   CHECK_FALSE(ran);
 }
 
