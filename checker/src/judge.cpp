@@ -249,16 +249,6 @@ Attempt run_once(const LessonConfig& lesson, const fs::path& program, const Judg
   return a;
 }
 
-// The variants the speedup rules divide by, each once.
-std::vector<std::string> speedup_baselines(const LessonConfig& lesson) {
-  std::vector<std::string> overs;
-  for (const auto& rule : lesson.rules)
-    if (rule.kind == RuleKind::speedup && !rule.over.empty() &&
-        std::find(overs.begin(), overs.end(), rule.over) == overs.end())
-      overs.push_back(rule.over);
-  return overs;
-}
-
 // Correct only if correct in every run: each run judged with that, keeping the failing checks.
 json with_correctness_of_all(json run, const std::vector<json>& runs) {
   for (auto& v : run["variants"]) {
@@ -423,15 +413,26 @@ void judge_counters(const LessonConfig& lesson, const fs::path& program, const J
 
 }  // namespace
 
+std::vector<std::string> speedup_baselines(const LessonConfig& lesson) {
+  std::vector<std::string> overs;
+  for (const auto& rule : lesson.rules)
+    if (rule.kind == RuleKind::speedup && !rule.over.empty() &&
+        std::find(overs.begin(), overs.end(), rule.over) == overs.end())
+      overs.push_back(rule.over);
+  return overs;
+}
+
 void use_pristine_baselines(json& doc, bool pristine_ok, const json& pristine_doc,
                             const std::string& why, const std::vector<std::string>& overs) {
   if (!doc.contains("variants") || !doc["variants"].is_array()) return;
   const bool disturbed = pristine_ok && !pristine_doc.value("environment_ok", true);
   for (const std::string& name : overs) {
-    // The student's program left the baseline out (--skip-variant) or reported it untimed.
-    if (!find_variant(doc, name)) doc["variants"].push_back({{"name", name}, {"role", "baseline"}});
-    json& v = *std::find_if(doc["variants"].begin(), doc["variants"].end(),
-                            [&](const json& x) { return x.value("name", std::string()) == name; });
+    // Where the student's program left the baseline out (--skip-variant), it is added.
+    json& variants = doc["variants"];
+    auto it = std::find_if(variants.begin(), variants.end(),
+                           [&](const json& x) { return x.value("name", std::string()) == name; });
+    if (it == variants.end()) variants.push_back({{"name", name}, {"role", "baseline"}});
+    json& v = it == variants.end() ? variants.back() : *it;
     const json* theirs = pristine_ok ? find_variant(pristine_doc, name) : nullptr;
     const bool timed = theirs && theirs->contains("time_ms");
     if (timed && theirs->value("correct", true)) {

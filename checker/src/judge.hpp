@@ -104,6 +104,10 @@ inline constexpr double kCopyMargin = 1.3, kLinkMargin = 1.3, kFlopsMargin = 1.1
 /// ceiling of the same run by more than its margin, one sentence saying so
 std::string implausible_rates(const json& result);
 
+/// @return the variants the speedup rules of @p lesson divide by, each once (what a pristine run
+///         times)
+std::vector<std::string> speedup_baselines(const LessonConfig& lesson);
+
 /// Puts the baselines timed by the pristine program into a run's result: each variant in
 /// @p overs is replaced by the pristine run's (added where the student's program left it out),
 /// marked "measured_in": "pristine". Where the pristine run gave no time for it, or a wrong result, the

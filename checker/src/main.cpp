@@ -160,29 +160,32 @@ int cmd_list(const Common& c, const std::string& overrides) {
   return kOk;
 }
 
-std::vector<std::string> names_of(const std::vector<LessonConfig>& lessons) {
-  std::vector<std::string> names;
-  for (const auto& l : lessons) names.push_back(l.name);
-  return names;
-}
-
 /// Whether the speedup rules' baselines are timed by the course's own program (--baselines
 /// pristine) rather than in the student's (in-process); `default_mode` is the verb's.
 bool pristine_baselines(const Common& c, const std::string& default_mode) {
   return (c.baselines.empty() ? default_mode : c.baselines) == "pristine";
 }
 
-/// The program that times a lesson's baselines with no student code: the course's own starter in
-/// the main build; "" where the baselines are timed in-process. Throws ConfigError where it is
-/// needed and was not built.
-fs::path pristine_program(bool pristine, const fs::path& bdir, const LessonConfig& lesson) {
-  if (!pristine) return {};
-  const fs::path starter = bdir / "lessons" / lesson.name / "starter";
-  if (!fs::exists(starter))
-    throw ConfigError("--baselines pristine times " + lesson.name + "'s baselines with the course's "
-                      "starter program, which is not built: " + starter.string() +
-                      " (cmake --build " + bdir.string() + "; or --baselines in-process)");
-  return starter;
+/// Per lesson, the program that times its speedup rules' baselines with no student code: the
+/// course's own starter in the main build, brought up to date first, before any lesson runs (a
+/// missing one stops nothing midway); "" for a lesson without such rules, or every lesson where
+/// the baselines are timed in-process. Throws ConfigError where one cannot be had.
+std::vector<fs::path> pristine_programs(bool pristine, const fs::path& bdir,
+                                        const std::vector<LessonConfig>& lessons) {
+  std::vector<fs::path> programs(lessons.size());
+  std::vector<std::string> needed;
+  for (const auto& l : lessons)
+    if (pristine && !speedup_baselines(l).empty()) needed.push_back(l.name);
+  build_pristine_programs(bdir, needed);
+  for (std::size_t i = 0; i < lessons.size(); ++i) {
+    if (std::find(needed.begin(), needed.end(), lessons[i].name) == needed.end()) continue;
+    programs[i] = bdir / "lessons" / lessons[i].name / "starter";
+    if (!fs::exists(programs[i]))
+      throw ConfigError("--baselines pristine times " + lessons[i].name + "'s baselines with the "
+                        "course's starter program, which is not built: " + programs[i].string() +
+                        " (cmake --build " + bdir.string() + "; or --baselines in-process)");
+  }
+  return programs;
 }
 
 int cmd_run(const Common& c, const std::vector<std::string>& names, const std::string& build,
@@ -205,10 +208,8 @@ int cmd_run(const Common& c, const std::vector<std::string>& names, const std::s
   report.name = build;
   report.started_at = utc_now();
   bool all_pass = true, all_judged = true;
-  std::vector<fs::path> pristine;  // found before any lesson runs: a missing one stops nothing midway
-  const bool use_pristine = pristine_baselines(c, "in-process");
-  if (use_pristine) build_pristine_programs(bdir, names_of(lessons));
-  for (const auto& l : lessons) pristine.push_back(pristine_program(use_pristine, bdir, l));
+  const std::vector<fs::path> pristine =
+      pristine_programs(pristine_baselines(c, "in-process"), bdir, lessons);
   for (std::size_t i = 0; i < lessons.size(); ++i) {
     const LessonConfig& l = lessons[i];
     j.pristine = pristine[i];
@@ -290,8 +291,9 @@ int cmd_grade(const Common& c, const std::vector<std::string>& submissions, cons
   opt.judge.counters = c.counters;
   opt.judge.corroborate = c.corroborate ? Corroborate::required : Corroborate::off;
   const bool use_pristine = pristine_baselines(c, "pristine");
-  if (use_pristine) build_pristine_programs(bdir, names_of(lessons));
-  for (const auto& l : lessons) opt.pristine[l.name] = pristine_program(use_pristine, bdir, l);
+  const std::vector<fs::path> pristine = pristine_programs(use_pristine, bdir, lessons);
+  for (std::size_t i = 0; i < lessons.size(); ++i)
+    if (!pristine[i].empty()) opt.pristine[lessons[i].name] = pristine[i];
   opt.baselines = use_pristine
                       ? "timed in a process of their own by the course's starter (--baselines pristine)"
                       : "timed in the student's program (--baselines in-process)";
