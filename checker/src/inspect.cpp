@@ -20,6 +20,10 @@ bool starts_with(const std::string& s, const std::string& prefix) {
   return s.compare(0, prefix.size(), prefix) == 0;
 }
 
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
 }
@@ -323,8 +327,9 @@ std::string capture(const std::string& tool, const std::vector<std::string>& arg
 
 }  // namespace
 
-ObjectSymbols read_object(const fs::path& file) {
+ObjectSymbols read_object(const fs::path& file, ObjectReading reading) {
   if (!fs::exists(file)) throw ConfigError("no object file " + file.string() + ": build it first");
+  const bool exercise = reading == ObjectReading::exercise;
   ObjectSymbols o;
   std::istringstream nm(capture("nm", {"-P", file.string()}));
   for (std::string line; std::getline(nm, line);) {
@@ -342,19 +347,24 @@ ObjectSymbols read_object(const fs::path& file) {
     }
   }
 
-  std::istringstream sections(capture("readelf", {"-SW", file.string()}));
-  for (std::string line; std::getline(sections, line);)
-    for (const char* s : {" .fini_array", " .preinit_array", " .ctors", " .dtors"})
-      if (contains(line, s) && !contains(line, ".rela")) o.other_startup = true;
+  if (exercise) {
+    std::istringstream sections(capture("readelf", {"-SW", file.string()}));
+    for (std::string line; std::getline(sections, line);)
+      for (const char* s : {" .fini_array", " .preinit_array", " .ctors", " .dtors"})
+        if (contains(line, s) && !contains(line, ".rela")) o.other_startup = true;
+  }
+  // (The regular expressions run only on lines that can match: std::regex is slow, and a
+  // library object has tens of thousands of lines.)
   std::istringstream relocations(capture("readelf", {"-rW", file.string()}));
   static const std::regex header(R"(^Relocation section '\.rela?(\S+)' at offset)");
   static const std::regex entry(R"(^\s*[0-9a-f]+\s+[0-9a-f]+\s+\S+\s+[0-9a-f]+\s+([^\s+]+))");
   std::string section;
   for (std::string line; std::getline(relocations, line);) {
     std::smatch m;
-    if (std::regex_search(line, m, header)) {
+    if (starts_with(line, "Relocation section") && std::regex_search(line, m, header)) {
       section = m[1].str();
-    } else if (!section.empty() && std::regex_search(line, m, entry)) {
+    } else if (!section.empty() && (exercise || section == ".init_array") &&
+               std::regex_search(line, m, entry)) {
       if (section == ".init_array") ++o.initializers;
       o.referenced_from[m[1].str()].insert(section);
     }
@@ -366,7 +376,7 @@ ObjectSymbols read_object(const fs::path& file) {
   std::string signature;
   for (std::string line; std::getline(groups, line);) {
     std::smatch m;
-    if (std::regex_search(line, m, group_header)) {
+    if (starts_with(line, "COMDAT group") && std::regex_search(line, m, group_header)) {
       signature = m[1].str();
       o.groups.insert(signature);
     } else if (!signature.empty() && std::regex_search(line, m, group_member)) {
@@ -390,6 +400,7 @@ ObjectSymbols read_object(const fs::path& file) {
   static const std::regex instruction(R"(^\s+[0-9a-f]+:\t[0-9a-f ]+\t(?:(?:notrack|bnd|rep|repz|cs|ds|data16)\s+)*(\S+))");
   static const std::set<std::string> iostream_init = {
       "_ZNSt8ios_base4InitC1Ev", "_ZNSt8ios_base4InitD1Ev", "__cxa_atexit", "__dso_handle", ".bss"};
+  if (!exercise) return o;
   std::istringstream code(capture("objdump", {"-dr", file.string()}));
   std::string fn, last;  // the function, and its last instruction's mnemonic (padding aside)
   bool only_iostream = false, constructs_init = false, transfer_pending = false;
@@ -400,19 +411,22 @@ ObjectSymbols read_object(const fs::path& file) {
   };
   for (std::string line; std::getline(code, line);) {
     std::smatch m;
-    if (std::regex_search(line, m, function)) {
+    const bool in_initializer = starts_with(fn, "_GLOBAL__sub_I_");
+    if (ends_with(line, ">:") && std::regex_search(line, m, function)) {
       close_function();
       fn = m[1].str();
       last.clear();
       only_iostream = true;
       constructs_init = transfer_pending = false;
-    } else if (std::regex_search(line, m, reloc)) {  // a relocation: not an instruction
+    } else if (contains(line, ": R_") && std::regex_search(line, m, reloc)) {  // a relocation
       only_iostream = only_iostream && iostream_init.count(m[1].str()) > 0;
       constructs_init = constructs_init || m[1].str() == "_ZNSt8ios_base4InitC1Ev";
       transfer_pending = false;  // the call or jump before it goes where the relocation says
     } else {
-      if (std::regex_search(line, system_call)) o.system_call = true;
-      if (std::regex_search(line, m, instruction)) {
+      if ((contains(line, "sys") || contains(line, "int")) && std::regex_search(line, system_call))
+        o.system_call = true;
+      // What the last instruction was matters only where close_function() looks: initializers.
+      if (in_initializer && std::regex_search(line, m, instruction)) {
         const std::string op = m[1].str();
         if (transfer_pending) only_iostream = false;  // a call or jump without a relocation
         transfer_pending = op[0] == 'j' || starts_with(op, "call");
@@ -463,7 +477,8 @@ std::vector<SealFinding> inspect_program(const fs::path& program,
   static std::map<std::string, ObjectSymbols> cache;
   auto cached = [&](const fs::path& p) -> const ObjectSymbols& {
     auto it = cache.find(p.string());
-    if (it == cache.end()) it = cache.emplace(p.string(), read_object(p)).first;
+    if (it == cache.end())
+      it = cache.emplace(p.string(), read_object(p, ObjectReading::pristine)).first;
     return it->second;
   };
   SealContext c;

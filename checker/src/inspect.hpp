@@ -54,9 +54,14 @@ struct SealContext {
 /// The rules, applied to already-read symbols (pure: unit-tested without any binary).
 std::vector<SealFinding> check_seal(const ObjectSymbols& exercise, const SealContext& context);
 
-/// Reads an object file or a static archive with nm, readelf and objdump.
+/// How much of an object file to read: all of it for an exercise; for pristine code (the
+/// harness, the library, the starter) only what the seal holds an exercise against (symbols,
+/// COMDAT groups, initializers): the rest of a large library object costs seconds to read.
+enum class ObjectReading { exercise, pristine };
+
+/// Reads an object file or a static archive with nm, readelf and (for an exercise) objdump.
 /// @throws ConfigError when the binutils are missing or cannot read the file
-ObjectSymbols read_object(const fs::path& file);
+ObjectSymbols read_object(const fs::path& file, ObjectReading reading = ObjectReading::exercise);
 
 /// The files lab_add_lesson lists beside each lesson program, in `<program>.objects`.
 struct ProgramObjects {

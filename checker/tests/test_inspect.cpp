@@ -247,6 +247,31 @@ TEST_SUITE("inspect") {
 #endif
   }
 
+  TEST_CASE("a pristine object is read for what the seal holds an exercise against, the same as in full") {
+    TempDir dir;
+    write_text(dir.path() / "pristine.cpp",
+               "#include <cstdio>\n#include <vector>\n"
+               "namespace { struct Hello { Hello() { std::puts(\"hi\"); } } hello; }\n"
+               "int sum(const std::vector<int>& v) { int s = 0; for (int x : v) s += x; return s; }\n"
+               "template <class T> __attribute__((noinline)) T twice(T x) { return 2 * x; }\n"
+               "double use() { return twice(1.5) + sum({1, 2}); }\nextern int elsewhere();\n"
+               "int call() { return elsewhere(); }\n");
+    const fs::path o = dir.path() / "pristine.o";
+    const std::string cmd = "c++ -std=c++17 -O1 -c -o '" + o.string() + "' '" + (dir.path() / "pristine.cpp").string() + "'";
+    REQUIRE(std::system(cmd.c_str()) == 0);
+    const ObjectSymbols full = read_object(o), pristine = read_object(o, ObjectReading::pristine);
+    CHECK(pristine.strong == full.strong);
+    CHECK(pristine.weak == full.weak);
+    CHECK(pristine.undefined == full.undefined);
+    CHECK(pristine.undefined.count("_Z9elsewherev") == 1);
+    CHECK(pristine.groups == full.groups);
+    CHECK_FALSE(pristine.groups.empty());  // twice<double>, the vector's code
+    CHECK(pristine.initializers == full.initializers);
+    CHECK(pristine.initializers >= 1);  // Hello's constructor
+    for (const auto& [symbol, sections] : pristine.referenced_from)  // only what initializers call:
+      CHECK(sections == std::set<std::string>{".init_array"});       // the rest is an exercise's
+  }
+
   TEST_CASE("a device switch is allowed only inside the toolkit's library code") {
     // CUB's DeviceReduce::Sum switches to the device it is given (and back) through SwitchDevice.
     const std::string sum = "_ZN3cub12DeviceReduce3SumIPKfPfxEE9cudaErrorPvRmT_T0_T1_P11CUstream_st";

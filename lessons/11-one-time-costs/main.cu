@@ -938,8 +938,10 @@ fs::path largest_file(const fs::path& dir) {
 void cache_tests(lab::Lesson& l, const fs::path& root, const std::string& arch, int processes) {
   std::uint64_t seed = l.seed() * 64 + 1000;
   std::vector<double> cold, warm;
-  for (const bool filled : {false, true}) {
-    for (int k = 0; k < processes; ++k) {
+  // Each empty-folder process is followed at once by the one that finds the folder it filled:
+  // paired in time, so a machine that slows for a while slows both sides of the ratio.
+  for (int k = 0; k < processes; ++k) {
+    for (const bool filled : {false, true}) {
       const fs::path dir = root / ("first-call-" + std::to_string(k));
       if (!filled) fs::create_directories(dir);
       const std::string name =
