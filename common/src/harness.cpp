@@ -10,6 +10,7 @@
 #include <iostream>
 #include <nvtx3/nvtx3.hpp>
 #include <random>
+#include <sys/prctl.h>
 
 #include "lab/check.hpp"
 
@@ -36,7 +37,10 @@ struct Lesson::State {
   }
 };
 
+void close_process_memory() { ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0); }  // cannot fail with 0
+
 Lesson::Lesson(std::string id, std::string title) : state_(std::make_unique<State>()) {
+  close_process_memory();
   State& s = *state_;
   s.title = std::move(title);
   s.result.lesson = std::move(id);

@@ -1,6 +1,11 @@
 // The harness's command line, without a GPU: usage errors, --list, --help, and the no-GPU path.
 #include <doctest/doctest.h>
 
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -76,4 +81,32 @@ TEST_CASE("a run writes the result file; without a GPU it says so and exits 77")
     CHECK(r["diagnostics"][0].get<std::string>().find("GPU") != std::string::npos);
   }
   std::remove(path.c_str());
+}
+
+// Whether a forked child, as a user that is not root (root reads any file), can open its own
+// memory for writing, with or without a Lesson made first.
+bool child_opens_own_memory(bool make_lesson) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    if (::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0)) ::_exit(3);
+    // As a program is after exec (a change of user, or an earlier Lesson here, cleared it).
+    ::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+    if (make_lesson) lab::Lesson lesson("99-test", "harness test");
+    std::FILE* f = std::fopen("/proc/self/mem", "r+");
+    ::_exit(f != nullptr ? 1 : 0);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) != 3);
+  return WEXITSTATUS(status) == 1;
+}
+
+TEST_CASE("a Lesson closes its process's memory before any exercise code runs") {
+  // Without it, a process opens /proc/self/mem for writing (page protections do not apply there:
+  // an exercise with file calls could rewrite the harness's code); with it, it cannot.
+  CHECK(child_opens_own_memory(false));
+  CHECK_FALSE(child_opens_own_memory(true));
+  lab::Lesson lesson("99-test", "harness test");
+  CHECK(::prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0);
 }

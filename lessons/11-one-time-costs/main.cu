@@ -1095,6 +1095,7 @@ void validate(lab::Lesson& l, const lab::Variant<Call>& v, const std::string& ca
 }  // namespace
 
 int main(int argc, char** argv) {
+  lab::close_process_memory();  // before the children's exercise code, which runs without a Lesson
   char exe[4096] = {};
   const ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
   self_path = len > 0 ? std::string(exe, static_cast<std::size_t>(len)) : std::string(argv[0]);

@@ -51,6 +51,14 @@ struct TimedCallChecks {
   std::function<void(cudaStream_t stream, const std::string& case_name)> verify;
 };
 
+/// @brief Makes this process non-dumpable (prctl PR_SET_DUMPABLE 0), so that its files in /proc
+/// belong to root: code in it can no longer open /proc/self/mem, through which a write ignores
+/// page protections and reaches the harness's code and data (docs/grading-security.md). Lesson's
+/// constructor calls it, before any exercise code can run; a program that runs exercise code
+/// without a Lesson (lesson 11's child processes) calls it first thing in main. The cost: no core
+/// file, and no debugger can attach to a running program (one that starts it still can).
+void close_process_memory();
+
 /// Exit codes of a lesson program (also in docs/result-file.md).
 enum ExitCode : int {
   kExitOk = 0,          ///< every variant correct
