@@ -393,7 +393,13 @@ int cmd_selftest(const Common& c, const std::vector<std::string>& names, int rep
   const fs::path bdir = build_dir_of(c);
   const auto lessons = lessons_of(c, names, "");
   if (seal_only) return cmd_seal(bdir, lessons);
-  set_containment(c, "auto", {});
+  // Programs judged as grade judges them: as root, as uid 65534 with a /tmp of their own (a
+  // mutant that tries what only root could, such as opening its own /proc/self/mem, gets the
+  // verdict a student's would).
+  SandboxPolicy policy;
+  policy.private_tmp = true;
+  policy.run_as_nobody = true;
+  set_containment(c, "auto", policy);
   // No GPU: say so and let CTest count the test as skipped.
   const fs::path doctor = bdir / "common" / "lab-doctor";
   if (fs::exists(doctor)) {
