@@ -120,6 +120,7 @@ ProcessResult run_process(const ProcessOptions& options) {
   const pid_t parent = ::getpid();
 
   // The containment is planned here, before the fork: the child may not allocate.
+  std::string own_home = "HOME=" + options.workdir.string();
   const SandboxPolicy& policy = sandbox_policy();
   const bool contained = options.kind != ProcessKind::tool && policy.mode != Containment::none;
   const bool build = options.kind == ProcessKind::build;
@@ -138,16 +139,21 @@ ProcessResult run_process(const ProcessOptions& options) {
         ::close(fd);
       return result;
     }
-    // The private /tmp is the run's temporary space (the checker's own TMPDIR may be hidden).
-    if (plan.private_tmp) {
-      static char private_tmpdir[] = "TMPDIR=/tmp";
+    auto set_env = [&envp](char* entry) {  // "NAME=value", in place of any NAME
+      const std::size_t name = std::strchr(entry, '=') - entry + 1;
       envp.pop_back();  // the terminating nullptr
       envp.erase(std::remove_if(envp.begin(), envp.end(),
-                                [](const char* e) { return std::strncmp(e, "TMPDIR=", 7) == 0; }),
+                                [&](const char* e) { return std::strncmp(e, entry, name) == 0; }),
                  envp.end());
-      envp.push_back(private_tmpdir);
+      envp.push_back(entry);
       envp.push_back(nullptr);
-    }
+    };
+    // The private /tmp is the run's temporary space (the checker's own TMPDIR may be hidden).
+    static char private_tmpdir[] = "TMPDIR=/tmp";
+    if (plan.private_tmp) set_env(private_tmpdir);
+    // A user of its own has no use of the grader's home, which it may not even look into (ncu,
+    // as uid 65534 with HOME=/root, could not start): its home is its work folder.
+    if (plan.user != 0 && !options.workdir.empty()) set_env(own_home.data());
   }
 
   const auto t0 = std::chrono::steady_clock::now();

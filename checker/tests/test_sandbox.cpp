@@ -228,6 +228,15 @@ TEST_CASE("namespaces: a private /tmp, and as root a program runs as uid 65534")
   fs::remove(shown);
   CHECK_FALSE(contains(said, "root only"));
   CHECK(contains(said, "Permission denied"));
+
+  // Its home is its work folder, not the grader's (a tool that looks into $HOME, such as ncu,
+  // would meet "Permission denied" in /root and not start).
+  ProcessOptions p;
+  p.argv = {"/bin/sh", "-c", "echo \"home=$HOME\"; id -u"};
+  p.workdir = work.path();
+  p.stdout_path = out;
+  REQUIRE(run_process(p).exited_ok());
+  CHECK(read_text(out) == "home=" + work.path().string() + "\n65534\n");
 }
 
 TEST_CASE("namespaces: a SIGKILLed checker leaves no process of the run behind") {
