@@ -52,6 +52,27 @@ Tracing stage_tracer(const JudgeOptions& opt, const fs::path& work) {
   return t;
 }
 
+// Whether the tracer loads here, seen in a traced run of the probe (asked once per probe).
+bool tracer_loads_here(const JudgeOptions& opt) {
+  static std::map<std::string, bool> known;
+  const auto it = known.find(opt.tracer_probe.string());
+  if (it != known.end()) return it->second;
+  TempDir work("lab-check-tracer-probe");
+  const Tracing tracing = stage_tracer(opt, work.path());
+  bool loads = false;
+  if (!tracing.library.empty()) {
+    ProcessOptions p;
+    p.argv = {opt.tracer_probe.string(), "--probe"};
+    p.workdir = work.path();
+    p.timeout_s = 60;
+    const fs::path trace = work.path() / "trace-probe.txt";
+    p.env = {"CUDA_INJECTION64_PATH=" + tracing.library.string(), "LAB_TRACE_FILE=" + trace.string()};
+    loads = run_process(p).exited_ok() && read_trace(trace).set_up;
+  }
+  known[opt.tracer_probe.string()] = loads;
+  return loads;
+}
+
 std::string first_line(const std::string& text) {
   std::istringstream in(text);
   std::string line;
@@ -228,6 +249,16 @@ Attempt run_once(const LessonConfig& lesson, const fs::path& program, const Judg
   if (c.state == Corroboration::disagrees && !shared_gpu && !only_wrong_variants) {
     a.reason = reason::unverified_time;
     a.message = "unverified time: " + c.message;
+    return a;
+  }
+  // A trace that is missing or unreadable where the tracer works (a pristine program was just
+  // traced here) is the program's doing: the file was removed, renamed or written over.
+  if (c.state == Corroboration::unavailable && opt.corroborate == Corroborate::required &&
+      !tracing.library.empty() && !opt.tracer_probe.empty() && tracer_loads_here(opt)) {
+    a.reason = reason::unverified_time;
+    a.message = "unverified time: the checker's trace of this run is missing or unreadable (" +
+                c.message + "), though its tracer works here (a program of the course's was traced "
+                "just now): was the trace file in the work folder removed, renamed or written over?";
     return a;
   }
   a.ok = true;

@@ -89,6 +89,11 @@ struct JudgeOptions {
   /// use its times: a baseline the student's process cannot slow (use_pristine_baselines).
   fs::path pristine;
   fs::path tracer = built_tracer();  ///< the tracer library; empty: none was built
+  /// A program of the course's that initialises CUDA and runs no student code (`lab-doctor
+  /// --probe`); empty: none. Where a run's trace is missing or unreadable, the checker runs it
+  /// traced: if its trace is whole, the tracer works here, so the run's trace was removed or
+  /// overwritten (lesson 11's exercise may open files): an `error`, never `environment`.
+  fs::path tracer_probe;
 };
 
 /// Runs `program` (a lesson built from some exercise.cu) and judges it by the lesson's rules.

@@ -162,6 +162,13 @@ int cmd_list(const Common& c, const std::string& overrides) {
 
 /// Whether the speedup rules' baselines are timed by the course's own program (--baselines
 /// pristine) rather than in the student's (in-process); `default_mode` is the verb's.
+// The course's program that tells a missing trace from a tracer that does not work here
+// (JudgeOptions::tracer_probe): lab-doctor, when the build has it.
+fs::path tracer_probe(const fs::path& bdir) {
+  const fs::path doctor = bdir / "common" / "lab-doctor";
+  return fs::exists(doctor) ? fs::absolute(doctor) : fs::path();
+}
+
 bool pristine_baselines(const Common& c, const std::string& default_mode) {
   return (c.baselines.empty() ? default_mode : c.baselines) == "pristine";
 }
@@ -290,6 +297,7 @@ int cmd_grade(const Common& c, const std::vector<std::string>& submissions, cons
   opt.judge.timeout_s = c.timeout_s;
   opt.judge.counters = c.counters;
   opt.judge.corroborate = c.corroborate ? Corroborate::required : Corroborate::off;
+  opt.judge.tracer_probe = tracer_probe(bdir);
   const bool use_pristine = pristine_baselines(c, "pristine");
   const std::vector<fs::path> pristine = pristine_programs(use_pristine, bdir, lessons);
   for (std::size_t i = 0; i < lessons.size(); ++i)
@@ -421,6 +429,7 @@ int cmd_selftest(const Common& c, const std::vector<std::string>& names, int rep
   opt.timeout_s = c.timeout_s;
   opt.counters = c.counters;
   opt.corroborate = c.corroborate ? Corroborate::required : Corroborate::off;
+  opt.tracer_probe = tracer_probe(bdir);
   opt.pristine = pristine_baselines(c, "pristine");
   opt.jobs = jobs > 0 ? jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   GradingBuild grading(c.source_dir, bdir, bdir / "grading-selftest", opt.jobs);

@@ -64,6 +64,7 @@ struct SelftestOptions {
   bool inspect = true;   ///< check each exercise's object file first (off for stand-ins in tests)
   Corroborate corroborate = Corroborate::required;  ///< times against the tracer (judge.hpp)
   bool pristine = false;  ///< speedup baselines timed by the lesson's starter (JudgeOptions::pristine)
+  fs::path tracer_probe;  ///< JudgeOptions::tracer_probe
 };
 
 /// Judges the lesson's solution, starter and every mutant. Compile-error mutants are built

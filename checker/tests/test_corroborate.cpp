@@ -349,7 +349,7 @@ TEST_SUITE("corroborate") {
 namespace {
 
 LessonOutcome judge_traced(std::vector<std::string> extra, Corroborate mode = Corroborate::required,
-                           const fs::path& tracer = LAB_TEST_FAKE_LESSON) {
+                           const fs::path& tracer = LAB_TEST_FAKE_LESSON, const fs::path& probe = {}) {
   std::vector<std::string> args{"--mode", "result"};
   args.insert(args.end(), extra.begin(), extra.end());
   JudgeOptions opt;
@@ -357,6 +357,7 @@ LessonOutcome judge_traced(std::vector<std::string> extra, Corroborate mode = Co
   opt.build = "test";
   opt.corroborate = mode;
   opt.tracer = tracer;  // any file: only the CUDA driver would load it, and there is none here
+  opt.tracer_probe = probe;
   return judge_program(fake_lesson(args, standard_rules()), LAB_TEST_FAKE_LESSON, opt);
 }
 
@@ -402,6 +403,33 @@ TEST_CASE("judge: a wrong variant's contradicted time is judged as wrong, and no
   const LessonOutcome forged = judge_traced({"--exercise-ms", "1.0", "--baseline-ms", "4.0",
                                              "--trace-baseline-ms", "2.0", "--wrong"});
   CHECK(forged.reason == reason::unverified_time);
+}
+
+TEST_CASE("judge: a trace gone where the tracer works is the program's doing (an error, not environment)") {
+  // Lesson 11's exercise may open, rename and remove files: it could remove the trace file from
+  // its work folder, and a run with no trace would read `environment`. A program of the course's,
+  // traced, tells that from a tracer that does not work here.
+  TempDir dir("lab-probe");
+  auto probe = [&](const std::string& name, const std::string& writes) {
+    const fs::path p = dir.path() / name;
+    write_text(p, "#!/bin/sh\n" + writes + "\n");
+    fs::permissions(p, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                           fs::perms::others_read | fs::perms::others_exec);
+    return p;
+  };
+  const fs::path works = probe("traced", "echo 'lab-trace 2' > \"$LAB_TRACE_FILE\"");
+  const LessonOutcome removed = judge_traced({"--trace", "none"}, Corroborate::required, LAB_TEST_FAKE_LESSON, works);
+  CHECK(removed.verdict == Verdict::error);
+  CHECK(removed.reason == reason::unverified_time);
+  CHECK(contains(removed.message, "though its tracer works here"));
+  CHECK(contains(removed.message, "removed, renamed or written over"));
+  CHECK(removed.score == 0);
+  // A probe the tracer does not reach either: the tracer does not work here, as before.
+  const fs::path untraced = probe("untraced", "true");
+  CHECK(judge_traced({"--trace", "none"}, Corroborate::required, LAB_TEST_FAKE_LESSON, untraced).verdict ==
+        Verdict::environment);
+  // And a whole trace needs no probe at all.
+  CHECK(judge_traced({}, Corroborate::required, LAB_TEST_FAKE_LESSON, works).verdict == Verdict::pass);
 }
 
 TEST_CASE("judge: without a trace, grading judges no time (environment, once) and `run` says why") {
