@@ -12,6 +12,8 @@ std::string cuda_version_text(long long v) {
   return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
 }
 
+fs::path doctor_program(const fs::path& build_dir) { return build_dir / "common" / "lab-doctor"; }
+
 DoctorReport run_doctor(const fs::path& build_dir, double timeout_s) {
   DoctorReport rep;
   rep.info = json::object();
@@ -21,7 +23,7 @@ DoctorReport run_doctor(const fs::path& build_dir, double timeout_s) {
     tools[tool] = found ? json(found->string()) : json(nullptr);
   }
   rep.info["tools"] = tools;
-  const fs::path doctor = build_dir / "common" / "lab-doctor";
+  const fs::path doctor = doctor_program(build_dir);
   if (!fs::exists(doctor)) {
     rep.exit_code = 1;
     rep.problem = "lab-doctor is not built (" + doctor.string() + "): run cmake --build " +

@@ -17,6 +17,10 @@ struct DoctorReport {
   json info;           ///< {"device":{...},"ceilings":{...},"tools":{...},"ncu_counters":...}
 };
 
+/// @return <build>/common/lab-doctor: the course's program that probes the GPU, runs no student
+///         code, and (with --probe) only initialises CUDA and launches one kernel
+fs::path doctor_program(const fs::path& build_dir);
+
 /// Runs <build>/common/lab-doctor (and ncu, if present, to see whether counters are readable).
 DoctorReport run_doctor(const fs::path& build_dir, double timeout_s);
 

@@ -160,15 +160,15 @@ int cmd_list(const Common& c, const std::string& overrides) {
   return kOk;
 }
 
-/// Whether the speedup rules' baselines are timed by the course's own program (--baselines
-/// pristine) rather than in the student's (in-process); `default_mode` is the verb's.
-// The course's program that tells a missing trace from a tracer that does not work here
-// (JudgeOptions::tracer_probe): lab-doctor, when the build has it.
+/// The course's program that tells a missing trace from a tracer that does not work here
+/// (JudgeOptions::tracer_probe): lab-doctor, where the build has it.
 fs::path tracer_probe(const fs::path& bdir) {
-  const fs::path doctor = bdir / "common" / "lab-doctor";
+  const fs::path doctor = doctor_program(bdir);
   return fs::exists(doctor) ? fs::absolute(doctor) : fs::path();
 }
 
+/// Whether the speedup rules' baselines are timed by the course's own program (--baselines
+/// pristine) rather than in the student's (in-process); `default_mode` is the verb's.
 bool pristine_baselines(const Common& c, const std::string& default_mode) {
   return (c.baselines.empty() ? default_mode : c.baselines) == "pristine";
 }
@@ -409,11 +409,12 @@ int cmd_selftest(const Common& c, const std::vector<std::string>& names, int rep
   policy.run_as_nobody = true;
   set_containment(c, "auto", policy);
   // No GPU: say so and let CTest count the test as skipped.
-  const fs::path doctor = bdir / "common" / "lab-doctor";
+  const fs::path doctor = doctor_program(bdir);
   if (fs::exists(doctor)) {
     TempDir t("lab-selftest");
     ProcessOptions p;
     p.argv = {doctor.string(), "--json", (t.path() / "d.json").string()};
+    p.workdir = t.path();  // its own to write in, as uid 65534 too
     p.timeout_s = 300;
     p.stderr_path = t.path() / "err.txt";
     const ProcessResult r = run_process(p);

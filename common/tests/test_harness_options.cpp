@@ -83,6 +83,8 @@ TEST_CASE("a run writes the result file; without a GPU it says so and exits 77")
   std::remove(path.c_str());
 }
 
+namespace {
+
 // Whether a forked child, as a user that is not root (root reads any file), can open its own
 // memory for writing, with or without a Lesson made first.
 bool child_opens_own_memory(bool make_lesson) {
@@ -101,6 +103,8 @@ bool child_opens_own_memory(bool make_lesson) {
   REQUIRE(WEXITSTATUS(status) != 3);
   return WEXITSTATUS(status) == 1;
 }
+
+}  // namespace
 
 TEST_CASE("a Lesson closes its process's memory before any exercise code runs") {
   // Without it, a process opens /proc/self/mem for writing (page protections do not apply there:
