@@ -455,9 +455,12 @@ bool differ(Prebuilt& a, Prebuilt& b, std::uint64_t seed, cudaStream_t s) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Child processes: this program run again with kChildFlag. A child prints its readings as
-// lines "@ name value" after everything else it ran (the exercise included) is gone; the parent
-// takes the last line of each name.
+// Child processes: this program run again with kChildFlag. A child writes its readings as lines
+// "@ name value" to a pipe of their own, file descriptor kReadingsFd, not to its output: the
+// exercise runs in the child too and may print, and a line it printed (or a line it left
+// unfinished, onto which the harness's next one would have been glued) must not read as the
+// harness's. The exercise cannot write to that descriptor: it may print only to the standard
+// streams, and it cannot open /proc/self/fd/3 (the process is non-dumpable, see main).
 
 struct Child {
   bool ok = false;                            // exited 0
@@ -484,6 +487,20 @@ struct Child {
 };
 
 std::string self_path;  // this program, as the parent runs it again
+
+constexpr int kReadingsFd = 3;  // a child's readings (see above)
+
+// Reads @p fd to its end (the writer has exited).
+std::string read_all(int fd) {
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    const ssize_t got = read(fd, buf, sizeof buf);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return out;
+    out.append(buf, static_cast<std::size_t>(got));
+  }
+}
 
 // Runs this program with kChildFlag and @p args, @p env_set added to (or replacing in) the
 // environment; kills it after kChildTimeoutS. What it prints goes to a pipe, not to this
@@ -512,21 +529,32 @@ Child run_child(const std::vector<std::string>& args,
   for (std::string& e : env_s) envp.push_back(&e[0]);
   envp.push_back(nullptr);
 
-  int fds[2];
+  int fds[2], readings[2];  // its output; its readings (kReadingsFd in the child)
   if (pipe(fds) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  if (pipe(readings) != 0) {
+    const int e = errno;
+    close(fds[0]);
+    close(fds[1]);
+    throw std::runtime_error(std::string("pipe: ") + std::strerror(e));
+  }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addclose(&actions, fds[0]);
   posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
   posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
   posix_spawn_file_actions_addclose(&actions, fds[1]);
+  posix_spawn_file_actions_addclose(&actions, readings[0]);
+  posix_spawn_file_actions_adddup2(&actions, readings[1], kReadingsFd);
+  if (readings[1] != kReadingsFd) posix_spawn_file_actions_addclose(&actions, readings[1]);
   pid_t pid = 0;
   const int spawned =
       posix_spawn(&pid, self_path.c_str(), &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   close(fds[1]);
+  close(readings[1]);
   if (spawned != 0) {
     close(fds[0]);
+    close(readings[0]);
     throw std::runtime_error("cannot run " + self_path + " again: " + std::strerror(spawned));
   }
 
@@ -557,6 +585,8 @@ Child run_child(const std::vector<std::string>& args,
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
+  const std::string said = read_all(readings[0]);  // a few lines: the pipe held them all
+  close(readings[0]);
   if (timed_out)
     c.failure =
         "the process did not finish within " + lab::fixed(kChildTimeoutS, 0) + " s (killed)";
@@ -567,10 +597,10 @@ Child run_child(const std::vector<std::string>& args,
     c.failure = "the process exited with code " + std::to_string(WEXITSTATUS(status));
 
   std::size_t start = 0;
-  while (start < c.output.size()) {
-    std::size_t end = c.output.find('\n', start);
-    if (end == std::string::npos) end = c.output.size();
-    const std::string line = c.output.substr(start, end - start);
+  while (start < said.size()) {
+    std::size_t end = said.find('\n', start);
+    if (end == std::string::npos) end = said.size();
+    const std::string line = said.substr(start, end - start);
     if (line.rfind("@ ", 0) == 0) {
       const std::size_t space = line.find(' ', 2);
       if (space != std::string::npos) c.values[line.substr(2, space - 2)] = line.substr(space + 1);
@@ -583,8 +613,15 @@ Child run_child(const std::vector<std::string>& args,
   return c;
 }
 
+// The child's readings pipe (kReadingsFd), as a stream.
+std::FILE* readings() {
+  static std::FILE* f = fdopen(kReadingsFd, "w");
+  if (!f) throw std::runtime_error("no readings pipe (the child flag is the harness's own)");
+  return f;
+}
+
 void report(const std::string& name, double value) {
-  std::printf("@ %s %.6f\n", name.c_str(), value);
+  std::fprintf(readings(), "@ %s %.6f\n", name.c_str(), value);
 }
 
 // Child: context creation and the first launches, in whatever CUDA_MODULE_LOADING the parent set.
@@ -594,7 +631,7 @@ void child_context() {
   report("context_ms", t.elapsed_ms());
   CUmoduleLoadingMode mode{};
   CU_CHECK(driver().module_get_loading_mode(&mode));
-  std::printf("@ loading_mode %s\n", mode == CU_MODULE_LAZY_LOADING ? "lazy" : "eager");
+  std::fprintf(readings(), "@ loading_mode %s\n", mode == CU_MODULE_LAZY_LOADING ? "lazy" : "eager");
   for (const char* name : {"first_launch_us", "second_launch_us"}) {
     t.start();
     empty_kernel<<<1, 1>>>();
@@ -717,8 +754,8 @@ void child_first_call(const std::string& dir, const std::string& arch, int progr
   ref.launch(x_copy.data(), b.want.data(), kFirstCallN, stream);
   const std::string wrong = compare(b.out, b.want.data(), stream);
   report("first_call_ms", first_call_ms);
-  std::printf("@ correct %d\n", wrong.empty() ? 1 : 0);
-  if (!wrong.empty()) std::printf("@ wrong %s\n", wrong.c_str());
+  std::fprintf(readings(), "@ correct %d\n", wrong.empty() ? 1 : 0);
+  if (!wrong.empty()) std::fprintf(readings(), "@ wrong %s\n", wrong.c_str());
 }
 
 int child_main(int argc, char** argv) {
@@ -738,11 +775,14 @@ int child_main(int argc, char** argv) {
   } catch (const std::exception& e) {
     std::string what = e.what();
     std::replace(what.begin(), what.end(), '\n', ' ');
-    std::printf("@ error %s\n", what.c_str());
-    std::fflush(stdout);
+    try {
+      std::fprintf(readings(), "@ error %s\n", what.c_str());
+    } catch (const std::exception&) {  // no readings pipe: the error was that
+    }
+    std::fflush(nullptr);
     return 3;
   }
-  std::fflush(stdout);
+  std::fflush(nullptr);
   return 0;
 }
 
