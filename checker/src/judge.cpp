@@ -28,6 +28,7 @@ struct Attempt {
   double program_s = 0;  // wall time of the lesson program itself
   json corroboration;    // corroboration_json of this run (null when it gave no result)
   bool untraceable = false;  // the tracer cannot run here and grading requires it: no re-runs
+  std::uint32_t seed = 0;    // of its inputs
 };
 
 // The tracer for one lesson's runs: the library copied into the work folder (a lesson program
@@ -139,16 +140,20 @@ namespace {
 
 // One run of a lesson program. `name` tells its files apart in the work folder ("" for the
 // student's program, "pristine-" for the pristine one); `more` goes after the lesson's args.
+// `seed`: the inputs' (a replay uses the student's run's); `record`: where the program's record
+// goes (ProcessOptions::record_path), "" for none.
 Attempt run_once(const LessonConfig& lesson, const fs::path& program, const JudgeOptions& opt,
                  const Tracing& tracing, const fs::path& work, int index, double timeout,
-                 const std::string& name = "", const std::vector<std::string>& more = {}) {
+                 const std::string& name = "", const std::vector<std::string>& more = {},
+                 std::optional<std::uint32_t> given_seed = {}, const fs::path& record = {}) {
   Attempt a;
   const std::string tag = name + std::to_string(index);
   const fs::path json_path = work / ("result-" + tag + ".json");
   const fs::path trace_path = work / ("trace-" + tag + ".txt");
   const fs::path log = work / ("output-" + tag + ".txt");
   const std::string nonce = random_hex(16);
-  const std::uint32_t seed = random_seed();
+  const std::uint32_t seed = given_seed ? *given_seed : random_seed();
+  a.seed = seed;
 
   ProcessOptions p;
   p.argv.push_back(program.string());
@@ -164,6 +169,7 @@ Attempt run_once(const LessonConfig& lesson, const fs::path& program, const Judg
   p.workdir = work;
   p.timeout_s = timeout;
   p.stdout_path = p.stderr_path = log;
+  p.record_path = record;
   // The CUDA driver loads the tracer into the program at its first CUDA call (cuInit), before
   // any code of the exercise can run.
   if (!tracing.library.empty())
@@ -487,6 +493,49 @@ void use_pristine_baselines(json& doc, bool pristine_ok, const json& pristine_do
   }
 }
 
+std::string use_replayed_checks(json& doc, const json& pristine_doc) {
+  const json replay = pristine_doc.value("replay", json());
+  if (!replay.is_object())
+    return "the course's program did not check the exercise's results (no \"replay\" in its result)";
+  const std::string error = replay.value("error", std::string());
+  if (!error.empty()) return "the student's program's record cannot be read: " + error;
+  const json missing = replay.value("missing", json::array());
+  if (!missing.empty()) {
+    std::string names;
+    for (const json& m : missing)
+      if (m.is_string()) names += (names.empty() ? "" : "; ") + m.get<std::string>();
+    return "the student's program recorded no values for what the course's program checks (" +
+           names + "): its results cannot be checked out of process";
+  }
+  if (!doc.contains("variants") || !doc["variants"].is_array()) return "";
+  int checked = 0;
+  for (const json& theirs : pristine_doc.value("variants", json::array())) {
+    if (theirs.value("role", std::string()) != "exercise") continue;
+    const std::string name = theirs.value("name", std::string());
+    auto own = std::find_if(doc["variants"].begin(), doc["variants"].end(),
+                            [&](const json& x) { return x.value("name", std::string()) == name; });
+    if (own == doc["variants"].end()) continue;  // not in the result: its rules fail without it
+    for (const json& c : theirs.value("checks", json::array())) {
+      ++checked;
+      if (c.value("ok", false)) continue;
+      const std::string case_name = c.value("case", std::string());
+      const std::string message = c.value("message", std::string());
+      for (const json& mine : own->value("checks", json::array()))
+        if (mine.value("case", std::string()) == case_name && mine.value("ok", false))
+          return name + " on \"" + case_name + "\": its own process judged it right, but the values "
+                 "it recorded, checked by the course's program, are wrong (" + message + ")";
+      (*own)["correct"] = false;
+      if (!own->contains("checks") || !(*own)["checks"].is_array()) (*own)["checks"] = json::array();
+      (*own)["checks"].push_back({{"case", "checked out of process: " + case_name},
+                                  {"ok", false},
+                                  {"message", message}});
+    }
+  }
+  doc["results_checked"] = {{"state", "replayed"}, {"checks", checked},
+                            {"entries", replay.value("entries", 0)}};
+  return "";
+}
+
 std::string printable(const std::string& text) {
   std::string out;
   out.reserve(text.size());
@@ -646,24 +695,63 @@ LessonOutcome judge_program(const LessonConfig& lesson, const fs::path& program,
     skip_args.insert(skip_args.end(), {"--skip-variant", name});
   }
   // The pristine runs get a work folder of their own: nothing the student's program left in its
-  // folder (a file where the pristine run's result or trace will go) can reach them.
-  std::optional<TempDir> pristine_work;
+  // folder (a file where the pristine run's result or trace will go) can reach them. The
+  // student's records go to one of the checker's own, which its programs cannot enter: a program
+  // writes its record through the descriptor it is handed.
+  const bool replay = !opt.pristine.empty() && lesson.replay;
+  std::optional<TempDir> pristine_work, records;
   Tracing pristine_tracing;
-  if (!opt.pristine.empty() && !overs.empty()) {
+  if (!opt.pristine.empty() && (!overs.empty() || replay)) {
     pristine_work.emplace("lab-check-" + lesson.name + "-pristine");
     pristine_tracing = stage_tracer(opt, pristine_work->path());
   }
+  if (replay) records.emplace("lab-check-" + lesson.name + "-records");
   for (int i = 0; i < max_runs; ++i) {
+    const fs::path record = records ? records->path() / ("record-" + std::to_string(i) + ".txt") : fs::path();
     Attempt a = run_once(lesson, program, opt, tracing, work.path(), i, timeout, "",
-                         pristine_work ? skip_args : std::vector<std::string>{});
+                         pristine_work ? skip_args : std::vector<std::string>{}, {}, record);
     program_s += a.program_s;
     if (a.ok && pristine_work) {
-      // Right after the student's run, the baselines alone in a process of course code only.
-      const Attempt p = run_once(lesson, opt.pristine, opt, pristine_tracing, pristine_work->path(),
-                                 i, timeout, "pristine-", variant_args);
+      // Right after the student's run, in a process of course code only, on the same inputs:
+      // the baselines timed, and the exercise's results checked from its record.
+      std::vector<std::string> args = variant_args;
+      std::string bad_record;
+      if (replay) {
+        const fs::path copy = pristine_work->path() / ("record-" + std::to_string(i) + ".txt");
+        std::error_code ec;
+        const std::uintmax_t bytes = fs::file_size(record, ec);
+        if (ec || bytes > kMaxRecordBytes)
+          bad_record = ec ? "its record is missing (" + ec.message() + ")"
+                          : "its record holds " + std::to_string(bytes >> 20) + " MiB, more than a "
+                            "harness writes (at most " + std::to_string(kMaxRecordBytes >> 20) + ")";
+        else if (fs::copy_file(record, copy, fs::copy_options::overwrite_existing, ec),
+                 fs::permissions(copy, fs::perms::owner_read | fs::perms::owner_write |
+                                           fs::perms::group_read | fs::perms::others_read, ec);
+                 ec)  // readable by the pristine program, whatever user it runs as
+          bad_record = "its record could not be copied for the course's program (" + ec.message() + ")";
+        args.insert(args.end(), {"--replay", copy.string()});
+      }
+      const Attempt p = bad_record.empty()
+                            ? run_once(lesson, opt.pristine, opt, pristine_tracing,
+                                       pristine_work->path(), i, timeout, "pristine-", args, a.seed)
+                            : Attempt{};
       program_s += p.program_s;
-      use_pristine_baselines(a.doc, p.ok, p.doc,
-                             (p.reason.empty() ? "" : "(" + p.reason + ") ") + p.message, overs);
+      const std::string why = (p.reason.empty() ? "" : "(" + p.reason + ") ") + p.message;
+      if (!overs.empty()) use_pristine_baselines(a.doc, p.ok, p.doc, why, overs);
+      if (replay) {
+        const std::string wrong = !bad_record.empty() ? bad_record
+                                  : p.ok              ? use_replayed_checks(a.doc, p.doc)
+                                                      : "";
+        if (!wrong.empty() || !p.ok) {
+          // The course's program failing is not the student's doing: `environment`, no re-run.
+          a.ok = false;
+          a.verdict = wrong.empty() ? Verdict::environment : Verdict::error;
+          a.reason = wrong.empty() ? reason::replay : reason::unverified_result;
+          a.message = wrong.empty() ? "the exercise's results could not be checked out of "
+                                      "process: the course's program failed " + why
+                                    : "unverified result: " + wrong;
+        }
+      }
     }
     out.runs = i + 1;
     out.output = a.output;

@@ -40,6 +40,11 @@ inline constexpr const char* forbidden = "forbidden";        ///< the exercise d
                                                              ///< what it may not (inspect.hpp)
 inline constexpr const char* unverified_time = "unverified-time";  ///< a reported time disagrees
                                                              ///< with the checker's tracer
+inline constexpr const char* replay = "replay";                  ///< the pristine program that
+                                                             ///< checks the exercise's results failed
+inline constexpr const char* unverified_result = "unverified-result";  ///< the exercise's results,
+                                                             ///< checked out of process, do not
+                                                             ///< hold up (lab/record.hpp)
 }  // namespace reason
 
 struct LessonOutcome {
@@ -86,7 +91,9 @@ struct JudgeOptions {
   /// The same lesson built from its pristine starter (no student code); empty: none. Where set,
   /// the program leaves out the variants the speedup rules divide by (--skip-variant), each of
   /// its runs is followed by one of this one that times only those (--variant), and the rules
-  /// use its times: a baseline the student's process cannot slow (use_pristine_baselines).
+  /// use its times: a baseline the student's process cannot slow (use_pristine_baselines). In a
+  /// lesson that replays (LessonConfig::replay), the student's program also writes its record
+  /// and the pristine run checks the exercise's results from it (--replay, use_replayed_checks).
   fs::path pristine;
   fs::path tracer = built_tracer();  ///< the tracer library; empty: none was built
   /// A program of the course's that initialises CUDA and runs no student code (`lab-doctor
@@ -122,6 +129,22 @@ std::vector<std::string> speedup_baselines(const LessonConfig& lesson);
 /// @param pristine_ok whether the pristine run gave a result (@p pristine_doc); else @p why
 void use_pristine_baselines(json& doc, bool pristine_ok, const json& pristine_doc,
                             const std::string& why, const std::vector<std::string>& overs);
+
+/// The most bytes a student's program's record may hold (lab/record.hpp): about a hundred
+/// times what a lesson writes; more is not a record a harness wrote.
+inline constexpr std::uintmax_t kMaxRecordBytes = 64u << 20;
+
+/// Judges a run's exercise by the pristine program's replay of its record (lab/record.hpp): each
+/// of the exercise's comparisons made again there, from the values the student's program recorded
+/// against references computed where no student code runs. A replayed comparison that fails
+/// makes the variant wrong (its check is added, "checked out of process: <case>"); the run's
+/// result says "results_checked".
+/// (A pristine run that failed is `environment`, decided by the caller.)
+/// @param pristine_doc the pristine run's result
+/// @return "" or why the run is an `error` (reason unverified-result): the replay could not read
+///         the record, the record lacks a check the replay asked for, or a comparison the
+///         student's process judged right is wrong out of process
+std::string use_replayed_checks(json& doc, const json& pristine_doc);
 
 struct GpuObservation;
 /// Replaces the program's own environment_ok and diagnostics by the checker's observation (the

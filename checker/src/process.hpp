@@ -27,6 +27,10 @@ struct ProcessOptions {
   std::size_t max_output_bytes = 1 << 20;  ///< per stream; the rest is read and dropped
   ProcessKind kind = ProcessKind::program;  ///< contained unless it is the checker's own tool
   std::vector<std::string> env;        ///< NAME=VALUE entries added to the checker's environment
+  /// Created (mode 0600, the checker's) before the program starts and handed to it open for
+  /// writing, its number appended to argv as "--record-fd N": the program writes its record
+  /// there (lab/record.hpp) without being able to open the file by name. Empty: none.
+  fs::path record_path;
 };
 
 struct ProcessResult {

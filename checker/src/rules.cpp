@@ -240,6 +240,9 @@ LessonConfig load_lesson(const fs::path& check_toml) {
         config_error(check_toml, node, "\"allowed_calls\" must be an array of strings");
       for (auto&& a : *node.as_array())
         lesson.allowed_calls.push_back(get_string(check_toml, a, "allowed_calls"));
+    } else if (key == "replay") {
+      if (!node.is_boolean()) config_error(check_toml, node, "\"replay\" must be true or false");
+      lesson.replay = *node.value<bool>();
     } else if (key == "rule") {
       if (!node.is_array_of_tables())
         config_error(check_toml, node, "\"rule\" must be written as [[rule]] tables");

@@ -59,6 +59,10 @@ struct LessonConfig {
   std::vector<std::string> args;  ///< extra arguments for the lesson program
   std::vector<std::string> allowed_calls;  ///< what the exercise may call beyond the course-wide
                                            ///< list (inspect.cpp); "name" or "prefix*"
+  /// The exercise's array comparisons checked again in a pristine program from the values the
+  /// student's program recorded (lab/record.hpp); false for a lesson whose exercise checks are
+  /// facts the harness observes in the process (a timer's readings, files), not arrays.
+  bool replay = true;
   std::vector<Rule> rules;
   fs::path dir;        ///< lessons/NN-topic
 

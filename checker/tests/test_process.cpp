@@ -285,13 +285,106 @@ TEST_CASE("judge: with a pristine program, a baseline slowed in the student's pr
   CHECK(contains(o.rules[1].message, "no code of yours: 2 ms)"));
   CHECK(o.rules[2].verdict == Verdict::pass);  // the exercise's own time is its run's
 
-  // A pristine program that cannot run is the machine's problem, not the student's.
+  // A pristine program that cannot run is the machine's problem, not the student's: the
+  // exercise's results cannot be checked out of process, so nothing is judged.
   opt.pristine = dir.path() / "missing";
-  const LessonOutcome broken = judge_program(lesson, kFake, opt);
+  const LessonOutcome unchecked = judge_program(lesson, kFake, opt);
+  CHECK(unchecked.verdict == Verdict::environment);
+  CHECK(unchecked.reason == "replay");
+  CHECK(contains(unchecked.message, "could not be checked out of process: the course's program failed"));
+  // In a lesson that does not replay, only the speedup rule waits for it.
+  LessonConfig no_replay = lesson;
+  no_replay.replay = false;
+  const LessonOutcome broken = judge_program(no_replay, kFake, opt);
   CHECK(broken.rules[0].verdict == Verdict::pass);
   CHECK(broken.rules[1].verdict == Verdict::environment);
   CHECK(contains(broken.rules[1].message, "could not be timed in the checker's run of the pristine lesson"));
   CHECK(broken.rules[2].verdict == Verdict::pass);
+}
+
+TEST_CASE("judge: the exercise's results are judged out of process, from its record") {
+  // The student's program writes its record through a descriptor the checker hands it; the
+  // pristine program (here the same stand-in, which replays as a lesson does) checks the
+  // recorded values against its own reference.
+  JudgeOptions opt;
+  opt.inspect = false;  // a stand-in program: no object files to inspect
+  opt.pristine = kFake;
+  auto judged = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"--mode", "result"});
+    return judge_program(fake_lesson(args, standard_rules()), kFake, opt);
+  };
+  const LessonOutcome right = judged({});
+  CHECK(right.verdict == Verdict::pass);
+  CHECK(right.score == 10);
+
+  // Its own process says right, its recorded values are wrong: the verdict was not earned.
+  const LessonOutcome forged = judged({"--record", "forged"});
+  CHECK(forged.verdict == Verdict::error);
+  CHECK(forged.reason == "unverified-result");
+  CHECK(contains(forged.message, "exercise on \"1000x777\": its own process judged it right, but the "
+                                 "values it recorded, checked by the course's program, are wrong"));
+  CHECK(contains(forged.message, "got 4, expected 3"));
+
+  // No record of a check the course's program makes: nothing to judge it on.
+  const LessonOutcome silent = judged({"--record", "none"});
+  CHECK(silent.verdict == Verdict::error);
+  CHECK(silent.reason == "unverified-result");
+  CHECK(contains(silent.message, "recorded no values for what the course's program checks (exercise: 1000x777)"));
+
+  // Wrong and saying so: an ordinary fail, with the check made out of process beside its own.
+  const LessonOutcome wrong = judged({"--wrong"});
+  CHECK(wrong.verdict == Verdict::fail);
+  CHECK(wrong.rules[0].verdict == Verdict::fail);
+
+  // Without a pristine program, or in a lesson that does not replay, nothing is recorded or
+  // replayed: the forgery's own word stands (what docs/grading-security.md says of such runs).
+  opt.pristine.clear();
+  CHECK(judged({"--record", "forged"}).verdict == Verdict::pass);
+  opt.pristine = kFake;
+  LessonConfig no_replay = fake_lesson({"--mode", "result", "--record", "forged"}, standard_rules());
+  no_replay.replay = false;
+  CHECK(judge_program(no_replay, kFake, opt).verdict == Verdict::pass);
+}
+
+TEST_CASE("replayed checks: failures added, a disagreement or a gap is an error") {
+  const json student = json::parse(R"({"variants": [
+      {"name": "naive", "role": "baseline", "correct": true, "checks": []},
+      {"name": "exercise", "role": "exercise", "correct": true,
+       "checks": [{"case": "small", "ok": true}, {"case": "big", "ok": false, "message": "x"}]}],
+    "environment_ok": true, "diagnostics": []})");
+  const json replayed = json::parse(R"({"variants": [
+      {"name": "naive", "role": "baseline", "correct": false,
+       "checks": [{"case": "small", "ok": false, "message": "not the exercise"}]},
+      {"name": "exercise", "role": "exercise", "correct": false,
+       "checks": [{"case": "small", "ok": true}, {"case": "big", "ok": false, "message": "got 2, expected 1"}]}],
+    "replay": {"entries": 2, "used": 2, "missing": [], "unused": [], "error": ""}})");
+  json doc = student;
+  CHECK(use_replayed_checks(doc, replayed) == "");
+  CHECK(doc["variants"][0] == student["variants"][0]);  // only exercises are replayed
+  const json& ex = doc["variants"][1];
+  CHECK(ex["correct"] == false);
+  REQUIRE(ex["checks"].size() == 3);
+  CHECK(ex["checks"][2]["case"] == "checked out of process: big");
+  CHECK(ex["checks"][2]["message"] == "got 2, expected 1");
+  CHECK(doc["results_checked"]["checks"] == 2);
+
+  json disagrees = replayed;  // "small" was right in its own process, wrong from its record
+  disagrees["variants"][1]["checks"][0] = {{"case", "small"}, {"ok", false}, {"message", "got 5, expected 1"}};
+  doc = student;
+  CHECK(contains(use_replayed_checks(doc, disagrees), "exercise on \"small\": its own process judged it right"));
+
+  json gap = replayed;
+  gap["replay"]["missing"] = {"exercise: timed call 3"};
+  doc = student;
+  CHECK(contains(use_replayed_checks(doc, gap), "recorded no values for what the course's program checks (exercise: timed call 3)"));
+
+  json unreadable = replayed;
+  unreadable["replay"]["error"] = "line 4: not an entry of a record";
+  doc = student;
+  CHECK(use_replayed_checks(doc, unreadable) == "the student's program's record cannot be read: line 4: not an entry of a record");
+
+  doc = student;
+  CHECK(contains(use_replayed_checks(doc, json::parse(R"({"variants": []})")), "no \"replay\" in its result"));
 }
 
 TEST_CASE("pristine baselines: replaced, added, or the run's environment") {

@@ -7,12 +7,18 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
 #include <iostream>
 #include <nvtx3/nvtx3.hpp>
+#include <fcntl.h>
 #include <random>
 #include <sys/prctl.h>
+#include <unistd.h>
 
 #include "lab/check.hpp"
+#include "lab/record.hpp"
 
 namespace lab {
 
@@ -29,13 +35,47 @@ struct Lesson::State {
   std::string mode = to_string(Mode::Cold);  // --mode, read into result.mode
   std::unique_ptr<Stream> stream;
   std::vector<std::string> notes;
+  // Results judged out of process (lab/record.hpp): the student's program writes the record to
+  // --record-fd; the course's program reads it with --replay.
+  int record_fd = -1;
+  std::string replay_path;
+  Record replay;                    // what --replay read
+  std::vector<bool> checks_used, calls_used;
+  std::map<std::pair<std::string, std::string>, int> compared;  // (variant, case): times so far
+  std::map<std::string, int> measured;                            // exercise: measure() so far
 
   VariantResult& variant(const std::string& name) {
     for (VariantResult& v : result.variants)
       if (v.name == name) return v;
     throw std::logic_error("variant '" + name + "' was not declared (lab::Lesson::declare)");
   }
+  bool replaying() const { return !replay_path.empty(); }
+  bool recording() const { return record_fd >= 0; }
+  // Each entry goes out whole as soon as it is made, before any more exercise code runs.
+  void write_record(const std::string& text) {
+    std::size_t done = 0;
+    while (done < text.size()) {
+      const ssize_t n = ::write(record_fd, text.data() + done, text.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) throw std::runtime_error(std::string("cannot write the record: ") + std::strerror(errno));
+      done += static_cast<std::size_t>(n);
+    }
+  }
+  void missing(const std::string& what) {
+    if (result.replay->missing.size() < 20) result.replay->missing.push_back(what);
+  }
 };
+
+namespace {
+
+// A draw no state in this process predicts: what the harness picks after a call (which call is
+// verified, which elements are looked at) must not be readable in memory before the call.
+std::uint64_t fresh_seed() {
+  std::random_device device;
+  return (static_cast<std::uint64_t>(device()) << 32) ^ device();
+}
+
+}  // namespace
 
 void close_process_memory() { ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0); }  // cannot fail with 0
 
@@ -64,6 +104,13 @@ Lesson::Lesson(std::string id, std::string title) : state_(std::make_unique<Stat
                                      "(back-to-back, L2 warm) or graph (replayed CUDA graph)")
       ->check(CLI::IsMember(modes));
   s.app.add_flag("--list", s.list, "List the variants and exit");
+  s.app.add_option("--record-fd", s.record_fd,
+                   "Write the exercise's record (values sampled for an out-of-process check) to "
+                   "this open file descriptor (the checker passes it)");
+  s.app.add_option("--replay", s.replay_path,
+                   "Check the exercise's results from the values in this record, not from its own "
+                   "calls (the course's program, run by the checker); selects every exercise and, "
+                   "of the rest, only what --variant names");
   s.app.add_option("--budget-s", s.budget_s,
                    "Seconds the whole run may take (the checker passes it): measurements share "
                    "80% of it and stop, marked not converged, when their share is spent")
@@ -103,11 +150,67 @@ bool Lesson::selected(const std::string& variant) const {
   const auto& only = state_->only;
   const auto& skipped = state_->skipped;
   if (std::find(skipped.begin(), skipped.end(), variant) != skipped.end()) return false;
-  return only.empty() || std::find(only.begin(), only.end(), variant) != only.end();
+  // A --replay run checks every exercise, and of the rest only what --variant names.
+  if (state_->replaying() && state_->variant(variant).role == Role::Exercise) return true;
+  const bool named = std::find(only.begin(), only.end(), variant) != only.end();
+  return named || (only.empty() && !state_->replaying());
+}
+
+template <class T>
+Comparison Lesson::compare_values(const std::string& variant, const std::string& case_name,
+                                  const T* got, const T* expected, std::size_t n, Tolerance tol) {
+  State& s = *state_;
+  if (s.variant(variant).role != Role::Exercise || (!s.recording() && !s.replaying()))
+    return allclose(got, expected, n, tol);
+  const int occurrence = s.compared[{variant, case_name}]++;
+  if (s.recording()) {
+    const Comparison c = allclose(got, expected, n, tol);
+    RecordedCheck r{variant, case_name, n, sample_indices(n, fresh_seed()), {}};
+    for (std::size_t i : r.index) r.got.push_back(static_cast<double>(got[i]));
+    s.write_record(record_text(r));
+    return c;
+  }
+  // Replay: the recorded values against this process's reference, at the recorded elements.
+  int seen = 0;
+  for (std::size_t e = 0; e < s.replay.checks.size(); ++e) {
+    const RecordedCheck& r = s.replay.checks[e];
+    if (r.variant != variant || r.case_name != case_name || seen++ != occurrence) continue;
+    s.checks_used[e] = true;
+    std::vector<double> want;
+    for (std::size_t i : r.index) want.push_back(i < n ? static_cast<double>(expected[i]) : NAN);
+    Comparison c = allclose(r.got.data(), want.data(), want.size(), tol);
+    for (Mismatch& m : c.first) m.index = r.index[m.index];
+    if (r.count != n) {
+      c.ok = false;
+      c.note = "the student's program compared " + std::to_string(r.count) +
+               " values here, the course's program " + std::to_string(n);
+    }
+    c.replayed = true;
+    return c;
+  }
+  s.missing(variant + ": " + case_name);
+  Comparison c;
+  c.ok = false;
+  c.note = "the student's program recorded no values for this check";
+  c.replayed = true;
+  return c;
+}
+
+Comparison Lesson::compare(const std::string& variant, const std::string& case_name,
+                           const float* got, const float* expected, std::size_t n, Tolerance tol) {
+  return compare_values(variant, case_name, got, expected, n, tol);
+}
+
+Comparison Lesson::compare(const std::string& variant, const std::string& case_name,
+                           const double* got, const double* expected, std::size_t n, Tolerance tol) {
+  return compare_values(variant, case_name, got, expected, n, tol);
 }
 
 void Lesson::check(const std::string& variant, const std::string& case_name,
                    const Comparison& c) {
+  // A --replay run keeps only the comparisons of the recorded values: its own exercise (the
+  // starter) is not what is judged.
+  if (state_->replaying() && state_->variant(variant).role == Role::Exercise && !c.replayed) return;
   state_->variant(variant).checks.push_back(
       {case_name, c.ok, c.max_abs_error, c.max_rel_error, c.rel_l2_error, c.mismatches,
        c.ok ? "" : c.summary()});
@@ -115,6 +218,7 @@ void Lesson::check(const std::string& variant, const std::string& case_name,
 
 void Lesson::check(const std::string& variant, const std::string& case_name, bool ok,
                    const std::string& message) {
+  if (state_->replaying() && state_->variant(variant).role == Role::Exercise) return;
   CheckResult c;
   c.name = case_name;
   c.ok = ok;
@@ -133,6 +237,10 @@ const Measurement* Lesson::measure(const std::string& variant, Work work,
   v.host_link = work.host_link;
   if (state_->profile) {
     profile_once(launch, stream(), variant);
+    return nullptr;
+  }
+  if (state_->replaying() && v.role == Role::Exercise) {
+    replay_timed_calls(variant, checks);
     return nullptr;
   }
   if (state_->result.mode != Mode::Cold) options.mode = state_->result.mode;
@@ -157,22 +265,37 @@ const Measurement* Lesson::measure(const std::string& variant, Work work,
   // Other variants are timed on an idle GPU: whatever an earlier call left running (a kernel on
   // a stream of its own) finishes first, so it cannot slow them.
   LAB_CHECK(cudaDeviceSynchronize());
-  // Timed calls of the exercise: new inputs before each, and a check of some of them, picked by
-  // a generator the exercise cannot see, after the call has finished.
-  std::mt19937_64 pick(std::random_device{}());
+  // Timed calls of the exercise: new inputs before each, and a check of some of them, picked
+  // after the call has finished by draws no state in this process predicts (fresh_seed). Under
+  // the checker each verified call goes into the record first (its seeds), so that a --replay
+  // run checks the same call on the same elements.
+  // Every prepared call is recorded (a lesson's prepare() may build on the one before), then
+  // each verified one.
+  const int ordinal = v.role == Role::Exercise ? state_->measured[variant]++ : 0;
+  const bool record = state_->recording() && v.role == Role::Exercise;
+  std::uint64_t call_seed = 0;
   int verified = 0;
+  auto verify = [&](cudaStream_t s, const std::string& case_name) {
+    ++verified;
+    const std::uint64_t pick_seed = fresh_seed();
+    if (record)
+      state_->write_record(record_text(RecordedCall{variant, ordinal, case_name, call_seed, pick_seed}));
+    checks.verify(s, case_name, pick_seed);
+  };
   if (checks.prepare)
-    options.before_sample = [&](cudaStream_t s, int) { checks.prepare(s, pick()); };
+    options.before_sample = [&](cudaStream_t s, int) {
+      call_seed = fresh_seed();
+      if (record) state_->write_record(record_text(RecordedCall{variant, ordinal, "", call_seed, 0}));
+      checks.prepare(s, call_seed);
+    };
   if (checks.verify)
     options.after_sample = [&](cudaStream_t s, int sample) {
-      if (pick() % 8 != 0) return;
-      ++verified;
-      checks.verify(s, "timed call " + (sample < 0 ? std::string("(warm-up)")
-                                                     : std::to_string(sample)));
+      if (fresh_seed() % 8 != 0) return;
+      verify(s, "timed call " + (sample < 0 ? std::string("(warm-up)") : std::to_string(sample)));
     };
   nvtx3::scoped_range range{variant};
   Measurement m = benchmark(launch, stream(), options);
-  if (checks.verify && verified == 0) checks.verify(stream(), "the last timed call");
+  if (checks.verify && verified == 0) verify(stream(), "the last timed call");
   LAB_CHECK(cudaDeviceSynchronize());
   if (share_s > 0 && m.stop_reason == "timeout") {
     m.stop_reason = "budget";
@@ -189,6 +312,34 @@ const Measurement* Lesson::measure(const std::string& variant, Work work,
                             "): are the bytes counted right, or does the data stay in L2?");
   v.measurement = m;
   return &*v.measurement;
+}
+
+void Lesson::replay_timed_calls(const std::string& variant, const TimedCallChecks& checks) {
+  State& s = *state_;
+  const int ordinal = s.measured[variant]++;
+  // The calls in the order they were made: a prepared call (no case), or a verified one.
+  bool any = false;
+  for (std::size_t e = 0; e < s.replay.calls.size(); ++e) {
+    const RecordedCall& c = s.replay.calls[e];
+    if (c.variant != variant || c.measure != ordinal) continue;
+    s.calls_used[e] = true;
+    if (c.case_name.empty()) {
+      if (checks.prepare) checks.prepare(stream(), c.call_seed);
+    } else if (checks.verify) {
+      any = true;
+      LAB_CHECK(cudaStreamSynchronize(stream()));
+      checks.verify(stream(), c.case_name, c.pick_seed);
+    }
+  }
+  // The student's program verifies at least one call of every measurement.
+  if (!any && checks.verify) {
+    s.missing(variant + ": its verified timed calls (measurement " + std::to_string(ordinal + 1) + ")");
+    Comparison none;
+    none.ok = false;
+    none.note = "the student's program recorded none of them";
+    none.replayed = true;
+    check(variant, "its timed calls", none);
+  }
 }
 
 void Lesson::measure_tensor_roof(const std::function<void(cudaStream_t)>& gemm, double flops) {
@@ -209,6 +360,36 @@ void Lesson::measure_tensor_roof(const std::function<void(cudaStream_t)>& gemm, 
 void Lesson::metric(const std::string& name, double value, double low, double high,
                     const std::string& unit) {
   state_->result.metrics[name] = Metric{value, low, high, unit};
+}
+
+void Lesson::read_replay() {
+  State& s = *state_;
+  s.result.replay = ReplaySummary{};
+  try {
+    std::ifstream in(s.replay_path, std::ios::binary);
+    if (!in) throw std::runtime_error("cannot open " + s.replay_path);
+    s.replay = parse_record(std::string(std::istreambuf_iterator<char>(in), {}));
+  } catch (const std::exception& e) {
+    s.result.replay->error = e.what();  // every check then finds no values: all missing
+  }
+  s.checks_used.assign(s.replay.checks.size(), false);
+  s.calls_used.assign(s.replay.calls.size(), false);
+}
+
+void Lesson::summarize_replay() {
+  State& s = *state_;
+  ReplaySummary& r = *s.result.replay;
+  r.entries = s.replay.checks.size() + s.replay.calls.size();
+  for (std::size_t e = 0; e < s.replay.checks.size(); ++e) {
+    if (s.checks_used[e]) ++r.used;
+    else if (r.unused.size() < 5)
+      r.unused.push_back(s.replay.checks[e].variant + ": " + s.replay.checks[e].case_name);
+  }
+  for (std::size_t e = 0; e < s.replay.calls.size(); ++e) {
+    if (s.calls_used[e]) ++r.used;
+    else if (r.unused.size() < 5)
+      r.unused.push_back(s.replay.calls[e].variant + ": " + s.replay.calls[e].case_name);
+  }
 }
 
 namespace {
@@ -363,6 +544,12 @@ int Lesson::run(int argc, char** argv, const std::function<void(Lesson&)>& body)
     return kExitNoGpu;
   }
 
+  if (s.recording() && ::fcntl(s.record_fd, F_SETFD, FD_CLOEXEC) != 0) {  // not for children
+    std::cerr << r.lesson << ": --record-fd " << s.record_fd << " is not an open file\n";
+    return kExitUsage;
+  }
+  if (s.replaying()) read_replay();
+
   int code = kExitOk;
   try {
     r.device = device_info();
@@ -378,6 +565,7 @@ int Lesson::run(int argc, char** argv, const std::function<void(Lesson&)>& body)
     code = kExitCudaError;
   }
   if (s.profile) return code;
+  if (s.replaying()) summarize_replay();
   assess_environment(r);
   print_table(r, s.title, s.notes);
   for (const VariantResult& v : r.variants)

@@ -174,6 +174,10 @@ std::string to_json_text(const Result& r) {
   doc["metrics"] = metrics;
   doc["diagnostics"] = r.diagnostics;
   doc["environment_ok"] = r.environment_ok;
+  if (r.replay)
+    doc["replay"] = {{"entries", r.replay->entries}, {"used", r.replay->used},
+                     {"missing", r.replay->missing}, {"unused", r.replay->unused},
+                     {"error", r.replay->error}};
   return doc.dump(2) + "\n";
 }
 

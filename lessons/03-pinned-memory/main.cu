@@ -339,8 +339,9 @@ class TimedTrips : public lab::TimedCalls {
       want.push_back(expected_output(a_, b_, input_at(i)));
     }
     const std::string name = std::to_string(n_) + " floats, " + case_name;
-    const lab::Comparison c = lab::allclose(got, want);
-    l_.check("exercise", name + " (" + std::to_string(at.size()) + " elements)", c);
+    const std::string elements = name + " (" + std::to_string(at.size()) + " elements)";
+    const lab::Comparison c = l_.compare("exercise", elements, got, want, lab::Tolerance{});
+    l_.check("exercise", elements, c);
     LAB_CHECK(cudaDeviceSynchronize());  // whatever else it started, then the guards
     const std::string damage = dev_.guard_damage(s);
     l_.check("exercise", name + ", bounds", damage.empty(), damage);
@@ -390,7 +391,7 @@ class Runner {
       rt.round_trip(dev.arrays(), dev.kernel(), s);
       LAB_CHECK(cudaGetLastError());
       LAB_CHECK(cudaStreamSynchronize(s));  // the contract: stream s finished = output ready
-      l_.check(variant, name, lab::allclose(out, expected_.data(), n));
+      l_.check(variant, name, l_.compare(variant, name, out, expected_.data(), n, lab::Tolerance{}));
 
       LAB_CHECK(cudaDeviceSynchronize());  // drain whatever else it started, then the guards
       const std::string damage = dev.guard_damage(s);

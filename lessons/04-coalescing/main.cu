@@ -216,7 +216,7 @@ void validate(lab::Lesson& l, const lab::Variant<Gemv>& v, Gemv& g, const std::v
   set_y(g, y0, s);
   v.launch(g, s);
   LAB_CHECK(cudaGetLastError());
-  lab::Comparison c = lab::allclose(g.y.download(s), ref.y, ref.tolerance);
+  lab::Comparison c = l.compare(v.name, case_name, g.y.download(s), ref.y, ref.tolerance);
   g.y.check_guard(c, s);
   l.check(v.name, case_name, c);
 }
@@ -284,8 +284,8 @@ class TimedCalls : public lab::TimedCalls {
       expected[k] = static_cast<float>(g_.alpha * sum + old);
       largest = std::max(largest, std::fabs(g_.alpha) * magnitude + std::fabs(old));
     }
-    lab::Comparison c = lab::allclose(picked.data(), expected.data(), kRows,
-                                      gemv_tolerance(g_.cols, largest));
+    lab::Comparison c = l_.compare("exercise", case_name, picked.data(), expected.data(), kRows,
+                                   gemv_tolerance(g_.cols, largest));
     for (lab::Mismatch& m : c.first) m.index = rows[m.index];  // report y's own index
     g_.y.check_guard(c, s);
     l_.check("exercise", case_name, c);

@@ -152,7 +152,8 @@ void validate_gemv(lab::Lesson& l, const lab::Variant<Gemv>& v, Gemv& g,
     expected[r] = static_cast<float>(y.value);
     largest = std::max(largest, y.magnitude);
   }
-  lab::Comparison c = lab::allclose(got, expected, lab::sum_tolerance(g.cols + 2.0, largest));
+  lab::Comparison c =
+      l.compare(v.name, case_name, got, expected, lab::sum_tolerance(g.cols + 2.0, largest));
   g.y.check_guard(c, s);
   l.check(v.name, case_name, c);
 }
@@ -240,7 +241,7 @@ void validate_transpose_host(lab::Lesson& l, const lab::Variant<Transpose>& v, T
     for (int c = 0; c < t.cols; ++c)
       expected[static_cast<std::size_t>(c) * t.rows + r] =
           in[static_cast<std::size_t>(r) * t.cols + c];
-  lab::Comparison cmp = lab::allclose(got, expected, lab::Tolerance{0.0, 0.0});
+  lab::Comparison cmp = l.compare(v.name, case_name, got, expected, lab::Tolerance{0.0, 0.0});
   t.out.check_guard(cmp, s);
   l.check(v.name, case_name, cmp);
 }
@@ -488,8 +489,8 @@ void validate_gemm(lab::Lesson& l, const lab::Variant<Gemm>& v, Gemm& g, const G
   const std::vector<float> got = g.C.download(s);
   std::vector<float> picked(ref.index.size());
   for (std::size_t e = 0; e < ref.index.size(); ++e) picked[e] = got[ref.index[e]];
-  lab::Comparison c =
-      lab::allclose(picked.data(), ref.expected.data(), picked.size(), ref.tolerance);
+  lab::Comparison c = l.compare(v.name, case_name, picked.data(), ref.expected.data(),
+                                picked.size(), ref.tolerance);
   for (lab::Mismatch& m : c.first) m.index = ref.index[m.index];  // report C's own index
   g.C.check_guard(c, s);
   l.check(v.name, case_name, c);
@@ -538,8 +539,8 @@ class TimedSgemm : public lab::TimedCalls {
       expected.push_back(static_cast<float>(g_.alpha * dot.value));
       largest = std::max(largest, std::fabs(g_.alpha) * dot.magnitude);
     }
-    lab::Comparison c = lab::allclose(e.got.data(), expected.data(), expected.size(),
-                                      lab::sum_tolerance(g_.K + 2.0, largest));
+    lab::Comparison c = l_.compare("exercise_sgemm", case_name, e.got.data(), expected.data(),
+                                   expected.size(), lab::sum_tolerance(g_.K + 2.0, largest));
     for (lab::Mismatch& m : c.first) m.index = e.index[m.index];  // report C's own index
     g_.C.check_guard(c, s);
     l_.check("exercise_sgemm", case_name, c);

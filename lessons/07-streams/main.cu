@@ -217,8 +217,9 @@ std::vector<float> validate_case(lab::Lesson& l, Job& job, std::size_t n, std::u
           });
       l.check("exercise", name + ", ranges", ex.violation.empty(), ex.violation);
       l.check("exercise", name + ", main waits for every stream", ex.busy.empty(), ex.busy);
-      l.check("exercise", name + ", same bits as serial",
-              lab::allclose(ex.output, ref.output, lab::Tolerance{0.0, 0.0}));
+      const std::string same = name + ", same bits as serial";
+      l.check("exercise", same,
+              l.compare("exercise", same, ex.output, ref.output, lab::Tolerance{0.0, 0.0}));
     } catch (const std::exception& e) {
       l.check("exercise", name, false, e.what());
       throw;  // a CUDA error may have broken the context: the harness stops and reports
@@ -310,8 +311,9 @@ class TimedPipelines : public lab::TimedCalls {
       got.push_back(job_.h_out()[i]);
       want.push_back(churn_on_host(input_at(i), job_.steps()));
     }
-    const lab::Comparison c = lab::allclose(got, want, lab::Tolerance{0.0, 0.0});
-    l_.check("exercise", name + " (" + std::to_string(at.size()) + " elements)", c);
+    const std::string elements = name + " (" + std::to_string(at.size()) + " elements)";
+    const lab::Comparison c = l_.compare("exercise", elements, got, want, lab::Tolerance{0.0, 0.0});
+    l_.check("exercise", elements, c);
     return c.ok;
   }
 

@@ -337,26 +337,38 @@ void poison_outputs(Problem& p, cudaStream_t s) {
   }
 }
 
-// After a run (waits for s): the sum it left in result[0], and "" if that is the reference and
-// both guard zones (every float of result after result[0], every byte of the workspace after
-// what was asked for: both to the end of their allocations) are intact, else what is wrong.
-std::pair<float, std::string> judge_outputs(const Problem& p, const Reference& ref,
-                                            cudaStream_t s) {
+// After a run (waits for s): the sum it left in result[0] against the reference (through
+// Lesson::compare, so that the exercise's can be checked out of process), and both guard zones
+// (every float of result after result[0], every byte of the workspace after what was asked for:
+// both to the end of their allocations). The comparison says what is wrong in its note.
+lab::Comparison judge_outputs(lab::Lesson& l, const std::string& variant,
+                              const std::string& case_name, const Problem& p, const Reference& ref,
+                              cudaStream_t s, float* sum = nullptr) {
   const float got = p.result.download(s)[0];
-  std::vector<std::string> wrong;
+  if (sum) *sum = got;
   const double value = got;
-  const double error = std::fabs(value - ref.exact);
-  if (!std::isfinite(value) || error > ref.bound)
-    wrong.push_back(lab::text("got %.9g, expected %.9g", value, ref.exact) +
+  lab::Comparison c = l.compare(variant, case_name, &value, &ref.exact, 1, lab::Tolerance{0.0, ref.bound});
+  std::vector<std::string> wrong;
+  if (!c.note.empty()) {
+    wrong.push_back(c.note);
+  } else if (!c.ok) {
+    const double shown = c.first.empty() ? value : c.first[0].got;  // a replay's: the recorded one
+    wrong.push_back(lab::text("got %.9g, expected %.9g", shown, ref.exact) +
                     (ref.integers
                          ? " exactly (integer-valued data: every order of addition is exact)"
-                         : lab::text(" within %.3g (off by %.3g)", ref.bound, error)));
+                         : lab::text(" within %.3g (off by %.3g)", ref.bound,
+                                     std::fabs(shown - ref.exact))));
+  }
   wrong.push_back(p.result.damage(s));
   if (p.has_workspace) wrong.push_back(p.workspace.damage(s));
   std::string message;
   for (const std::string& w : wrong)
     if (!w.empty()) message += (message.empty() ? "" : "; ") + w;
-  return {got, message};
+  if (!message.empty()) {
+    c.ok = false;
+    c.note = message;
+  }
+  return c;
 }
 
 // Runs one variant once with its outputs poisoned and records whether it got the reference.
@@ -368,8 +380,8 @@ float validate(lab::Lesson& l, const lab::Variant<Problem>& v, Problem& p, const
   LAB_CHECK(cudaStreamSynchronize(s));
   v.launch(p, s);
   LAB_CHECK(cudaGetLastError());
-  const auto [got, message] = judge_outputs(p, ref, s);
-  l.check(v.name, case_name, message.empty(), message);
+  float got = 0;
+  l.check(v.name, case_name, judge_outputs(l, v.name, case_name, p, ref, s, &got));
   return got;
 }
 
@@ -512,9 +524,10 @@ class TimedSums : public lab::TimedCalls {
     Reference ref;
     ref.exact = static_cast<double>(base_sum_ + delta_);
     ref.integers = true;  // bound 0: exact
-    const std::string message = judge_outputs(p_, ref, s).second;
-    l_.check("exercise", size_name(p_.n) + " integers, " + case_name, message.empty(), message);
-    return message.empty();
+    const std::string name = size_name(p_.n) + " integers, " + case_name;
+    const lab::Comparison c = judge_outputs(l_, "exercise", name, p_, ref, s);
+    l_.check("exercise", name, c);
+    return c.ok;
   }
 
   // From pageable memory: the copies have taken the values by the time they return.

@@ -228,7 +228,8 @@ void validate(lab::Lesson& l, const Chain& v, Problem& p, const std::vector<floa
   std::vector<float> got(p.n);
   LAB_CHECK(cudaMemcpyAsync(got.data(), p.y.data(), p.y.bytes(), cudaMemcpyDeviceToHost, s));
   LAB_CHECK(cudaStreamSynchronize(s));
-  l.check(v.name, case_name, lab::allclose(got.data(), want.data(), want.size(), kExact));
+  l.check(v.name, case_name,
+          l.compare(v.name, case_name, got.data(), want.data(), want.size(), kExact));
 }
 
 // Fills new inputs, replays the chain on the host for each number of steps a selected variant
@@ -285,11 +286,11 @@ class TimedChains : public lab::TimedCalls {
       got.push_back(y[j]);
       want.push_back(v);
     }
-    const lab::Comparison c = lab::allclose(got, want, kExact);
-    l_.check("exercise",
-             "n=" + std::to_string(p_.n) + " K=" + std::to_string(p_.steps) + " " + case_name +
-                 (all ? "" : " (" + std::to_string(count) + " random elements)"),
-             c);
+    const std::string name = "n=" + std::to_string(p_.n) + " K=" + std::to_string(p_.steps) + " " +
+                             case_name +
+                             (all ? "" : " (" + std::to_string(count) + " random elements)");
+    const lab::Comparison c = l_.compare("exercise", name, got, want, kExact);
+    l_.check("exercise", name, c);
     return c.ok;
   }
 

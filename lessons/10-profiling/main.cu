@@ -262,7 +262,10 @@ struct Outcome {
   const char* what = "";
 };
 
-Outcome compare(const Problem& p, const Expected& e, bool stats, bool scores, cudaStream_t s) {
+// Each output goes through Lesson::compare under "<case>, <output>": the exercise's can be
+// checked out of process.
+Outcome compare(lab::Lesson& l, const std::string& variant, const std::string& case_name,
+                const Problem& p, const Expected& e, bool stats, bool scores, cudaStream_t s) {
   const lab::Tolerance tol{1e-4, 1e-4};
   const std::pair<const lab::GuardedBuffer<float>*, const std::vector<float>*> outputs[] = {
       {stats ? &p.mean : nullptr, &e.mean},
@@ -272,7 +275,8 @@ Outcome compare(const Problem& p, const Expected& e, bool stats, bool scores, cu
   Outcome o;
   for (int i = 0; i < 3 && o.c.ok; ++i) {
     if (!outputs[i].first) continue;
-    o.c = lab::allclose(outputs[i].first->download(s), *outputs[i].second, tol);
+    o.c = l.compare(variant, case_name + ", " + names[i], outputs[i].first->download(s),
+                    *outputs[i].second, tol);
     o.what = names[i];
   }
   return o;
@@ -286,9 +290,9 @@ std::string guard_damage(const Problem& p, cudaStream_t s) {
   return "";
 }
 
-void record(lab::Lesson& l, const std::string& variant, const std::string& case_name, const Outcome& o) {
-  if (o.c.ok) l.check(variant, case_name, o.c);
-  else l.check(variant, case_name, false, std::string(o.what) + ": " + o.c.summary());
+void record(lab::Lesson& l, const std::string& variant, const std::string& case_name, Outcome o) {
+  if (!o.c.ok) o.c.note = std::string(o.what) + ": " + o.c.summary();
+  l.check(variant, case_name, o.c);
 }
 
 // Runs `launch` once on fresh canaries and checks the three outputs and the guard zones.
@@ -298,7 +302,7 @@ void validate(lab::Lesson& l, const lab::Variant<Problem>& v, const std::string&
   set_canaries(p, s);
   v.launch(p, s);
   LAB_CHECK(cudaStreamSynchronize(s));
-  const Outcome o = compare(p, e, true, true, s);
+  const Outcome o = compare(l, v.name, case_name, p, e, true, true, s);
   const std::string damage = o.c.ok ? guard_damage(p, s) : "";
   if (!damage.empty())
     l.check(v.name, case_name, false, damage);
@@ -315,11 +319,12 @@ void validate_phases(lab::Lesson& l, const std::string& case_name, Problem& p, c
   set_canaries(p, s);
   given_stats(p, s);
   LAB_CHECK(cudaStreamSynchronize(s));
-  if (l.selected("given_stats")) record(l, "given_stats", case_name, compare(p, e, true, false, s));
+  if (l.selected("given_stats")) record(l, "given_stats", case_name,
+                                            compare(l, "given_stats", case_name, p, e, true, false, s));
   given_standardize(p, s);
   given_scores(p, s);
   LAB_CHECK(cudaStreamSynchronize(s));
-  const Outcome scores = compare(p, e, false, true, s);
+  const Outcome scores = compare(l, "given_scores", case_name, p, e, false, true, s);
   for (const char* phase : {"given_standardize", "given_scores"})
     if (l.selected(phase)) record(l, phase, case_name, scores);
 }
@@ -448,14 +453,14 @@ class TimedCalls : public lab::TimedCalls {
     std::vector<float> picked_scores;
     for (std::size_t r : picked_rows) picked_scores.push_back(score[r]);
     Outcome o;
-    o.c = lab::allclose(p_.mean.download(s), e.mean, tol);
+    o.c = l_.compare("exercise", case_name + ", mean", p_.mean.download(s), e.mean, tol);
     o.what = "mean";
     if (o.c.ok) {
-      o.c = lab::allclose(p_.inv_std.download(s), e.inv_std, tol);
+      o.c = l_.compare("exercise", case_name + ", inv_std", p_.inv_std.download(s), e.inv_std, tol);
       o.what = "inv_std";
     }
     if (o.c.ok) {
-      o.c = lab::allclose(picked_scores, e.score, tol);
+      o.c = l_.compare("exercise", case_name + ", score", picked_scores, e.score, tol);
       for (lab::Mismatch& mm : o.c.first) mm.index = picked_rows[mm.index];  // score's own index
       o.what = "score";
     }

@@ -1280,7 +1280,7 @@ int main(int argc, char** argv) {
       timed_seed = call_seed;
       b.fresh(timed_seed, st);
     };
-    checks.verify = [&](cudaStream_t st, const std::string& case_name) {
+    checks.verify = [&](cudaStream_t st, const std::string& case_name, std::uint64_t) {
       // The reference from inputs regenerated from the call's seed, never read back.
       lab::fill_random(x_check.data(), x_check.size(), timed_seed, st, -2.0f, 2.0f);
       ref0.launch(x_check.data(), b.want.data(), N, st);

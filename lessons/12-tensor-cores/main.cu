@@ -404,8 +404,8 @@ Accuracy validate(lab::Lesson& l, const GemmVariant& v, Gemm& g, const Reference
 
   const std::vector<double>& own = v.bf16_inputs ? ref.rounded : ref.exact;
   const double s_own = v.bf16_inputs ? ref.s_rounded : ref.s_exact;
-  lab::Comparison c =
-      lab::allclose(picked.data(), own.data(), picked.size(), tolerance(ref.K, v.u_in, s_own));
+  lab::Comparison c = l.compare(v.name, case_name, picked.data(), own.data(), picked.size(),
+                                tolerance(ref.K, v.u_in, s_own));
   for (lab::Mismatch& m : c.first) m.index = ref.index[m.index];  // report C's own index
   g.C.check_guard(c, s);
   l.check(v.name, case_name, c);
@@ -467,8 +467,8 @@ class TimedGemm : public lab::TimedCalls {
       expected.push_back(dot.value);
       largest = std::max(largest, dot.magnitude);
     }
-    lab::Comparison c = lab::allclose(picked.data(), expected.data(), picked.size(),
-                                      tolerance(g_.K, 0.0, largest));
+    lab::Comparison c = l_.compare("exercise", case_name, picked.data(), expected.data(),
+                                   picked.size(), tolerance(g_.K, 0.0, largest));
     for (lab::Mismatch& m : c.first) m.index = e.index[m.index];  // report C's own index
     g_.C.check_guard(c, s);
     l_.check("exercise", case_name, c);

@@ -15,6 +15,10 @@
 //   noisy       print 50 MB on stdout, then write a valid result
 // --variant NAME (repeatable) times only those variants ("naive", "exercise"), as a lesson does;
 // --skip-variant NAME (repeatable) leaves that one untimed.
+// Records and replays as a lesson does (lab/record.hpp): --record-fd N writes the exercise's one
+// comparison ("1000x777", values 1 2 3; 1 2 4 when --wrong) to descriptor N; --record forged
+// writes 1 2 4 while the result says right, --record none writes nothing. --replay PATH checks
+// the exercise from such a record (untimed; "replay" in the result) against 1 2 3.
 // Built with -DFAKE_COURSE (checker/tests/fake-course), the default mode and the exercise's time
 // come from the student's exercise.cu instead: const char* exercise_mode(); double exercise_ms().
 // Where the checker asks for a trace (LAB_TRACE_FILE), it also plays the tracer: with the times it
@@ -51,10 +55,42 @@ bool arg_wrong = false, arg_env_bad = false, arg_quick = false;
 long arg_seed = 0;
 std::vector<std::string> arg_only;  // --variant: empty, every variant
 std::vector<std::string> arg_skipped;  // --skip-variant
+int arg_record_fd = -1;
+std::string arg_record = "right", arg_replay;
 
 bool wanted(const std::string& variant) {
   if (std::find(arg_skipped.begin(), arg_skipped.end(), variant) != arg_skipped.end()) return false;
+  if (!arg_replay.empty()) return variant == "exercise" ||  // a replay: every exercise
+         std::find(arg_only.begin(), arg_only.end(), variant) != arg_only.end();
   return arg_only.empty() || std::find(arg_only.begin(), arg_only.end(), variant) != arg_only.end();
+}
+bool timed(const std::string& variant) { return wanted(variant) && (variant != "exercise" || arg_replay.empty()); }
+
+void write_record(bool wrong) {
+  if (arg_record_fd < 0 || arg_record == "none" || !wanted("exercise")) return;
+  const std::string text = std::string("check\texercise\t1000x777\t3\t3\n0:0x1p+0 1:0x1p+1 2:") +
+                           (wrong || arg_record == "forged" ? "0x1p+2" : "0x1.8p+1") + "\n";
+  if (write(arg_record_fd, text.data(), text.size()) != static_cast<ssize_t>(text.size())) std::exit(3);
+}
+
+// The replay of the record: {ok, message, found}.
+struct Replayed {
+  bool ok = false, found = false;
+  std::string message;
+};
+Replayed replay() {
+  Replayed r;
+  std::ifstream in(arg_replay);
+  for (std::string line; std::getline(in, line);) {
+    if (line != "check\texercise\t1000x777\t3\t3") continue;
+    std::string values;
+    std::getline(in, values);
+    r.found = true;
+    r.ok = values == "0:0x1p+0 1:0x1p+1 2:0x1.8p+1";
+    r.message = r.ok ? "" : "1 of 3 elements differ; first at [2]: got 4, expected 3";
+  }
+  if (!r.found) r.message = "the student's program recorded no values for this check";
+  return r;
 }
 
 // What checker/tracer would write for a ceiling, the baseline and the exercise, 30 samples each
@@ -74,7 +110,7 @@ void write_trace(double exercise_ms) {
                            arg_trace_exercise > 0 ? arg_trace_exercise : exercise_ms};
   for (int m = 0; m < 3; ++m)
     for (int sample = -1; sample < 30; ++sample) {
-      if ((m == 1 && !wanted("naive")) || (m == 2 && !wanted("exercise"))) break;
+      if ((m == 1 && !timed("naive")) || (m == 2 && !timed("exercise"))) break;
       const unsigned open = edge(m, m - 1, sample, 0), close = edge(m, m - 1, sample, 1);
       t << "S " << open << " " << close << " "
         << static_cast<long long>(1e6 * medians[m] * (1 + arg_spread * (sample - 14.5) / 14.5)) + 2000
@@ -86,6 +122,9 @@ void write_trace(double exercise_ms) {
 
 void write_result(const std::string& nonce, double exercise_ms, bool wrong) {
   write_trace(exercise_ms);
+  write_record(wrong);
+  const Replayed replayed = arg_replay.empty() ? Replayed{} : replay();
+  if (!arg_replay.empty()) wrong = !replayed.ok;
   auto q = [](double m, double f) { return m * f; };
   std::ostringstream o;
   auto timing = [&](double m) {
@@ -112,11 +151,14 @@ void write_result(const std::string& nonce, double exercise_ms, bool wrong) {
         << ", \"bytes\": " << bytes << ", \"gbs\": " << base_gbs << ", \"fraction_of_copy\": " << base_gbs / copy_gbs << "}";
   exercise << "    {\"name\": \"exercise\", \"role\": \"exercise\", \"correct\": " << (wrong ? "false" : "true")
            << ", \"checks\": [{\"case\": \"1000x777\", \"ok\": " << (wrong ? "false" : "true")
-           << ", \"mismatches\": " << (wrong ? 12 : 0) << ", \"message\": \"" << (wrong ? "12 mismatches, first at [999]" : "")
-           << "\"}], \"time_ms\": " << timing(exercise_ms) << ", \"bytes\": " << bytes << ", \"gbs\": " << ex_gbs
-           << ", \"fraction_of_copy\": " << ex_gbs / copy_gbs << "}";
+           << ", \"mismatches\": " << (wrong ? 12 : 0) << ", \"message\": \""
+           << (!arg_replay.empty() ? replayed.message : wrong ? "12 mismatches, first at [999]" : "") << "\"}]";
+  if (timed("exercise"))
+    exercise << ", \"time_ms\": " << timing(exercise_ms) << ", \"bytes\": " << bytes << ", \"gbs\": " << ex_gbs
+             << ", \"fraction_of_copy\": " << ex_gbs / copy_gbs;
+  exercise << "}";
   // As a lesson does, every variant is listed, in its place; only the wanted ones are timed.
-  o << (wanted("naive") ? naive.str() : "    {\"name\": \"naive\", \"role\": \"baseline\", \"correct\": true}")
+  o << (timed("naive") ? naive.str() : "    {\"name\": \"naive\", \"role\": \"baseline\", \"correct\": true}")
     << ",\n";
   o << (wanted("exercise") ? exercise.str()
                            : "    {\"name\": \"exercise\", \"role\": \"exercise\", \"correct\": true}")
@@ -124,7 +166,12 @@ void write_result(const std::string& nonce, double exercise_ms, bool wrong) {
   o << "  ],\n"
     << "  \"metrics\": {\"overlap_efficiency\": {\"value\": 0.8, \"low\": 0.78, \"high\": 0.82, \"unit\": \"\"}},\n"
     << "  \"diagnostics\": [" << (arg_env_bad ? "\"GPU clock 1410 MHz is below 90% of its 1980 MHz default: throttled?\"" : "")
-    << "],\n  \"environment_ok\": " << (arg_env_bad ? "false" : "true") << "\n}\n";
+    << "],\n  \"environment_ok\": " << (arg_env_bad ? "false" : "true");
+  if (!arg_replay.empty())
+    o << ",\n  \"replay\": {\"entries\": " << (replayed.found ? 1 : 0) << ", \"used\": "
+      << (replayed.found ? 1 : 0) << ", \"missing\": ["
+      << (replayed.found ? "" : "\"exercise: 1000x777\"") << "], \"unused\": [], \"error\": \"\"}";
+  o << "\n}\n";
   const std::string tmp = arg_json + ".tmp";
   std::ofstream(tmp) << o.str();
   std::rename(tmp.c_str(), arg_json.c_str());
@@ -173,6 +220,9 @@ int main(int argc, char** argv) {
     else if (a == "--env-bad") arg_env_bad = true;
     else if (a == "--variant") arg_only.push_back(next());
     else if (a == "--skip-variant") arg_skipped.push_back(next());
+    else if (a == "--record-fd") arg_record_fd = std::atoi(next().c_str());
+    else if (a == "--record") arg_record = next();
+    else if (a == "--replay") arg_replay = next();
     else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
       return 2;

@@ -21,6 +21,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "lab/device.hpp"
 #include "lab/result.hpp"
@@ -47,8 +48,11 @@ struct TimedCallChecks {
   std::function<void(cudaStream_t stream, std::uint64_t call_seed)> prepare;
   /// After a call that the harness picks at random once the call has finished: check that call's
   /// outputs against the inputs prepare() made (regenerated, not read back: the inputs are
-  /// read-only) and record it with Lesson::check under @p case_name.
-  std::function<void(cudaStream_t stream, const std::string& case_name)> verify;
+  /// read-only) and record it with Lesson::compare or Lesson::check under @p case_name. What it
+  /// picks to look at (rows, elements) comes from @p pick_seed, drawn only now (and replayed by
+  /// a --replay run, which must look at the same ones).
+  std::function<void(cudaStream_t stream, const std::string& case_name, std::uint64_t pick_seed)>
+      verify;
 };
 
 /// @brief Makes this process non-dumpable (prctl PR_SET_DUMPABLE 0), so that its files in /proc
@@ -124,6 +128,31 @@ class Lesson {
   void check(const std::string& variant, const std::string& case_name,
              const Comparison& comparison);
 
+  /// @brief Compares the exercise's values with a reference, as lab::allclose does, and makes the
+  /// comparison checkable out of process. Under the checker (--record-fd) a sample of @p got,
+  /// drawn now, goes into the record; in a --replay run (the course's own program) the
+  /// comparison is made instead between the recorded values and this process's @p expected
+  /// (lab/record.hpp). For any other variant it is lab::allclose.
+  /// @param variant a declared variant
+  /// @param case_name the case it will be checked under (Lesson::check)
+  /// @param got the variant's values, as it left them
+  /// @param expected the reference, computed by the harness
+  /// @param n elements of each
+  /// @param tol tolerances
+  /// @return the comparison, for Lesson::check (after any guard check of the lesson's)
+  Comparison compare(const std::string& variant, const std::string& case_name, const float* got,
+                     const float* expected, std::size_t n, Tolerance tol);
+  /// @overload
+  Comparison compare(const std::string& variant, const std::string& case_name, const double* got,
+                     const double* expected, std::size_t n, Tolerance tol);
+  /// @overload
+  template <class T>
+  Comparison compare(const std::string& variant, const std::string& case_name,
+                     const std::vector<T>& got, const std::vector<T>& expected, Tolerance tol) {
+    if (got.size() != expected.size()) return allclose(got, expected, tol);  // says why
+    return compare(variant, case_name, got.data(), expected.data(), got.size(), tol);
+  }
+
   /// @brief Records a validation that is a yes/no fact rather than an array comparison.
   /// @param variant a declared variant
   /// @param case_name the case
@@ -174,6 +203,12 @@ class Lesson {
  private:
   struct State;
   std::unique_ptr<State> state_;
+  void replay_timed_calls(const std::string& variant, const TimedCallChecks& checks);
+  void read_replay();
+  void summarize_replay();
+  template <class T>
+  Comparison compare_values(const std::string& variant, const std::string& case_name,
+                            const T* got, const T* expected, std::size_t n, Tolerance tol);
 };
 
 }  // namespace lab

@@ -132,6 +132,15 @@ struct Metric {
   std::string unit;  ///< for display
 };
 
+/// @brief What a --replay run found in the record it was given (lab/record.hpp).
+struct ReplaySummary {
+  std::size_t entries = 0;           ///< checks and calls in the record
+  std::size_t used = 0;              ///< of them, the ones this run asked for
+  std::vector<std::string> missing;  ///< checks and calls this run asked for that it lacked
+  std::vector<std::string> unused;   ///< entries it never asked for (the first few)
+  std::string error;                 ///< why it could not be read ("" if it was)
+};
+
 /// @brief The whole document.
 struct Result {
   std::string lesson;                         ///< "04-coalescing"
@@ -149,6 +158,7 @@ struct Result {
   std::map<std::string, Metric> metrics;      ///< lesson-specific numbers
   std::vector<std::string> diagnostics;       ///< run-wide trust warnings
   bool environment_ok = true;                 ///< timings can be trusted (see docs)
+  std::optional<ReplaySummary> replay;        ///< only in a --replay run
 
   /// @param name a variant name
   /// @return the variant, or nullptr

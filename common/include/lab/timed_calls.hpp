@@ -34,7 +34,8 @@ class TimedCalls {
               prepared_ = true;
               prepare(stream, call_seed);
             },
-            [this](cudaStream_t stream, const std::string& case_name) {
+            [this](cudaStream_t stream, const std::string& case_name, std::uint64_t pick_seed) {
+              pick.seed(pick_seed);
               if (!failed_) failed_ = !verify(stream, case_name);
             }};
   }
@@ -52,15 +53,15 @@ class TimedCalls {
 
   /// @brief After a call the harness picked, once it has finished: its outputs against a
   /// reference from the regenerated inputs (never read back from buffers the exercise could
-  /// write), recorded with Lesson::check under @p case_name.
+  /// write), compared with Lesson::compare and recorded with Lesson::check under @p case_name.
   /// @param stream the lesson's stream
   /// @param case_name e.g. "timed call 17"
   /// @return whether the call was right
   virtual bool verify(cudaStream_t stream, const std::string& case_name) = 0;
 
-  /// The harness's own generator for what verify() looks at (rows, elements), drawn only after
-  /// the call, where the exercise cannot see it.
-  std::mt19937_64 pick{std::random_device{}()};
+  /// The harness's own generator for what verify() looks at (rows, elements): seeded before
+  /// each verify() from a draw made only after the call (a --replay run seeds it the same way).
+  std::mt19937_64 pick;
 
  private:
   bool prepared_ = false;

@@ -34,6 +34,9 @@ struct Comparison {
   double rel_l2_error = 0;         ///< ||got - expected||_2 / ||expected||_2
   std::vector<Mismatch> first;     ///< the first few mismatches, in index order
   std::string note;                ///< set when the comparison could not run (size mismatch)
+  /// made in a --replay run from the values the student's program recorded (Lesson::compare):
+  /// the only kind of check of the exercise such a run keeps
+  bool replayed = false;
 
   /// @return one line for a student: "ok" or "3 of 1000 differ; first at [17]: got nan, expected 1.5"
   std::string summary() const;
