@@ -40,7 +40,7 @@ struct Lesson::State {
   int record_fd = -1;
   std::string replay_path;
   Record replay;                    // what --replay read
-  std::vector<bool> checks_used, calls_used;
+  std::vector<bool> checks_used, calls_used, parameters_used;
   std::map<std::pair<std::string, std::string>, int> compared;  // (variant, case): times so far
   std::map<std::string, int> measured;                            // exercise: measure() so far
 
@@ -204,6 +204,19 @@ Comparison Lesson::compare(const std::string& variant, const std::string& case_n
 Comparison Lesson::compare(const std::string& variant, const std::string& case_name,
                            const double* got, const double* expected, std::size_t n, Tolerance tol) {
   return compare_values(variant, case_name, got, expected, n, tol);
+}
+
+std::uint64_t Lesson::run_parameter(const std::string& name, std::uint64_t value) {
+  State& s = *state_;
+  if (s.recording()) s.write_record(record_text(RecordedParameter{name, value}));
+  if (!s.replaying()) return value;
+  for (std::size_t e = 0; e < s.replay.parameters.size(); ++e)
+    if (s.replay.parameters[e].name == name) {
+      s.parameters_used[e] = true;
+      return s.replay.parameters[e].value;
+    }
+  s.missing("the harness's " + name);
+  return value;
 }
 
 void Lesson::check(const std::string& variant, const std::string& case_name,
@@ -374,12 +387,15 @@ void Lesson::read_replay() {
   }
   s.checks_used.assign(s.replay.checks.size(), false);
   s.calls_used.assign(s.replay.calls.size(), false);
+  s.parameters_used.assign(s.replay.parameters.size(), false);
 }
 
 void Lesson::summarize_replay() {
   State& s = *state_;
   ReplaySummary& r = *s.result.replay;
-  r.entries = s.replay.checks.size() + s.replay.calls.size();
+  r.entries = s.replay.checks.size() + s.replay.calls.size() + s.replay.parameters.size();
+  for (std::size_t e = 0; e < s.replay.parameters.size(); ++e)
+    if (s.parameters_used[e]) ++r.used;
   for (std::size_t e = 0; e < s.replay.checks.size(); ++e) {
     if (s.checks_used[e]) ++r.used;
     else if (r.unused.size() < 5)

@@ -61,6 +61,10 @@ std::string record_text(const RecordedCall& c) {
          std::to_string(c.pick_seed) + "\n";
 }
 
+std::string record_text(const RecordedParameter& p) {
+  return "param\t" + field(p.name) + "\t" + std::to_string(p.value) + "\n";
+}
+
 Record parse_record(const std::string& text) {
   Record r;
   std::istringstream in(text);
@@ -72,6 +76,8 @@ Record parse_record(const std::string& text) {
     if (f[0] == "call" && f.size() == 6) {
       r.calls.push_back({f[1], number<int>(f[2], n), f[3], number<std::uint64_t>(f[4], n),
                          number<std::uint64_t>(f[5], n)});
+    } else if (f[0] == "param" && f.size() == 3) {
+      r.parameters.push_back({f[1], number<std::uint64_t>(f[2], n)});
     } else if (f[0] == "check" && f.size() == 5) {
       RecordedCheck c{f[1], f[2], number<std::size_t>(f[3], n), {}, {}};
       const std::size_t k = number<std::size_t>(f[4], n);

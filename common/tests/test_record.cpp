@@ -313,3 +313,21 @@ TEST_CASE("record: sample_indices keeps everything up to kRecordSample, else a s
   const std::vector<std::size_t> s = lab::sample_indices(4097, 7);
   CHECK(*std::max_element(s.begin(), s.end()) <= 4096);
 }
+
+TEST_CASE("record: a run-time parameter round-trips, a malformed one is refused") {
+  const std::string text = lab::record_text(lab::RecordedParameter{"steps", 2437}) +
+                           lab::record_text(lab::RecordedParameter{"big", 18446744073709551615ull});
+  const lab::Record r = lab::parse_record(text);
+  REQUIRE(r.parameters.size() == 2);
+  CHECK(r.parameters[0].name == "steps");
+  CHECK(r.parameters[0].value == 2437);
+  CHECK(r.parameters[1].value == 18446744073709551615ull);
+  CHECK(r.checks.empty());
+  CHECK(r.calls.empty());
+  CHECK_THROWS_WITH_AS(lab::parse_record("param\tsteps\t-3\n"), doctest::Contains("line 1:"),
+                       std::runtime_error);
+  CHECK_THROWS_WITH_AS(lab::parse_record("param\tsteps\n"), doctest::Contains("line 1:"),
+                       std::runtime_error);
+  CHECK_THROWS_WITH_AS(lab::parse_record("param\tsteps\t12x\n"), doctest::Contains("line 1:"),
+                       std::runtime_error);
+}

@@ -428,8 +428,11 @@ int main(int argc, char** argv) {
               },
               s, lab::short_run(0.5))
               .gpu_ms.median;
-      job.set_steps(fixed_steps > 0 ? static_cast<int>(std::min<long long>(fixed_steps, 1 << 20))
-                                    : calibrate_steps(n, h2d_ms, job, s));
+      // The exercise's results depend on it: a --replay run takes the recorded one.
+      job.set_steps(static_cast<int>(std::min<std::uint64_t>(
+          l.run_parameter("steps", fixed_steps > 0 ? static_cast<std::uint64_t>(fixed_steps)
+                                                   : calibrate_steps(n, h2d_ms, job, s)),
+          1 << 20)));
       l.note(lab::text("Kernel: %d dependent multiply-adds per element (", job.steps()) +
              (fixed_steps > 0 ? "fixed by --steps" : "calibrated on this GPU to match copy_in") +
              lab::text("); copy_in of %lld MiB took %.3f ms during calibration.", mib, h2d_ms));

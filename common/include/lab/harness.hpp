@@ -153,6 +153,15 @@ class Lesson {
     return compare(variant, case_name, got.data(), expected.data(), got.size(), tol);
   }
 
+  /// @brief A count the harness chose at run time that the exercise's results depend on (a
+  /// calibration), made the same in a --replay run: under the checker it goes into the record;
+  /// a --replay run gets the recorded value back instead of @p value. Call it before any exercise
+  /// code runs.
+  /// @param name unique in the lesson, e.g. "steps"
+  /// @param value this run's choice
+  /// @return @p value, or in a --replay run the recorded one
+  std::uint64_t run_parameter(const std::string& name, std::uint64_t value);
+
   /// @brief Records a validation that is a yes/no fact rather than an array comparison.
   /// @param variant a declared variant
   /// @param case_name the case

@@ -40,10 +40,18 @@ struct RecordedCall {
   std::uint64_t pick_seed = 0;  ///< handed to TimedCallChecks::verify after it (0 if prepared)
 };
 
+/// @brief A number the harness chose at run time (a calibration) that the exercise's results
+/// depend on, recorded before any exercise code ran (Lesson::run_parameter).
+struct RecordedParameter {
+  std::string name;         ///< e.g. "steps"
+  std::uint64_t value = 0;  ///< a count
+};
+
 /// @brief A whole record, in the order its entries were written.
 struct Record {
-  std::vector<RecordedCheck> checks;  ///< array comparisons
-  std::vector<RecordedCall> calls;    ///< timed calls, prepared and verified
+  std::vector<RecordedCheck> checks;          ///< array comparisons
+  std::vector<RecordedCall> calls;            ///< timed calls, prepared and verified
+  std::vector<RecordedParameter> parameters;  ///< the harness's run-time choices
 };
 
 /// @param c a comparison's sample
@@ -53,6 +61,10 @@ std::string record_text(const RecordedCheck& c);
 /// @param c a verified call
 /// @return its entry in the record's text (one line)
 std::string record_text(const RecordedCall& c);
+
+/// @param p a parameter
+/// @return its entry in the record's text (one line)
+std::string record_text(const RecordedParameter& p);
 
 /// @brief Parses a record's text.
 /// @param text what a program wrote (the concatenated entries)
