@@ -536,6 +536,20 @@ std::string use_replayed_checks(json& doc, const json& pristine_doc) {
   return "";
 }
 
+std::string results_checked_line(const json& runs) {
+  if (!runs.is_array() || runs.empty()) return "";
+  long long least = -1;
+  for (const json& run : runs) {
+    if (run.value("state", std::string()) != "replayed")
+      return "results judged in the program's own process: " + run.value("why", std::string());
+    const long long n = run.value("checks", 0LL);
+    least = least < 0 ? n : std::min(least, n);
+  }
+  return "results checked out of process by the course's program: " + std::to_string(least) +
+         " comparison" + (least == 1 ? "" : "s") + " from the run's record" +
+         (runs.size() > 1 ? " (the fewest of " + std::to_string(runs.size()) + " runs)" : "");
+}
+
 std::string printable(const std::string& text) {
   std::string out;
   out.reserve(text.size());
@@ -756,12 +770,20 @@ LessonOutcome judge_program(const LessonConfig& lesson, const fs::path& program,
     out.runs = i + 1;
     out.output = a.output;
     if (!a.corroboration.is_null()) out.corroboration.push_back(a.corroboration);
+    if (a.ok)
+      out.results_checked.push_back(
+          a.doc.contains("results_checked")
+              ? a.doc["results_checked"]
+              : json{{"state", "in-process"},
+                     {"why", !lesson.replay ? "the lesson's checks are facts of its own process"
+                                            : "no pristine program (--baselines in-process)"}});
     if (!a.ok) {
       const std::string when = i == 0 ? "" : " (on re-run " + std::to_string(i + 1) + ")";
       LessonOutcome failed = lesson_outcome(lesson, opt.build, a.verdict, a.reason, a.message + when);
       failed.output = a.output;
       failed.runs = out.runs;
       failed.corroboration = std::move(out.corroboration);
+      failed.results_checked = std::move(out.results_checked);
       out = std::move(failed);
       break;
     }

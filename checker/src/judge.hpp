@@ -65,6 +65,9 @@ struct LessonOutcome {
   json device = json::object(); ///< from the result file
   json corroboration = json::array();  ///< per run: the tracer's reading of each reported time
                                        ///< (corroborate.hpp: corroboration_json)
+  /// per run: where the exercise's results were judged: {"state": "replayed", "checks",
+  /// "entries"} (out of process, use_replayed_checks) or {"state": "in-process", "why"}
+  json results_checked = json::array();
   std::vector<std::string> diagnostics;
 };
 
@@ -154,6 +157,10 @@ void trust_only_the_checker(json& result, const GpuObservation& seen);
 /// An outcome that says the lesson could not be judged: every rule gets `verdict` and 0 points.
 LessonOutcome lesson_outcome(const LessonConfig& lesson, const std::string& build, Verdict verdict,
                              const std::string& reason, const std::string& message);
+
+/// @param runs LessonOutcome::results_checked
+/// @return one line for the report: where the exercise's results were judged ("" for no runs)
+std::string results_checked_line(const json& runs);
 
 /// Recomputes verdict, score and max_score from the rules and the sanitizer line.
 void finalize(LessonOutcome& outcome, const LessonConfig& lesson);

@@ -108,7 +108,8 @@ json outcome_json(const LessonOutcome& l) {
             {"score", l.score}, {"max_score", l.max_score}, {"runs", l.runs},
             {"wall_s", l.wall_s}, {"program_s", l.program_s}, {"build_s", l.build_s},
             {"rules", rules}, {"diagnostics", l.diagnostics}, {"device", l.device},
-            {"output", l.output}, {"corroboration", l.corroboration}};
+            {"output", l.output}, {"corroboration", l.corroboration},
+            {"results_checked", l.results_checked}};
   if (l.sanitizer) {
     j["sanitizer"] = rule_json(*l.sanitizer);
     json findings = json::array();
@@ -288,6 +289,8 @@ std::string table_text(const std::vector<LessonOutcome>& lessons, bool colour) {
     for (const auto& d : l.diagnostics) out << "    diagnostic: " << d << "\n";
     if (const std::string times = corroboration_line(l.corroboration); !times.empty() && !lesson_level)
       out << "    " << times << "\n";
+    if (const std::string results = results_checked_line(l.results_checked); !results.empty() && !lesson_level)
+      out << "    " << results << "\n";
   }
   if (lessons.size() > 1)
     out << "total " << points_text(score) << "/" << points_text(max_score) << "\n";

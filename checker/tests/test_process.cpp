@@ -316,6 +316,11 @@ TEST_CASE("judge: the exercise's results are judged out of process, from its rec
   const LessonOutcome right = judged({});
   CHECK(right.verdict == Verdict::pass);
   CHECK(right.score == 10);
+  REQUIRE(right.results_checked.size() == 1);
+  CHECK(right.results_checked[0]["state"] == "replayed");
+  CHECK(right.results_checked[0]["checks"] == 1);
+  CHECK(results_checked_line(right.results_checked) ==
+        "results checked out of process by the course's program: 1 comparison from the run's record");
 
   // Its own process says right, its recorded values are wrong: the verdict was not earned.
   const LessonOutcome forged = judged({"--record", "forged"});
@@ -339,7 +344,10 @@ TEST_CASE("judge: the exercise's results are judged out of process, from its rec
   // Without a pristine program, or in a lesson that does not replay, nothing is recorded or
   // replayed: the forgery's own word stands (what docs/grading-security.md says of such runs).
   opt.pristine.clear();
-  CHECK(judged({"--record", "forged"}).verdict == Verdict::pass);
+  const LessonOutcome unreplayed = judged({"--record", "forged"});
+  CHECK(unreplayed.verdict == Verdict::pass);
+  CHECK(results_checked_line(unreplayed.results_checked) ==
+        "results judged in the program's own process: no pristine program (--baselines in-process)");
   opt.pristine = kFake;
   LessonConfig no_replay = fake_lesson({"--mode", "result", "--record", "forged"}, standard_rules());
   no_replay.replay = false;
