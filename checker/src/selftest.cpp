@@ -58,10 +58,13 @@ std::vector<Expectation> load_expectations(const fs::path& file) {
         static const char* known[] = {reason::compile, reason::timeout,   reason::crash,
                                       reason::exit,    reason::result,    reason::no_gpu,
                                       reason::sanitizer, reason::forbidden, reason::implausible,
-                                      reason::unverified_time};
-        if (std::none_of(std::begin(known), std::end(known), [&](const char* r) { return value == r; }))
-          throw ConfigError(fat + ": unknown reason \"" + value +
-                            "\" (compile, timeout, crash, exit, result, no-gpu, sanitizer, forbidden, implausible)");
+                                      reason::unverified_time, reason::unverified_result,
+                                      reason::replay};
+        if (std::none_of(std::begin(known), std::end(known), [&](const char* r) { return value == r; })) {
+          std::string names;
+          for (const char* r : known) names += std::string(names.empty() ? "" : ", ") + r;
+          throw ConfigError(fat + ": unknown reason \"" + value + "\" (" + names + ")");
+        }
         e.reason = value;
       } else {
         throw ConfigError(fat + ": unknown key \"" + key + "\" (verdict, rule, reason, timeout_s)");
