@@ -173,16 +173,17 @@ bool pristine_baselines(const Common& c, const std::string& default_mode) {
   return (c.baselines.empty() ? default_mode : c.baselines) == "pristine";
 }
 
-/// Per lesson, the program that times its speedup rules' baselines with no student code: the
-/// course's own starter in the main build, brought up to date first, before any lesson runs (a
-/// missing one stops nothing midway); "" for a lesson without such rules, or every lesson where
-/// the baselines are timed in-process. Throws ConfigError where one cannot be had.
+/// Per lesson, the program that times its speedup rules' baselines and checks the exercise's
+/// results from its record (LessonConfig::replay) with no student code: the course's own starter
+/// in the main build, brought up to date first, before any lesson runs (a missing one stops
+/// nothing midway); "" for a lesson with neither, or every lesson where the baselines are timed
+/// in-process. Throws ConfigError where one cannot be had.
 std::vector<fs::path> pristine_programs(bool pristine, const fs::path& bdir,
                                         const std::vector<LessonConfig>& lessons) {
   std::vector<fs::path> programs(lessons.size());
   std::vector<std::string> needed;
   for (const auto& l : lessons)
-    if (pristine && !speedup_baselines(l).empty()) needed.push_back(l.name);
+    if (pristine && (!speedup_baselines(l).empty() || l.replay)) needed.push_back(l.name);
   build_pristine_programs(bdir, needed);
   for (std::size_t i = 0; i < lessons.size(); ++i) {
     if (std::find(needed.begin(), needed.end(), lessons[i].name) == needed.end()) continue;
@@ -303,8 +304,8 @@ int cmd_grade(const Common& c, const std::vector<std::string>& submissions, cons
   for (std::size_t i = 0; i < lessons.size(); ++i)
     if (!pristine[i].empty()) opt.pristine[lessons[i].name] = pristine[i];
   opt.baselines = use_pristine
-                      ? "timed in a process of their own by the course's starter (--baselines pristine)"
-                      : "timed in the student's program (--baselines in-process)";
+                      ? "timed, and results checked, in a process of their own by the course's starter (--baselines pristine)"
+                      : "timed in the student's program, which also judges its results (--baselines in-process)";
   const bool table = c.format == "table";
   const bool colour = table && use_colour(stdout);
   opt.on_lesson = [&](const std::string& name, const LessonOutcome& o) {
@@ -531,10 +532,12 @@ int main(int argc, char** argv) {
                "Do not check the reported times against the checker's tracer (its own CUDA events); every "
                "record then says its times were not corroborated (docs/grading-security.md)");
   app.add_option("--baselines", c.baselines,
-                 "Where the speedup rules' baselines are timed (docs/grading-security.md): pristine "
-                 "(a second process with no student code, the course's starter, right after each "
-                 "run of the lesson; the student's program leaves them out) or in-process (the "
-                 "student's program times them too). Default: pristine for grade and selftest, "
+                 "Where the speedup rules' baselines are timed and the exercise's results judged "
+                 "(docs/grading-security.md): pristine (a second process with no student code, the "
+                 "course's starter, right after each run of the lesson: it times the baselines, "
+                 "which the student's program leaves out, and checks the exercise's results from "
+                 "the record that program wrote) or in-process (the student's program times them "
+                 "and judges its results itself). Default: pristine for grade and selftest, "
                  "in-process for run")
       ->check(CLI::IsMember({"pristine", "in-process"}));
   app.add_option("--build-dir", c.build_dir, "The configured build folder (default: the one lab-check lives in)");

@@ -161,11 +161,14 @@ TEST_CASE("grade: builds each student's files against the pristine harness, surv
   CHECK(alice["score"] == 12);
   CHECK(alice["max_score"] == 12);
   // grade's default: the baselines timed by the course's starter, contained like every program.
-  CHECK(contains(r.out, "baselines: timed in a process of their own by the course's starter"));
+  CHECK(contains(r.out, "baselines: timed, and results checked, in a process of their own by the course's starter"));
   const json alice_record = json::parse(read_text(out / "alice" / "result.json"));
   CHECK(contains(alice_record["baselines"].get<std::string>(), "--baselines pristine"));
   CHECK(contains(alice_record["lessons"][0]["rules"][1]["message"].get<std::string>(),
                  "timed in a run of the pristine lesson"));
+  // Both lessons' results judged out of process, 91-other's too, which has no speedup rule.
+  for (const json& lesson : alice_record["lessons"])
+    CHECK(lesson["results_checked"][0]["state"] == "replayed");
 
   const json bob = json::parse(read_text(out / "bob" / "result.json"));
   CHECK(bob["complete"] == true);
@@ -348,7 +351,7 @@ TEST_CASE("grade: no #include of another submission, the solutions or a host fil
   CHECK(contains(eve["lessons"][0]["output"].get<std::string>(), "is not shown"));
   CHECK(contains(mallory["containment"].get<std::string>(), "namespaces") !=
         contains(mallory["containment"].get<std::string>(), "weak"));
-  CHECK(mallory["baselines"] == "timed in a process of their own by the course's starter (--baselines pristine)");
+  CHECK(mallory["baselines"] == "timed, and results checked, in a process of their own by the course's starter (--baselines pristine)");
 
   // Nothing of the last student stays in the grading build: starters staged, no programs.
   const fs::path grading = c.build / "grading";

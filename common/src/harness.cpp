@@ -486,8 +486,11 @@ void print_table(const Result& r, const std::string& title, const std::vector<st
   std::printf("\n");
   for (const VariantResult& v : r.variants) {
     std::printf("  %-20s %s\n", v.name.c_str(), v.description.c_str());
+    // Every picked timed call is checked: a wrong exercise can fail dozens. The first few say it.
+    std::size_t wrong = 0;
     for (const CheckResult& c : v.checks)
-      if (!c.ok) std::printf("    wrong on %s: %s\n", c.name.c_str(), c.message.c_str());
+      if (!c.ok && ++wrong <= 5) std::printf("    wrong on %s: %s\n", c.name.c_str(), c.message.c_str());
+    if (wrong > 5) std::printf("    ... and %zu more wrong checks (all in the result file)\n", wrong - 5);
     if (v.measurement)
       for (const std::string& d : v.measurement->diagnostics)
         std::printf("    note: %s\n", d.c_str());

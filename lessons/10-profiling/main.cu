@@ -410,7 +410,7 @@ class TimedCalls : public lab::TimedCalls {
     poison_outputs(p_, s);
   }
 
-  bool verify(cudaStream_t s, const std::string& case_name) override {
+  void verify(cudaStream_t s, const std::string& case_name) override {
     const int rows = p_.rows, cols = p_.cols;
     // Column statistics of the regenerated table.
     lab::DeviceBuffer<double> sums(2 * static_cast<std::size_t>(cols));
@@ -469,7 +469,6 @@ class TimedCalls : public lab::TimedCalls {
       l_.check("exercise", case_name, false, damage);
     else
       record(l_, "exercise", case_name, o);
-    return o.c.ok && damage.empty();
   }
 
   lab::Lesson& l_;
