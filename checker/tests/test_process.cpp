@@ -381,6 +381,20 @@ TEST_CASE("replayed checks: failures added, a disagreement or a gap is an error"
   doc = student;
   CHECK(contains(use_replayed_checks(doc, disagrees), "exercise on \"small\": its own process judged it right"));
 
+  // The same case checked twice (two warm-up calls): right then wrong in its own process, and
+  // so from its record. The second answers for the second: a fail, not a disagreement.
+  json twice_student = student, twice_replayed = replayed;
+  twice_student["variants"][1]["checks"] = json::parse(
+      R"([{"case": "warm-up", "ok": true}, {"case": "warm-up", "ok": false, "message": "stale"}])");
+  twice_replayed["variants"][1]["checks"] = json::parse(
+      R"([{"case": "warm-up", "ok": true}, {"case": "warm-up", "ok": false, "message": "got 7, expected 9"}])");
+  doc = twice_student;
+  CHECK(use_replayed_checks(doc, twice_replayed) == "");
+  CHECK(doc["variants"][1]["correct"] == false);
+  std::swap(twice_student["variants"][1]["checks"][0]["ok"], twice_student["variants"][1]["checks"][1]["ok"]);
+  doc = twice_student;  // right the second time in its own process, wrong from its record
+  CHECK(contains(use_replayed_checks(doc, twice_replayed), "exercise on \"warm-up\": its own process judged it right"));
+
   json gap = replayed;
   gap["replay"]["missing"] = {"exercise: timed call 3"};
   doc = student;
