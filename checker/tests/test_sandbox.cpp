@@ -239,6 +239,35 @@ TEST_CASE("namespaces: a private /tmp, and as root a program runs as uid 65534")
   CHECK(read_text(out) == "home=" + work.path().string() + "\n65534\n");
 }
 
+TEST_CASE("namespaces: a program writes its record through the descriptor it is handed, never by name") {
+  if (!have_namespaces()) return;
+  if (geteuid() != 0) {
+    MESSAGE("not root: the uid 65534 case needs root");
+    return;
+  }
+  SandboxPolicy policy = policy_of(Containment::namespaces);
+  policy.run_as_nobody = true;
+  PolicyScope scope(policy);
+  TempDir records("lab-sandbox-records");  // the checker's own folder (mode 0700, root's)
+  TempDir work("lab-sandbox-work");
+  const fs::path record = records.path() / "record-0.txt";
+  const fs::path out = work.path() / "out.txt";
+  ProcessOptions p;
+  // run_process appends "--record-fd N": $1 and $2 of the script.
+  p.argv = {"/bin/bash", "-c",
+            "printf 'param\\tsteps\\t7\\n' >&\"$2\"; cat '" + record.string() +
+                "' 2>/dev/null || echo cannot-open; id -u",
+            "sh"};
+  p.workdir = work.path();
+  p.stdout_path = out;
+  p.record_path = record;
+  REQUIRE(run_process(p).exited_ok());
+  CHECK(read_text(record) == "param\tsteps\t7\n");
+  CHECK(read_text(out) == "cannot-open\n65534\n");
+  CHECK((fs::status(record).permissions() & (fs::perms::group_all | fs::perms::others_all)) ==
+        fs::perms::none);
+}
+
 TEST_CASE("namespaces: a SIGKILLed checker leaves no process of the run behind") {
   if (!have_namespaces()) return;
   const std::string token = new_token();
