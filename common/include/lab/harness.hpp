@@ -143,9 +143,22 @@ class Lesson {
   Comparison compare(const std::string& variant, const std::string& case_name, const float* got,
                      const float* expected, std::size_t n, Tolerance tol);
   /// @overload
+  /// @param variant a declared variant
+  /// @param case_name the case it will be checked under
+  /// @param got the variant's values
+  /// @param expected the reference
+  /// @param n elements of each
+  /// @param tol tolerances
+  /// @return the comparison
   Comparison compare(const std::string& variant, const std::string& case_name, const double* got,
                      const double* expected, std::size_t n, Tolerance tol);
   /// @overload
+  /// @param variant a declared variant
+  /// @param case_name the case it will be checked under
+  /// @param got the variant's values
+  /// @param expected the reference (a different size fails the comparison, saying so)
+  /// @param tol tolerances
+  /// @return the comparison
   template <class T>
   Comparison compare(const std::string& variant, const std::string& case_name,
                      const std::vector<T>& got, const std::vector<T>& expected, Tolerance tol) {
