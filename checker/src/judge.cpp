@@ -678,6 +678,26 @@ void finalize(LessonOutcome& out, const LessonConfig& lesson) {
   out.max_score = out.rules.empty() ? lesson.max_points() : max_score;
 }
 
+namespace {
+
+// Copies the student's record where the pristine program can read it: "" or why it cannot be
+// replayed (missing, larger than a harness writes, not copied).
+std::string stage_record(const fs::path& record, const fs::path& copy) {
+  std::error_code ec;
+  const std::uintmax_t bytes = fs::file_size(record, ec);
+  if (ec) return "its record is missing (" + ec.message() + ")";
+  if (bytes > kMaxRecordBytes)
+    return "its record holds " + std::to_string(bytes >> 20) + " MiB, more than a harness writes "
+           "(at most " + std::to_string(kMaxRecordBytes >> 20) + ")";
+  fs::copy_file(record, copy, fs::copy_options::overwrite_existing, ec);
+  // Readable by the pristine program, whatever user it runs as.
+  if (!ec) fs::permissions(copy, fs::perms::owner_read | fs::perms::owner_write |
+                                     fs::perms::group_read | fs::perms::others_read, ec);
+  return ec ? "its record could not be copied for the course's program (" + ec.message() + ")" : "";
+}
+
+}  // namespace
+
 LessonOutcome judge_program(const LessonConfig& lesson, const fs::path& program, const JudgeOptions& opt) {
   if (!fs::exists(program))
     return lesson_outcome(lesson, opt.build, Verdict::error, reason::missing,
@@ -738,17 +758,7 @@ LessonOutcome judge_program(const LessonConfig& lesson, const fs::path& program,
       std::string bad_record;
       if (replay) {
         const fs::path copy = pristine_work->path() / ("record-" + std::to_string(i) + ".txt");
-        std::error_code ec;
-        const std::uintmax_t bytes = fs::file_size(record, ec);
-        if (ec || bytes > kMaxRecordBytes)
-          bad_record = ec ? "its record is missing (" + ec.message() + ")"
-                          : "its record holds " + std::to_string(bytes >> 20) + " MiB, more than a "
-                            "harness writes (at most " + std::to_string(kMaxRecordBytes >> 20) + ")";
-        else if (fs::copy_file(record, copy, fs::copy_options::overwrite_existing, ec),
-                 fs::permissions(copy, fs::perms::owner_read | fs::perms::owner_write |
-                                           fs::perms::group_read | fs::perms::others_read, ec);
-                 ec)  // readable by the pristine program, whatever user it runs as
-          bad_record = "its record could not be copied for the course's program (" + ec.message() + ")";
+        bad_record = stage_record(record, copy);
         args.insert(args.end(), {"--replay", copy.string()});
       }
       const Attempt p = bad_record.empty()
@@ -759,17 +769,18 @@ LessonOutcome judge_program(const LessonConfig& lesson, const fs::path& program,
       const std::string why = (p.reason.empty() ? "" : "(" + p.reason + ") ") + p.message;
       if (!overs.empty()) use_pristine_baselines(a.doc, p.ok, p.doc, why, overs);
       if (replay) {
-        const std::string wrong = !bad_record.empty() ? bad_record
-                                  : p.ok              ? use_replayed_checks(a.doc, p.doc)
-                                                      : "";
-        if (!wrong.empty() || !p.ok) {
-          // The course's program failing is not the student's doing: `environment`, no re-run.
-          a.ok = false;
-          a.verdict = wrong.empty() ? Verdict::environment : Verdict::error;
-          a.reason = wrong.empty() ? reason::replay : reason::unverified_result;
-          a.message = wrong.empty() ? "the exercise's results could not be checked out of "
-                                      "process: the course's program failed " + why
-                                    : "unverified result: " + wrong;
+        const std::string wrong = bad_record.empty() && p.ok ? use_replayed_checks(a.doc, p.doc)
+                                                             : bad_record;
+        a.ok = wrong.empty() && p.ok;
+        if (!wrong.empty()) {
+          a.verdict = Verdict::error;
+          a.reason = reason::unverified_result;
+          a.message = "unverified result: " + wrong;
+        } else if (!a.ok) {  // the course's program failed: not the student's doing, no re-run
+          a.verdict = Verdict::environment;
+          a.reason = reason::replay;
+          a.message = "the exercise's results could not be checked out of process: the course's "
+                      "program failed " + why;
         }
       }
     }

@@ -336,6 +336,12 @@ TEST_CASE("judge: the exercise's results are judged out of process, from its rec
   CHECK(silent.reason == "unverified-result");
   CHECK(contains(silent.message, "recorded no values for what the course's program checks (exercise: 1000x777)"));
 
+  // A record larger than any harness writes is not replayed.
+  const LessonOutcome huge = judged({"--record", "huge"});
+  CHECK(huge.verdict == Verdict::error);
+  CHECK(huge.reason == "unverified-result");
+  CHECK(contains(huge.message, "its record holds 65 MiB, more than a harness writes (at most 64)"));
+
   // Wrong and saying so: an ordinary fail, with the check made out of process beside its own.
   const LessonOutcome wrong = judged({"--wrong"});
   CHECK(wrong.verdict == Verdict::fail);

@@ -17,7 +17,8 @@
 // --skip-variant NAME (repeatable) leaves that one untimed.
 // Records and replays as a lesson does (lab/record.hpp): --record-fd N writes the exercise's one
 // comparison ("1000x777", values 1 2 3; 1 2 4 when --wrong) to descriptor N; --record forged
-// writes 1 2 4 while the result says right, --record none writes nothing. --replay PATH checks
+// writes 1 2 4 while the result says right, --record none writes nothing, --record huge adds
+// 65 MiB of blank lines. --replay PATH checks
 // the exercise from such a record (untimed; "replay" in the result) against 1 2 3.
 // Built with -DFAKE_COURSE (checker/tests/fake-course), the default mode and the exercise's time
 // come from the student's exercise.cu instead: const char* exercise_mode(); double exercise_ms().
@@ -68,6 +69,11 @@ bool timed(const std::string& variant) { return wanted(variant) && (variant != "
 
 void write_record(bool wrong) {
   if (arg_record_fd < 0 || arg_record == "none" || !wanted("exercise")) return;
+  if (arg_record == "huge") {  // 65 MiB of blank lines: more than any harness writes
+    const std::string blank(1 << 20, '\n');
+    for (int i = 0; i < 65; ++i)
+      if (write(arg_record_fd, blank.data(), blank.size()) != static_cast<ssize_t>(blank.size())) std::exit(3);
+  }
   const std::string text = std::string("check\texercise\t1000x777\t3\t3\n0:0x1p+0 1:0x1p+1 2:") +
                            (wrong || arg_record == "forged" ? "0x1p+2" : "0x1.8p+1") + "\n";
   if (write(arg_record_fd, text.data(), text.size()) != static_cast<ssize_t>(text.size())) std::exit(3);
