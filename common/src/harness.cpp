@@ -1,18 +1,18 @@
 // The lesson harness: options, GPU check, ceilings, the lesson body, the table, the result file.
 #include "lab/harness.hpp"
 
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cerrno>
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstring>
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <iterator>
 #include <map>
-#include <iostream>
 #include <nvtx3/nvtx3.hpp>
-#include <fcntl.h>
 #include <random>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -280,10 +280,9 @@ const Measurement* Lesson::measure(const std::string& variant, Work work,
   LAB_CHECK(cudaDeviceSynchronize());
   // Timed calls of the exercise: new inputs before each, and a check of some of them, picked
   // after the call has finished by draws no state in this process predicts (fresh_seed). Under
-  // the checker each verified call goes into the record first (its seeds), so that a --replay
-  // run checks the same call on the same elements.
-  // Every prepared call is recorded (a lesson's prepare() may build on the one before), then
-  // each verified one.
+  // the checker every prepared call goes into the record (a lesson's prepare() may build on the
+  // one before), then each verified one with its picks' seed, so that a --replay run checks the
+  // same calls on the same elements.
   const int ordinal = v.role == Role::Exercise ? state_->measured[variant]++ : 0;
   const bool record = state_->recording() && v.role == Role::Exercise;
   std::uint64_t call_seed = 0;
