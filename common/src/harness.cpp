@@ -286,7 +286,7 @@ const Measurement* Lesson::measure(const std::string& variant, Work work,
   const int ordinal = v.role == Role::Exercise ? state_->measured[variant]++ : 0;
   const bool record = state_->recording() && v.role == Role::Exercise;
   std::uint64_t call_seed = 0;
-  int verified = 0;
+  int verified = 0, warm_ups = 0;
   auto verify = [&](cudaStream_t s, const std::string& case_name) {
     ++verified;
     const std::uint64_t pick_seed = fresh_seed();
@@ -302,8 +302,10 @@ const Measurement* Lesson::measure(const std::string& variant, Work work,
     };
   if (checks.verify)
     options.after_sample = [&](cudaStream_t s, int sample) {
+      const std::string name = sample < 0 ? "(warm-up " + std::to_string(++warm_ups) + ")"
+                                          : std::to_string(sample);
       if (fresh_seed() % 8 != 0) return;
-      verify(s, "timed call " + (sample < 0 ? std::string("(warm-up)") : std::to_string(sample)));
+      verify(s, "timed call " + name);
     };
   nvtx3::scoped_range range{variant};
   Measurement m = benchmark(launch, stream(), options);
@@ -392,19 +394,20 @@ void Lesson::read_replay() {
 void Lesson::summarize_replay() {
   State& s = *state_;
   ReplaySummary& r = *s.result.replay;
-  r.entries = s.replay.checks.size() + s.replay.calls.size() + s.replay.parameters.size();
-  for (std::size_t e = 0; e < s.replay.parameters.size(); ++e)
-    if (s.parameters_used[e]) ++r.used;
-  for (std::size_t e = 0; e < s.replay.checks.size(); ++e) {
-    if (s.checks_used[e]) ++r.used;
-    else if (r.unused.size() < 5)
-      r.unused.push_back(s.replay.checks[e].variant + ": " + s.replay.checks[e].case_name);
-  }
-  for (std::size_t e = 0; e < s.replay.calls.size(); ++e) {
-    if (s.calls_used[e]) ++r.used;
-    else if (r.unused.size() < 5)
-      r.unused.push_back(s.replay.calls[e].variant + ": " + s.replay.calls[e].case_name);
-  }
+  // Every entry of the record the replay used, and the first few it did not.
+  auto count = [&r](const auto& entries, const std::vector<bool>& used, auto describe) {
+    r.entries += entries.size();
+    for (std::size_t e = 0; e < entries.size(); ++e) {
+      if (used[e]) ++r.used;
+      else if (r.unused.size() < 5) r.unused.push_back(describe(entries[e]));
+    }
+  };
+  count(s.replay.parameters, s.parameters_used,
+        [](const RecordedParameter& p) { return "the harness's " + p.name; });
+  count(s.replay.checks, s.checks_used,
+        [](const RecordedCheck& c) { return c.variant + ": " + c.case_name; });
+  count(s.replay.calls, s.calls_used,
+        [](const RecordedCall& c) { return c.variant + ": " + c.case_name; });
 }
 
 namespace {
