@@ -438,6 +438,19 @@ int cmd_selftest(const Common& c, const std::vector<std::string>& names, int rep
   const bool table = c.format == "table";
   const bool colour = table && use_colour(stdout);
 
+  // Each check is printed as it is made: a lesson's mutants can take minutes.
+  auto print = [&](const SelftestCheck& check) {
+    if (!table) return;
+    std::string mark = check.held ? "ok  " : "FAIL";
+    if (colour) mark = (check.held ? "\033[32m" : "\033[31m") + mark + "\033[0m";
+    std::cout << mark << "  " << check.lesson << "  " << check.subject << ": " << check.expected
+              << "  [" << check.runs << (check.runs == 1 ? " run, " : " runs, ")
+              << static_cast<int>(check.seconds + 0.5) << " s]";
+    if (!check.margin_rule.empty())
+      std::cout << "  narrowest: " << check.margin_rule << " " << fixed(check.margin, 2) << "x its bar";
+    if (!check.held) std::cout << "\n      " << check.detail;
+    std::cout << "\n" << std::flush;
+  };
   std::map<std::string, std::vector<bool>> history;  // "lesson subject" -> held per repetition
   std::vector<SelftestCheck> all;
   bool ok = true;
@@ -445,20 +458,9 @@ int cmd_selftest(const Common& c, const std::vector<std::string>& names, int rep
     if (table && repeat > 1) std::cout << "repetition " << rep + 1 << "/" << repeat << "\n";
     opt.mutants = !no_mutants && (rep == 0 || !mutants_once);
     for (const auto& l : lessons) {
-      for (auto& check : selftest_lesson(l, opt, &grading)) {
+      for (auto& check : selftest_lesson(l, opt, &grading, print)) {
         ok = ok && check.held;
         history[check.lesson + " " + check.subject].push_back(check.held);
-        if (table) {
-          std::string mark = check.held ? "ok  " : "FAIL";
-          if (colour) mark = (check.held ? "\033[32m" : "\033[31m") + mark + "\033[0m";
-          std::cout << mark << "  " << check.lesson << "  " << check.subject << ": " << check.expected
-                    << "  [" << check.runs << (check.runs == 1 ? " run, " : " runs, ")
-                    << static_cast<int>(check.seconds + 0.5) << " s]";
-          if (!check.margin_rule.empty())
-            std::cout << "  narrowest: " << check.margin_rule << " " << fixed(check.margin, 2) << "x its bar";
-          if (!check.held) std::cout << "\n      " << check.detail;
-          std::cout << "\n" << std::flush;
-        }
         all.push_back(check);
       }
     }

@@ -121,8 +121,13 @@ void narrowest_margin(const LessonOutcome& outcome, SelftestCheck& check) {
 }
 
 std::vector<SelftestCheck> selftest_lesson(const LessonConfig& lesson, const SelftestOptions& opt,
-                                           GradingBuild* grading) {
+                                           GradingBuild* grading,
+                                           const std::function<void(const SelftestCheck&)>& on_check) {
   std::vector<SelftestCheck> checks;
+  auto add = [&](const SelftestCheck& c) {
+    checks.push_back(c);
+    if (on_check) on_check(c);
+  };
   const fs::path programs = opt.build_dir / "lessons" / lesson.name;
   JudgeOptions base;
   base.timeout_s = opt.timeout_s;
@@ -146,7 +151,7 @@ std::vector<SelftestCheck> selftest_lesson(const LessonConfig& lesson, const Sel
         c.detail += (c.detail.empty() ? "" : "; ") + r.id + " " + to_string(r.verdict) + ": " + r.message;
     if (!o.reason.empty()) c.detail = o.message;
     narrowest_margin(o, c);
-    checks.push_back(c);
+    add(c);
   }
   {  // The starter is correct but too slow, and the failing rule says why (its hint).
     SelftestCheck c{lesson.name, "starter", "passes correctness, fails a performance rule with its hint", false, ""};
@@ -173,7 +178,7 @@ std::vector<SelftestCheck> selftest_lesson(const LessonConfig& lesson, const Sel
     if (!o.reason.empty()) c.detail = o.message;
     else if (!perf_failed) c.detail += "no performance rule failed with its hint";
     c.held = correct_ok && perf_failed;
-    checks.push_back(c);
+    add(c);
   }
 
   const fs::path mutants = lesson.dir / "mutants";
@@ -204,7 +209,7 @@ std::vector<SelftestCheck> selftest_lesson(const LessonConfig& lesson, const Sel
     if (e == expected.end()) {
       c.expected = "an entry in mutants/expected.toml";
       c.detail = "mutants/" + name + ".cu has no [" + name + "] in expected.toml";
-      checks.push_back(c);
+      add(c);
       continue;
     }
     c.expected = e->describe();
@@ -218,7 +223,7 @@ std::vector<SelftestCheck> selftest_lesson(const LessonConfig& lesson, const Sel
       // Not built by CMake: it goes through the grading build, exactly like a student's file.
       if (!grading) {
         c.detail = "no grading build to compile it in";
-        checks.push_back(c);
+        add(c);
         continue;
       }
       auto built = grading->build(lesson, mutants / (name + ".cu"));
@@ -236,12 +241,12 @@ std::vector<SelftestCheck> selftest_lesson(const LessonConfig& lesson, const Sel
     if (e->whole_lesson_passes()) narrowest_margin(o, c);
     c.runs = o.runs;
     c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    checks.push_back(c);
+    add(c);
   }
   for (const auto& e : expected)
     if (opt.mutants && std::find(files.begin(), files.end(), e.mutant) == files.end())
-      checks.push_back({lesson.name, "mutant " + e.mutant, e.describe(), false,
-                        e.origin + ": no mutants/" + e.mutant + ".cu"});
+      add({lesson.name, "mutant " + e.mutant, e.describe(), false,
+           e.origin + ": no mutants/" + e.mutant + ".cu"});
   return checks;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -69,8 +70,10 @@ struct SelftestOptions {
 
 /// Judges the lesson's solution, starter and every mutant. Compile-error mutants are built
 /// through `grading` (as a student's file would be); it may be null if the lesson has none.
-std::vector<SelftestCheck> selftest_lesson(const LessonConfig& lesson, const SelftestOptions& options,
-                                           GradingBuild* grading);
+/// `on_check`, if given, sees each check as soon as it is made (a lesson's mutants take minutes).
+std::vector<SelftestCheck> selftest_lesson(
+    const LessonConfig& lesson, const SelftestOptions& options, GradingBuild* grading,
+    const std::function<void(const SelftestCheck&)>& on_check = {});
 
 /// The seal alone (inspect.hpp) on every program of the lesson: reads object files, runs nothing,
 /// needs no GPU. The solution, the starter and every mutant must pass it, except the mutants whose

@@ -62,8 +62,12 @@ TEST_CASE("solution, starter and mutants are held to their promises") {
   SelftestOptions opt;
   opt.build_dir = build;
   opt.inspect = false;  // stand-in programs: no object files to inspect
-  const auto checks = selftest_lesson(lesson, opt, nullptr);
+  std::vector<std::string> seen;  // what a caller is shown as each check is made, in order
+  const auto checks = selftest_lesson(lesson, opt, nullptr,
+                                      [&](const SelftestCheck& c) { seen.push_back(c.subject); });
   REQUIRE(checks.size() == 8);
+  REQUIRE(seen.size() == checks.size());
+  for (std::size_t i = 0; i < checks.size(); ++i) CHECK(seen[i] == checks[i].subject);
   CHECK(find(checks, "solution").held);
   const SelftestCheck& starter = find(checks, "starter");
   CHECK(starter.held);
