@@ -515,27 +515,35 @@ std::string use_replayed_checks(json& doc, const json& pristine_doc) {
     auto own = std::find_if(doc["variants"].begin(), doc["variants"].end(),
                             [&](const json& x) { return x.value("name", std::string()) == name; });
     if (own == doc["variants"].end()) continue;  // not in the result: its rules fail without it
+    if (!own->contains("checks") || !(*own)["checks"].is_array()) (*own)["checks"] = json::array();
+    json& own_checks = (*own)["checks"];
     // A case can be checked more than once (several warm-up calls): the k-th replay of a case
-    // answers for the k-th check of it in the student's run.
-    std::map<std::string, int> seen;
-    for (const json& c : theirs.value("checks", json::array())) {
+    // answers for the k-th check of it in the student's run. Indexed once: a wrong exercise that
+    // is fast has thousands of checked calls, and a scan per check took minutes.
+    std::map<std::string, std::vector<bool>> judged_right;  // case -> ok of each of its checks
+    for (const json& mine : own_checks)
+      if (mine.is_object())
+        judged_right[mine.value("case", std::string())].push_back(mine.value("ok", false));
+    std::map<std::string, std::size_t> seen;
+    json added = json::array();
+    const json none = json::array();
+    const json& replayed = theirs.contains("checks") ? theirs["checks"] : none;
+    for (const json& c : replayed) {
+      if (!c.is_object()) continue;
       ++checked;
       const std::string case_name = c.value("case", std::string());
-      const int occurrence = seen[case_name]++;
+      const std::size_t occurrence = seen[case_name]++;
       if (c.value("ok", false)) continue;
       const std::string message = c.value("message", std::string());
-      int k = 0;
-      for (const json& mine : own->value("checks", json::array()))
-        if (mine.value("case", std::string()) == case_name && k++ == occurrence &&
-            mine.value("ok", false))
-          return name + " on \"" + case_name + "\": its own process judged it right, but the values "
-                 "it recorded, checked by the course's program, are wrong (" + message + ")";
+      const auto right = judged_right.find(case_name);
+      if (right != judged_right.end() && occurrence < right->second.size() &&
+          right->second[occurrence])
+        return name + " on \"" + case_name + "\": its own process judged it right, but the values "
+               "it recorded, checked by the course's program, are wrong (" + message + ")";
       (*own)["correct"] = false;
-      if (!own->contains("checks") || !(*own)["checks"].is_array()) (*own)["checks"] = json::array();
-      (*own)["checks"].push_back({{"case", "checked out of process: " + case_name},
-                                  {"ok", false},
-                                  {"message", message}});
+      added.push_back({{"case", "checked out of process: " + case_name}, {"ok", false}, {"message", message}});
     }
+    for (json& a : added) own_checks.push_back(std::move(a));
   }
   doc["results_checked"] = {{"state", "replayed"}, {"checks", checked},
                             {"entries", replay.value("entries", 0)}};

@@ -415,6 +415,31 @@ TEST_CASE("replayed checks: failures added, a disagreement or a gap is an error"
   CHECK(contains(use_replayed_checks(doc, json::parse(R"({"variants": []})")), "no \"replay\" in its result"));
 }
 
+TEST_CASE("replayed checks: thousands of failing checked calls are judged at once") {
+  // A fast wrong exercise: every checked timed call wrong, in its own process and from its
+  // record. Matching each replayed check by a scan of the student's checks took 214 s for 6,000
+  // on this machine (lesson 08's skips_timed_calls held the selftest for 218 s on the H100).
+  constexpr int kCalls = 6000;
+  json mine = json::array(), theirs = json::array();
+  for (int k = 0; k < kCalls; ++k) {
+    const std::string name = "2^28 integers, timed call " + std::to_string(k);
+    mine.push_back({{"case", name}, {"ok", false}, {"message", "got 12345, expected 12346"}});
+    theirs.push_back({{"case", name}, {"ok", false}, {"message", "got 12345, expected 12346"}});
+  }
+  json doc = {{"variants", json::array({{{"name", "exercise"}, {"role", "exercise"},
+                                         {"correct", false}, {"checks", mine}}})}};
+  const json replayed = {
+      {"variants", json::array({{{"name", "exercise"}, {"role", "exercise"}, {"checks", theirs}}})},
+      {"replay", {{"entries", kCalls}, {"missing", json::array()}}}};
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK(use_replayed_checks(doc, replayed) == "");
+  // Generous: about 0.04 s here. A bound on the grade path's own cost, not a benchmark.
+  CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < 10.0);
+  CHECK(doc["variants"][0]["checks"].size() == 2 * kCalls);
+  CHECK(doc["variants"][0]["checks"][kCalls]["case"] == "checked out of process: 2^28 integers, timed call 0");
+  CHECK(doc["results_checked"]["checks"] == kCalls);
+}
+
 TEST_CASE("pristine baselines: replaced, added, or the run's environment") {
   const json student = json::parse(R"({"variants": [
       {"name": "naive", "correct": true, "time_ms": {"median": 40}, "checks": []},

@@ -41,6 +41,9 @@ struct Lesson::State {
   std::string replay_path;
   Record replay;                    // what --replay read
   std::vector<bool> checks_used, calls_used, parameters_used;
+  // (variant, case) -> its entries in replay.checks, in order: a wrong exercise that is fast has
+  // thousands of checked calls, too many to scan the record for each.
+  std::map<std::pair<std::string, std::string>, std::vector<std::size_t>> recorded_checks;
   std::map<std::pair<std::string, std::string>, int> compared;  // (variant, case): times so far
   std::map<std::string, int> measured;                            // exercise: measure() so far
 
@@ -171,10 +174,11 @@ Comparison Lesson::compare_values(const std::string& variant, const std::string&
     return c;
   }
   // Replay: the recorded values against this process's reference, at the recorded elements.
-  int seen = 0;
-  for (std::size_t e = 0; e < s.replay.checks.size(); ++e) {
+  const auto entries = s.recorded_checks.find({variant, case_name});
+  if (entries != s.recorded_checks.end() &&
+      static_cast<std::size_t>(occurrence) < entries->second.size()) {
+    const std::size_t e = entries->second[occurrence];
     const RecordedCheck& r = s.replay.checks[e];
-    if (r.variant != variant || r.case_name != case_name || seen++ != occurrence) continue;
     s.checks_used[e] = true;
     std::vector<double> want;
     for (std::size_t i : r.index) want.push_back(i < n ? static_cast<double>(expected[i]) : NAN);
@@ -387,6 +391,8 @@ void Lesson::read_replay() {
     s.result.replay->error = e.what();  // every check then finds no values: all missing
   }
   s.checks_used.assign(s.replay.checks.size(), false);
+  for (std::size_t e = 0; e < s.replay.checks.size(); ++e)
+    s.recorded_checks[{s.replay.checks[e].variant, s.replay.checks[e].case_name}].push_back(e);
   s.calls_used.assign(s.replay.calls.size(), false);
   s.parameters_used.assign(s.replay.parameters.size(), false);
 }

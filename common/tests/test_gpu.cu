@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <fstream>
 #include <limits>
 #include <string>
 #include <vector>
@@ -14,8 +16,10 @@
 #include "lab/device.hpp"
 #include "lab/graph.hpp"
 #include "lab/guard.hpp"
+#include "lab/harness.hpp"
 #include "lab/memory.hpp"
 #include "lab/read_only.cuh"
+#include "lab/record.hpp"
 #include "lab/reduce.cuh"
 #include "lab/timed_calls.hpp"
 #include "lab/timing.hpp"
@@ -378,4 +382,54 @@ TEST_CASE("a captured graph replays what the function enqueued, and only that") 
   s.synchronize();
   LAB_CHECK(cudaMemcpy(&got, y.data(), sizeof got, cudaMemcpyDeviceToHost));
   CHECK(got == 42.0f);
+}
+
+TEST_CASE("a replay answers each check from its own entry of the record, in order, at any count") {
+  // The record a student's program would write: one case checked three times (warm-up calls
+  // share names in older records), and thousands of checked calls, as a fast wrong exercise has.
+  constexpr int kCalls = 5000;
+  auto entry = [](const std::string& name, float value) {
+    lab::RecordedCheck c{"exercise", name, 4, lab::sample_indices(4, 1), {}};
+    for (int i = 0; i < 4; ++i) c.got.push_back(value + i);
+    return lab::record_text(c);
+  };
+  std::string text = entry("same", 1) + entry("same", 2) + entry("same", 3);
+  for (int k = 0; k < kCalls; ++k) text += entry("timed call " + std::to_string(k), float(k));
+  const std::string path = "replay_test_record.txt";
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << text;
+  }
+  lab::Lesson lesson("99-replay", "replay test");
+  lesson.declare("exercise", lab::Role::Exercise, "yours");
+  std::vector<std::string> args = {"/x/starter", "--replay", path};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  std::vector<bool> ok;
+  const int code = lesson.run(static_cast<int>(argv.size()), argv.data(), [&](lab::Lesson& l) {
+    auto compare = [&](const std::string& name, float value) {
+      const float want[4] = {value, value + 1, value + 2, value + 3};
+      const float ignored[4] = {0, 0, 0, 0};  // the replaying program's own outputs: not judged
+      ok.push_back(l.compare("exercise", name, ignored, want, 4, lab::Tolerance{0, 0}).ok);
+    };
+    compare("same", 1);  // the first entry of "same", and so on
+    compare("same", 2);
+    compare("same", 4);  // the third entry holds 3: wrong
+    for (int k = 0; k < kCalls; ++k) compare("timed call " + std::to_string(k), float(k));
+    compare("same", 1);  // a fourth time: the record has no entry for it
+  });
+  std::remove(path.c_str());
+  REQUIRE(code == lab::kExitOk);
+  REQUIRE(ok.size() == 3 + kCalls + 1);
+  CHECK(ok[0]);
+  CHECK(ok[1]);
+  CHECK_FALSE(ok[2]);
+  CHECK(std::count(ok.begin() + 3, ok.end() - 1, true) == kCalls);
+  CHECK_FALSE(ok.back());
+  const lab::Result& r = lesson.result();
+  REQUIRE(r.replay);
+  CHECK(r.replay->entries == std::size_t{3 + kCalls});
+  CHECK(r.replay->used == std::size_t{3 + kCalls});
+  REQUIRE(r.replay->missing.size() == 1);
+  CHECK(r.replay->missing[0] == "exercise: same");
 }
