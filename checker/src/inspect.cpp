@@ -93,9 +93,9 @@ const std::regex kMaths(
     R"(copysign|erfc?|tgamma|lgamma|l?l?rint|nearbyint|ilogb|logb|scalbn|isnan|isinf|finite|)"
     R"(sincos)[fl]?(_finite)?$)");
 // Threads' plumbing that libstdc++'s headers reference weakly; a weak reference is all they get.
+// (Not __cxa_thread_atexit_impl: a handler given to it runs when the main thread exits.)
 const std::set<std::string> kAllowedWeakC = {"__pthread_key_create", "pthread_once",
-                                             "pthread_mutex_lock", "pthread_mutex_unlock",
-                                             "__cxa_thread_atexit_impl"};
+                                             "pthread_mutex_lock", "pthread_mutex_unlock"};
 
 // Parts of the C++ library that touch the operating system: files, threads, the environment,
 // leaving the process.
@@ -291,10 +291,11 @@ std::vector<SealFinding> check_seal(const ObjectSymbols& e, const SealContext& c
 
   // 3. Code before main or after it, and system calls of its own.
   // The compiler's own registration (nvcc's, one entry) is what the pristine starter has too.
-  if (e.initializers - e.iostream_initializers > c.interface.initializers || e.other_startup)
+  if (e.initializers - e.iostream_initializers > c.interface.initializers || e.other_startup ||
+      e.exit_handler)
     out.push_back({"", "exercise.cu runs code before main or at exit (a global object with a "
-                       "constructor or destructor, a non-constant global initializer, or "
-                       "__attribute__((constructor/destructor)))"});
+                       "constructor or destructor, a non-constant global initializer, "
+                       "__attribute__((constructor/destructor)), or a call of atexit)"});
   if (e.system_call)
     out.push_back({"", "exercise.cu makes system calls of its own (a syscall instruction in "
                        "inline assembly)"});
@@ -421,6 +422,9 @@ ObjectSymbols read_object(const fs::path& file, ObjectReading reading) {
     } else if (contains(line, ": R_") && std::regex_search(line, m, reloc)) {  // a relocation
       only_iostream = only_iostream && iostream_init.count(m[1].str()) > 0;
       constructs_init = constructs_init || m[1].str() == "_ZNSt8ios_base4InitC1Ev";
+      // nvcc's registration (a static function of that name) hands atexit the module's unloading.
+      if (m[1].str() == "atexit" && fn.find("__sti____cudaRegisterAll") == std::string::npos)
+        o.exit_handler = true;
       transfer_pending = false;  // the call or jump before it goes where the relocation says
     } else {
       if ((contains(line, "sys") || contains(line, "int")) && std::regex_search(line, system_call))

@@ -32,6 +32,9 @@ struct ObjectSymbols {
   /// older than 13 emits one in every file that includes <iostream>, CUB's headers included)
   int iostream_initializers = 0;
   bool other_startup = false;  ///< .fini_array, .preinit_array, .ctors or .dtors present
+  /// atexit referred to by a function other than nvcc's module registration (which registers
+  /// the module's unloading with it): a handler of the exercise's own would run after main
+  bool exit_handler = false;
   bool system_call = false;    ///< a syscall / sysenter / int 0x80 instruction in host code
 };
 

@@ -199,6 +199,14 @@ TEST_SUITE("inspect") {
     ObjectSymbols raw = clean();
     raw.system_call = true;
     CHECK(names(check_seal(raw, lesson()), "system calls"));
+    ObjectSymbols handler = clean();
+    handler.exit_handler = true;
+    CHECK(names(check_seal(handler, lesson()), "a call of atexit"));
+    ObjectSymbols thread_exit = clean();  // declared weak by the exercise itself
+    thread_exit.weak_undefined = {"__cxa_thread_atexit_impl"};
+    CHECK(names(check_seal(thread_exit, lesson()), "__cxa_thread_atexit_impl"));
+    thread_exit.weak_undefined = {"pthread_once"};  // libstdc++'s headers: allowed, weakly
+    CHECK(check_seal(thread_exit, lesson()).empty());
   }
 
   TEST_CASE("<iostream>'s initializer (g++ before 13) is not the exercise's code before main") {
@@ -245,6 +253,18 @@ TEST_SUITE("inspect") {
     CHECK_FALSE(libc.system_call);
     CHECK(libc.undefined.count("syscall") == 1);
 #endif
+    // atexit from the exercise's own code registers a handler that runs after main; nvcc's
+    // registration function (static, this name) calls it for the module's unloading.
+    const ObjectSymbols handler = object(
+        "handler", "#include <cstdlib>\n#include <cstdio>\nstatic void bye() { std::puts(\"bye\"); }\n"
+                   "void first_call() { std::atexit(bye); }\n");
+    CHECK(handler.exit_handler);
+    const ObjectSymbols nvcc_like = object(
+        "nvcc_like", "#include <cstdlib>\nstatic void unload() {}\n"
+                     "static void __sti____cudaRegisterAll() { std::atexit(unload); }\n"
+                     "void (*keep)() = __sti____cudaRegisterAll;\n");
+    CHECK_FALSE(nvcc_like.exit_handler);
+    CHECK_FALSE(io.exit_handler);
   }
 
   TEST_CASE("a pristine object is read for what the seal holds an exercise against, the same as in full") {
