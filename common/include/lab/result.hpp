@@ -134,7 +134,7 @@ struct Metric {
 
 /// @brief What a --replay run found in the record it was given (lab/record.hpp).
 struct ReplaySummary {
-  std::size_t entries = 0;           ///< checks and calls in the record
+  std::size_t entries = 0;           ///< checks, calls and parameters in the record
   std::size_t used = 0;              ///< of them, the ones this run asked for
   std::vector<std::string> missing;  ///< checks and calls this run asked for that it lacked
   std::vector<std::string> unused;   ///< entries it never asked for (the first few)
