@@ -38,6 +38,11 @@ function(lab_add_lesson lesson)
                  $<TARGET_OBJECTS:lab_host> $<TARGET_OBJECTS:lab_result>)
     add_executable(${target} ${pristine} $<TARGET_OBJECTS:${target}-exercise>)
     target_link_libraries(${target} PRIVATE lab ${ARG_LIBRARIES})
+    # Full RELRO: every library function is bound at load and the table of their addresses is
+    # then read-only, so an exercise cannot point the harness's calls elsewhere by writing it
+    # (it could make std::random_device, the harness's fresh draws, return what it likes).
+    # The checker refuses to run a program linked without it.
+    target_link_options(${target} PRIVATE "LINKER:-z,relro" "LINKER:-z,now")
     set_target_properties(${target} PROPERTIES OUTPUT_NAME ${kind} LINKER_LANGUAGE CUDA
                           RUNTIME_OUTPUT_DIRECTORY "${out}")
     file(GENERATE OUTPUT "${out}/${kind}.objects" CONTENT

@@ -104,7 +104,11 @@ const std::vector<std::string> kForbiddenStd = {
     "std::filesystem", "std::thread", "std::jthread", "std::system", "std::getenv",
     "std::quick_exit", "std::at_quick_exit", "std::exit", "std::_Exit", "stdio_filebuf",
     "stdio_sync_filebuf", "std::__cxx11::basic_stringbuf<char, std::char_traits<char>, "
-    "std::allocator<char> >::basic_stringbuf(int"};
+    "std::allocator<char> >::basic_stringbuf(int",
+    // a named locale reads the environment ("") or the system's files; global() sets the C
+    // library's locale for the whole program, the harness's number formatting included
+    "std::locale::locale(char const*", "std::locale::locale(std::__cxx11::basic_string",
+    "std::locale::global"};
 
 // Namespaces whose inline functions and template instances any translation unit may emit.
 const std::vector<std::string> kTemplateNamespaces = {
@@ -165,6 +169,8 @@ std::string forbidden_call(const std::string& symbol, bool weak_reference,
   }
   if (starts_with(symbol, "cu") && symbol.size() > 2 && std::isupper(static_cast<unsigned char>(symbol[2])))
     return "calls the driver API (" + symbol + "): an exercise uses the runtime API only";
+  if (symbol == "__cxa_thread_atexit_impl" || symbol == "__cxa_finalize")
+    return "calls " + symbol + ", which runs code of its own when the program exits";
   if (starts_with(symbol, "__cxa_") || starts_with(symbol, "_Znw") || starts_with(symbol, "_Zna") ||
       starts_with(symbol, "_Zdl") || starts_with(symbol, "_Zda"))
     return "";  // exceptions, static locals, new and delete
@@ -299,6 +305,12 @@ std::vector<SealFinding> check_seal(const ObjectSymbols& e, const SealContext& c
   if (e.system_call)
     out.push_back({"", "exercise.cu makes system calls of its own (a syscall instruction in "
                        "inline assembly)"});
+  for (const auto& s : e.indirect)
+    out.push_back({demangle(s), "is an indirect function (ifunc): its resolver runs before main"});
+  for (const auto& s : e.odd_sections)
+    out.push_back({"", "exercise.cu has a section no compiler makes for it (" + s +
+                       "): put code and data where the compiler does, without section "
+                       "attributes or assembler directives"});
   return out;
 }
 
@@ -337,6 +349,9 @@ ObjectSymbols read_object(const fs::path& file, ObjectReading reading) {
     std::istringstream fields(line);
     std::string name, type;
     if (!(fields >> name >> type) || type.size() != 1 || name.back() == ':') continue;
+    // A versioned reference (cudaLaunchHostFunc@libcudart.so.13, from .symver) is the same call.
+    if (const auto at = name.find('@'); at != std::string::npos && at > 0) name.resize(at);
+    if (type == "i") o.indirect.insert(name);
     switch (type[0]) {
       case 'T': case 'D': case 'B': case 'R': case 'C': case 'i': case 'G': case 'S':
         o.strong.insert(name);
@@ -349,24 +364,54 @@ ObjectSymbols read_object(const fs::path& file, ObjectReading reading) {
   }
 
   if (exercise) {
+    // Every section by name, type and flags. What a compiler makes: one section a name (the
+    // COMDAT groups' .group headers aside), code only in .text*, startup code only through
+    // .init_array. Anything else could hide code from the seal (a second section named like
+    // a group's member, code the relocation list cannot name) or run it at load or exit
+    // (.init, .fini, .init_array.NNNNN, .ctors, ...).
     std::istringstream sections(capture("readelf", {"-SW", file.string()}));
-    for (std::string line; std::getline(sections, line);)
-      for (const char* s : {" .fini_array", " .preinit_array", " .ctors", " .dtors"})
-        if (contains(line, s) && !contains(line, ".rela")) o.other_startup = true;
+    static const std::regex header(
+        R"(^\s*\[\s*(\d+)\]\s+(\S+)\s+([A-Z][A-Z0-9_+]*)\s+[0-9a-f]+\s+[0-9a-f]+\s+[0-9a-f]+\s+[0-9a-f]+\s+([A-Za-z]*)\s+\d+\s+\d+\s+\d+\s*$)");
+    std::set<std::string> names;
+    for (std::string line; std::getline(sections, line);) {
+      if (!starts_with(line, "  [") || contains(line, "[Nr]") || contains(line, "[ 0]")) continue;
+      std::smatch m;
+      if (!std::regex_search(line, m, header)) {
+        o.odd_sections.push_back("a section the seal cannot read: " + line);
+        continue;
+      }
+      const std::string name = m[2].str(), type = m[3].str(), flags = m[4].str();
+      if (type != "GROUP" && !names.insert(name).second)
+        o.odd_sections.push_back("two sections named " + name);
+      if (flags.find('X') != std::string::npos && name != ".text" && !starts_with(name, ".text."))
+        o.odd_sections.push_back("code in " + name);
+      const bool startup_type = type == "INIT_ARRAY" || type == "FINI_ARRAY" || type == "PREINIT_ARRAY";
+      const bool startup_name = starts_with(name, ".init_array") || starts_with(name, ".fini_array") ||
+                                starts_with(name, ".preinit_array") || starts_with(name, ".ctors") ||
+                                starts_with(name, ".dtors");
+      if ((startup_type || startup_name) && name != ".init_array") o.other_startup = true;
+    }
   }
   // (The regular expressions run only on lines that can match: std::regex is slow, and a
   // library object has tens of thousands of lines.)
   std::istringstream relocations(capture("readelf", {"-rW", file.string()}));
   static const std::regex header(R"(^Relocation section '\.rela?(\S+)' at offset)");
-  static const std::regex entry(R"(^\s*[0-9a-f]+\s+[0-9a-f]+\s+\S+\s+[0-9a-f]+\s+([^\s+]+))");
+  static const std::regex entry(
+      R"(^\s*[0-9a-f]+\s+[0-9a-f]+\s+\S+\s+[0-9a-f]+\s+([^\s+@]+)\S*(?:\s*\+\s*([0-9a-f]+))?)");
   std::string section;
+  // What .init_array points at: a symbol, or a section and an offset into it (".text.startup
+  // + 750"), as the disassembly below names functions.
+  std::set<std::pair<std::string, unsigned long>> init_targets;
   for (std::string line; std::getline(relocations, line);) {
     std::smatch m;
     if (starts_with(line, "Relocation section") && std::regex_search(line, m, header)) {
       section = m[1].str();
     } else if (!section.empty() && (exercise || section == ".init_array") &&
                std::regex_search(line, m, entry)) {
-      if (section == ".init_array") ++o.initializers;
+      if (section == ".init_array") {
+        ++o.initializers;
+        init_targets.insert({m[1].str(), m[2].matched ? std::stoul(m[2].str(), nullptr, 16) : 0});
+      }
       o.referenced_from[m[1].str()].insert(section);
     }
   }
@@ -394,40 +439,50 @@ ObjectSymbols read_object(const fs::path& file, ObjectReading reading) {
   // that nothing else can hide in one, every call or jump in it must be relocated to one of those
   // symbols (a call of code in the same section, or through a register, has no relocation), and
   // it must end in a return or such a jump (no falling through into the code after it).
-  static const std::regex function(R"(^[0-9a-f]+ <([^>]+)>:$)");
-  static const std::regex reloc(R"(^\s+[0-9a-f]+: R_\S+\s+([^\s+-]+))");
-  static const std::regex system_call(R"(\t(syscall|sysenter|int\s+\$0x80)\b)");
+  static const std::regex function(R"(^([0-9a-f]+) <([^>]+)>:$)");
+  static const std::regex reloc(R"(^\s+[0-9a-f]+: R_\S+\s+([^\s+@-]+))");
+  // Anywhere in the instruction, prefixes ("cs syscall") included; not in a symbol's <name>.
+  static const std::regex system_call(R"((^|\s)(syscall|sysenter|int\s+\$0x80)(\s|$))");
   // An instruction: "  1b:\t48 8d 15 00 00 00 00 \tlea ..."; its mnemonic (prefixes dropped).
   static const std::regex instruction(R"(^\s+[0-9a-f]+:\t[0-9a-f ]+\t(?:(?:notrack|bnd|rep|repz|cs|ds|data16)\s+)*(\S+))");
   static const std::set<std::string> iostream_init = {
       "_ZNSt8ios_base4InitC1Ev", "_ZNSt8ios_base4InitD1Ev", "__cxa_atexit", "__dso_handle", ".bss"};
   if (!exercise) return o;
   std::istringstream code(capture("objdump", {"-dr", file.string()}));
-  std::string fn, last;  // the function, and its last instruction's mnemonic (padding aside)
+  std::string section_now, fn, last;  // the function, and its last instruction's mnemonic
   bool only_iostream = false, constructs_init = false, transfer_pending = false;
+  bool initializer = false;  // .init_array points at this function
   auto close_function = [&] {
     const bool ends = last == "ret" || (starts_with(last, "jmp") && !transfer_pending);
-    if (starts_with(fn, "_GLOBAL__sub_I_") && only_iostream && constructs_init && ends && !transfer_pending)
+    if (initializer && starts_with(fn, "_GLOBAL__sub_I_") && only_iostream && constructs_init &&
+        ends && !transfer_pending)
       ++o.iostream_initializers;
   };
   for (std::string line; std::getline(code, line);) {
     std::smatch m;
     const bool in_initializer = starts_with(fn, "_GLOBAL__sub_I_");
-    if (ends_with(line, ">:") && std::regex_search(line, m, function)) {
+    if (starts_with(line, "Disassembly of section ") && ends_with(line, ":")) {
+      section_now = line.substr(23, line.size() - 24);
+    } else if (ends_with(line, ">:") && std::regex_search(line, m, function)) {
       close_function();
-      fn = m[1].str();
+      fn = m[2].str();
+      initializer = init_targets.count({fn, 0}) ||
+                    init_targets.count({section_now, std::stoul(m[1].str(), nullptr, 16)});
       last.clear();
       only_iostream = true;
       constructs_init = transfer_pending = false;
     } else if (contains(line, ": R_") && std::regex_search(line, m, reloc)) {  // a relocation
       only_iostream = only_iostream && iostream_init.count(m[1].str()) > 0;
       constructs_init = constructs_init || m[1].str() == "_ZNSt8ios_base4InitC1Ev";
-      // nvcc's registration (a static function of that name) hands atexit the module's unloading.
-      if (m[1].str() == "atexit" && fn.find("__sti____cudaRegisterAll") == std::string::npos)
+      // nvcc's registration, the initializer of this name, hands atexit the module's unloading
+      // (the name is nvcc's own local symbol: a second one in the file would not assemble).
+      if (m[1].str() == "atexit" && !(initializer && fn == "_ZL24__sti____cudaRegisterAllv"))
         o.exit_handler = true;
       transfer_pending = false;  // the call or jump before it goes where the relocation says
     } else {
-      if ((contains(line, "sys") || contains(line, "int")) && std::regex_search(line, system_call))
+      const auto tab = line.rfind('\t');
+      if (tab != std::string::npos && (contains(line, "sys") || contains(line, "int")) &&
+          std::regex_search(line.substr(tab + 1, line.find('<', tab) - tab - 1), system_call))
         o.system_call = true;
       // What the last instruction was matters only where close_function() looks: initializers.
       if (in_initializer && std::regex_search(line, m, instruction)) {
@@ -477,6 +532,13 @@ std::vector<SealFinding> inspect_program(const fs::path& program,
   std::string why;
   const auto objects = program_objects(program, why);
   if (!objects) throw ConfigError("cannot inspect " + program.string() + ": " + why);
+  // Full RELRO (cmake/LabLesson.cmake): without it the table of library functions' addresses
+  // stays writable, and an exercise that writes it can replace what the harness calls.
+  const std::string dynamic = capture("readelf", {"-dlW", program.string()});
+  if (!contains(dynamic, "GNU_RELRO") ||
+      !(contains(dynamic, "BIND_NOW") || std::regex_search(dynamic, std::regex(R"(FLAGS_1\).*\bNOW\b)"))))
+    throw ConfigError(program.string() + " was linked without full RELRO (-z relro -z now): build "
+                      "it with this checker's cmake/LabLesson.cmake");
   // The pristine side is the same for every submission of a lesson: read it once per process.
   static std::map<std::string, ObjectSymbols> cache;
   auto cached = [&](const fs::path& p) -> const ObjectSymbols& {

@@ -19,6 +19,7 @@ struct ObjectSymbols {
   std::set<std::string> strong;     ///< defined with external linkage (T, D, B, R, C, i)
   std::set<std::string> weak;       ///< defined weak or unique (W, V, u): inline functions,
                                     ///< template instances, their static locals
+  std::set<std::string> indirect;   ///< of strong, the IFUNCs (i): a resolver runs at load
   std::set<std::string> undefined;  ///< referenced, not defined here (U)
   std::set<std::string> weak_undefined;  ///< referenced weakly (w, v)
   /// for each symbol referenced by a relocation: the sections whose code or data refer to it
@@ -35,6 +36,9 @@ struct ObjectSymbols {
   /// atexit referred to by a function other than nvcc's module registration (which registers
   /// the module's unloading with it): a handler of the exercise's own would run after main
   bool exit_handler = false;
+  /// sections no compiler makes for an exercise: executable ones not named .text*, a name used
+  /// twice, or one the seal cannot read (a space or quote in it); each described
+  std::vector<std::string> odd_sections;
   bool system_call = false;    ///< a syscall / sysenter / int 0x80 instruction in host code
 };
 

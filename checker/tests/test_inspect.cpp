@@ -1,6 +1,7 @@
 // The seal on an exercise (inspect.hpp): what its object file may define and call.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "helpers.hpp"
@@ -207,6 +208,9 @@ TEST_SUITE("inspect") {
     CHECK(names(check_seal(thread_exit, lesson()), "__cxa_thread_atexit_impl"));
     thread_exit.weak_undefined = {"pthread_once"};  // libstdc++'s headers: allowed, weakly
     CHECK(check_seal(thread_exit, lesson()).empty());
+    ObjectSymbols direct = clean();  // called, not declared weak
+    direct.undefined.insert("__cxa_thread_atexit_impl");
+    CHECK(names(check_seal(direct, lesson()), "runs code of its own when the program exits"));
   }
 
   TEST_CASE("<iostream>'s initializer (g++ before 13) is not the exercise's code before main") {
@@ -248,6 +252,11 @@ TEST_SUITE("inspect") {
     const ObjectSymbols raw = object("raw", "long pid() { long r; asm volatile(\"syscall\" : \"=a\"(r) : \"a\"(39) : "
                                             "\"rcx\", \"r11\", \"memory\"); return r; }\n");
     CHECK(raw.system_call);
+    // A prefix byte before it: objdump prints "cs syscall".
+    const ObjectSymbols prefixed = object(
+        "prefixed", "long pid() { long r; asm volatile(\".byte 0x2e,0x0f,0x05\" : \"=a\"(r) : \"a\"(39) : "
+                    "\"rcx\", \"r11\", \"memory\"); return r; }\n");
+    CHECK(prefixed.system_call);
     const ObjectSymbols libc = object("libc", "#include <unistd.h>\n#include <sys/syscall.h>\n"
                                               "long pid() { return syscall(SYS_getpid); }\n");
     CHECK_FALSE(libc.system_call);
@@ -261,10 +270,104 @@ TEST_SUITE("inspect") {
     CHECK(handler.exit_handler);
     const ObjectSymbols nvcc_like = object(
         "nvcc_like", "#include <cstdlib>\nstatic void unload() {}\n"
-                     "static void __sti____cudaRegisterAll() { std::atexit(unload); }\n"
-                     "void (*keep)() = __sti____cudaRegisterAll;\n");
+                     "__attribute__((constructor)) static void __sti____cudaRegisterAll() { std::atexit(unload); }\n");
     CHECK_FALSE(nvcc_like.exit_handler);
     CHECK_FALSE(io.exit_handler);
+    // Named like nvcc's, but no initializer: an exercise's own function that registers a handler.
+    const ObjectSymbols named_like = object(
+        "named_like", "#include <cstdlib>\nstatic void h() {}\n"
+                      "static void __sti____cudaRegisterAll() { std::atexit(h); }\n"
+                      "void first_call() { __sti____cudaRegisterAll(); }\n");
+    CHECK(named_like.exit_handler);
+    // A decoy: a function named like g++'s <iostream> initializer that nothing runs does not
+    // excuse a constructor of the exercise's own.
+    const ObjectSymbols decoy = object(
+        "decoy", "#include <cstdio>\n__attribute__((constructor)) static void evil() { std::puts(\"x\"); }\n"
+                 "asm(\".text\\n_GLOBAL__sub_I_decoy:\\n jmp _ZNSt8ios_base4InitC1Ev@PLT\\n\");\n");
+    CHECK(decoy.iostream_initializers == 0);
+    CHECK(decoy.initializers >= 1);
+  }
+
+  TEST_CASE("sections no compiler makes, indirect functions and versioned names are seen") {
+    TempDir dir;
+    auto object = [&](const std::string& name, const std::string& code) {
+      write_text(dir.path() / (name + ".cpp"), code);
+      const std::string cmd = "c++ -std=c++17 -O2 -c -o '" + (dir.path() / (name + ".o")).string() + "' '" +
+                              (dir.path() / (name + ".cpp")).string() + "'";
+      REQUIRE(std::system(cmd.c_str()) == 0);
+      return read_object(dir.path() / (name + ".o"));
+    };
+    const ObjectSymbols plain = object("plain", "#include <vector>\nint f(std::vector<int>& v) { v.push_back(1); return v[0]; }\n");
+    CHECK(plain.odd_sections.empty());
+    CHECK_FALSE(plain.other_startup);
+    CHECK(plain.indirect.empty());
+    // A constructor with a priority lands in .init_array.00101, run before main like .init_array.
+    const ObjectSymbols priority = object(
+        "priority", "#include <cstdio>\nnamespace { __attribute__((constructor(101))) void f() { std::puts(\"x\"); } }\n");
+    CHECK(priority.other_startup);
+    // Code spliced into _init and _fini.
+    const ObjectSymbols init = object(
+        "init", "extern \"C\" void hook() {}\n"
+                "asm(\".pushsection .init,\\\"ax\\\"\\n call hook\\n.popsection\\n\");\n");
+    REQUIRE(init.odd_sections.size() == 1);
+    CHECK(init.odd_sections[0] == "code in .init");
+    // A second section with a COMDAT member's name, outside the group (its calls would count
+    // as the group's, which never runs), and a name with a space the seal cannot read.
+    const ObjectSymbols twin = object(
+        "twin", "#include <cstdlib>\n"
+                "asm(\".section .text.twin,\\\"axG\\\",@progbits,twin_group,comdat\\n.previous\\n\");\n"
+                "__attribute__((section(\".text.twin\"), noinline)) int evil() { return std::system(\"true\"); }\n");
+    CHECK(std::find(twin.odd_sections.begin(), twin.odd_sections.end(), "two sections named .text.twin") !=
+          twin.odd_sections.end());
+    const ObjectSymbols spaced = object(
+        "spaced", "asm(\".section \\\"odd code\\\",\\\"ax\\\"\\n ret\\n.previous\\n\");\n");
+    REQUIRE_FALSE(spaced.odd_sections.empty());
+    CHECK(contains(spaced.odd_sections[0], "cannot read"));
+    // An indirect function: its resolver runs while the program is loaded.
+    const ObjectSymbols ifunc = object(
+        "ifunc", "extern \"C\" { static int real() { return 1; } static void* pick() { return (void*)&real; }\n"
+                 "int chosen() __attribute__((ifunc(\"pick\"))); }\n");
+    CHECK(ifunc.indirect.count("chosen") == 1);
+    // A call under a versioned name is the call.
+    const ObjectSymbols versioned = object(
+        "versioned", "extern \"C\" int host_func(void*, void*, void*);\n"
+                     "asm(\".symver host_func, cudaLaunchHostFunc@libcudart.so.13\");\n"
+                     "int call() { return host_func(0, 0, 0); }\n");
+    CHECK(versioned.undefined.count("cudaLaunchHostFunc") == 1);
+    ObjectSymbols e = clean();
+    e.undefined.insert("cudaLaunchHostFunc");
+    CHECK(names(check_seal(e, lesson()), "cudaLaunchHostFunc"));
+    ObjectSymbols odd = clean();
+    odd.odd_sections = {"code in .init"};
+    CHECK(names(check_seal(odd, lesson()), "a section no compiler makes for it (code in .init)"));
+    ObjectSymbols indirect = clean();
+    indirect.strong.insert("chosen");
+    indirect.indirect.insert("chosen");
+    CHECK(names(check_seal(indirect, lesson()), "resolver runs before main"));
+  }
+
+  TEST_CASE("a program linked without full RELRO is not run") {
+    TempDir dir;
+    const fs::path src = dir.path() / "p.cpp", obj = dir.path() / "p.o";
+    write_text(src, "int main() { return 0; }\n");
+    REQUIRE(std::system(("c++ -c -o '" + obj.string() + "' '" + src.string() + "'").c_str()) == 0);
+    auto program = [&](const std::string& name, const std::string& flags) {
+      const fs::path p = dir.path() / name;
+      REQUIRE(std::system(("c++ " + flags + " -o '" + p.string() + "' '" + obj.string() + "'").c_str()) == 0);
+      write_text(p.string() + ".objects", "exercise=" + obj.string() + "\ninterface=" + obj.string() +
+                                              "\nharness=" + obj.string() + "\nlibrary=" + obj.string() +
+                                              "\nsource=p.cu\n");
+      return p;
+    };
+    const fs::path lazy = program("lazy", "-Wl,-z,lazy -Wl,-z,norelro");
+    try {
+      inspect_program(lazy, {});
+      FAIL("a program without full RELRO was inspected");
+    } catch (const ConfigError& e) {
+      CHECK(contains(e.what(), "linked without full RELRO (-z relro -z now)"));
+    }
+    // With it the seal goes on to the objects (main is not the exercise's to define).
+    CHECK(names(inspect_program(program("now", "-Wl,-z,relro -Wl,-z,now"), {}), "main"));
   }
 
   TEST_CASE("a pristine object is read for what the seal holds an exercise against, the same as in full") {
