@@ -42,6 +42,15 @@ ObjectSymbols clean() {
   return e;
 }
 
+// `code` compiled by the host compiler in `dir`, and read as an exercise's object is.
+ObjectSymbols compiled_object(const fs::path& dir, const std::string& name, const std::string& code) {
+  write_text(dir / (name + ".cpp"), code);
+  const std::string cmd = "c++ -std=c++17 -O2 -c -o '" + (dir / (name + ".o")).string() + "' '" +
+                          (dir / (name + ".cpp")).string() + "'";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  return read_object(dir / (name + ".o"));
+}
+
 bool names(const std::vector<SealFinding>& findings, const std::string& part) {
   for (const auto& f : findings)
     if (f.symbol.find(part) != std::string::npos || f.why.find(part) != std::string::npos) return true;
@@ -225,11 +234,7 @@ TEST_SUITE("inspect") {
   TEST_CASE("read_object tells <iostream>'s initializer from an initializer of the exercise's own") {
     TempDir dir;
     auto object = [&](const std::string& name, const std::string& code) {
-      write_text(dir.path() / (name + ".cpp"), code);
-      const std::string cmd = "c++ -std=c++17 -O2 -c -o '" + (dir.path() / (name + ".o")).string() + "' '" +
-                              (dir.path() / (name + ".cpp")).string() + "'";
-      REQUIRE(std::system(cmd.c_str()) == 0);
-      return read_object(dir.path() / (name + ".o"));
+      return compiled_object(dir.path(), name, code);
     };
     const ObjectSymbols io = object("io", "#include <iostream>\nint twice(int x) { return 2 * x; }\n");
     CHECK(io.initializers == io.iostream_initializers);  // 1 and 1 before g++ 13, 0 and 0 after
@@ -291,11 +296,7 @@ TEST_SUITE("inspect") {
   TEST_CASE("sections no compiler makes, indirect functions and versioned names are seen") {
     TempDir dir;
     auto object = [&](const std::string& name, const std::string& code) {
-      write_text(dir.path() / (name + ".cpp"), code);
-      const std::string cmd = "c++ -std=c++17 -O2 -c -o '" + (dir.path() / (name + ".o")).string() + "' '" +
-                              (dir.path() / (name + ".cpp")).string() + "'";
-      REQUIRE(std::system(cmd.c_str()) == 0);
-      return read_object(dir.path() / (name + ".o"));
+      return compiled_object(dir.path(), name, code);
     };
     const ObjectSymbols plain = object("plain", "#include <vector>\nint f(std::vector<int>& v) { v.push_back(1); return v[0]; }\n");
     CHECK(plain.odd_sections.empty());
