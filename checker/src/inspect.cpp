@@ -371,7 +371,7 @@ ObjectSymbols read_object(const fs::path& file, ObjectReading reading) {
     // (.init, .fini, .init_array.NNNNN, .ctors, ...).
     std::istringstream sections(capture("readelf", {"-SW", file.string()}));
     static const std::regex header(
-        R"(^\s*\[\s*(\d+)\]\s+(\S+)\s+([A-Z][A-Z0-9_+]*)\s+[0-9a-f]+\s+[0-9a-f]+\s+[0-9a-f]+\s+[0-9a-f]+\s+([A-Za-z]*)\s+\d+\s+\d+\s+\d+\s*$)");
+        R"(^\s*\[\s*(\d+)\]\s+(\S+)\s+(\S+)\s+[0-9a-f]+\s+[0-9a-f]+\s+[0-9a-f]+\s+[0-9a-f]+\s+([A-Za-z]*)\s+\d+\s+\d+\s+\d+\s*$)");
     std::set<std::string> names;
     for (std::string line; std::getline(sections, line);) {
       if (!starts_with(line, "  [") || contains(line, "[Nr]") || contains(line, "[ 0]")) continue;
