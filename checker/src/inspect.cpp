@@ -562,7 +562,25 @@ std::vector<SealFinding> inspect_program(const fs::path& program,
   std::string stem = objects->source.filename().string();
   if (stem.size() > 3 && stem.compare(stem.size() - 3, 3, ".cu") == 0) stem.resize(stem.size() - 3);
   c.exercise_stem = stem;
-  return check_seal(read_object(objects->exercise), c);
+  const ObjectSymbols exercise = read_object(objects->exercise);
+  std::vector<SealFinding> findings = check_seal(exercise, c);
+  // What the program exports is what a shared library on its link line calls and the program
+  // provides. A function of the exercise's among them (a weak one "in namespace std", say)
+  // replaces the C or C++ runtime's own for the whole program, the harness included.
+  std::istringstream exported(capture("nm", {"-D", "--defined-only", program.string()}));
+  for (std::string line; std::getline(exported, line);) {
+    std::string name = line.substr(line.find_last_of(' ') + 1);
+    if (const auto at = name.find('@'); at != std::string::npos && at > 0) name.resize(at);
+    const bool mine = exercise.strong.count(name) || exercise.weak.count(name);
+    const bool pristine = c.harness.strong.count(name) || c.harness.weak.count(name) ||
+                          c.library.strong.count(name) || c.library.weak.count(name);
+    const bool named = std::any_of(findings.begin(), findings.end(),
+                                   [&](const SealFinding& f) { return f.symbol == demangle(name); });
+    if (mine && !pristine && !named)
+      findings.push_back({demangle(name), "replaces a function that a shared library of the program "
+                                          "(the C or C++ runtime, CUDA) calls: the program exports it"});
+  }
+  return findings;
 }
 
 std::string describe_findings(const std::vector<SealFinding>& findings, std::size_t max) {

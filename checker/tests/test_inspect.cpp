@@ -371,6 +371,36 @@ TEST_SUITE("inspect") {
     CHECK(names(inspect_program(program("now", "-Wl,-z,relro -Wl,-z,now"), {}), "main"));
   }
 
+  TEST_CASE("a function the exercise gives a shared library to call instead of its own is refused") {
+    // libdep.so calls std::lab_test_hook, and has one; the exercise defines one too, weakly and
+    // "in namespace std", which the seal's reading of names lets through: the program exports
+    // it, so it replaces the library's for the whole program.
+    TempDir dir;
+    const fs::path d = dir.path();
+    auto sh = [&](const std::string& cmd) { REQUIRE(std::system(cmd.c_str()) == 0); };
+    write_text(d / "dep.cpp", "namespace std { __attribute__((weak)) int lab_test_hook() { return 0; } }\n"
+                              "int call_hook() { return std::lab_test_hook(); }\n");
+    write_text(d / "main.cpp", "int call_hook();\nint main() { return call_hook(); }\n");
+    write_text(d / "ex.cpp", "namespace std { __attribute__((weak)) int lab_test_hook() { return 1; } }\n");
+    const std::string dir_q = "'" + d.string() + "'";
+    sh("c++ -fPIC -shared -o " + dir_q + "/libdep.so " + dir_q + "/dep.cpp");
+    sh("c++ -c -o " + dir_q + "/main.o " + dir_q + "/main.cpp");
+    sh("c++ -c -o " + dir_q + "/ex.o " + dir_q + "/ex.cpp");
+    auto link = [&](const std::string& name, const std::string& objects) {
+      sh("c++ -Wl,-z,relro -Wl,-z,now -o " + dir_q + "/" + name + " " + objects + " -L" + dir_q + " -ldep");
+      const fs::path p = d / name;
+      write_text(p.string() + ".objects", "exercise=" + (d / "ex.o").string() + "\ninterface=" +
+                                              (d / "main.o").string() + "\nharness=" + (d / "main.o").string() +
+                                              "\nlibrary=" + (d / "main.o").string() + "\nsource=ex.cu\n");
+      return p;
+    };
+    const auto findings = inspect_program(link("interposing", dir_q + "/main.o " + dir_q + "/ex.o"), {});
+    CHECK(names(findings, "std::lab_test_hook()"));
+    CHECK(names(findings, "a shared library of the program"));
+    // Without the exercise's copy in the program, nothing is exported that the exercise defines.
+    CHECK_FALSE(names(inspect_program(link("plain", dir_q + "/main.o"), {}), "a shared library"));
+  }
+
   TEST_CASE("a pristine object is read for what the seal holds an exercise against, the same as in full") {
     TempDir dir;
     write_text(dir.path() / "pristine.cpp",
