@@ -208,6 +208,12 @@ bool is_anonymous(const std::string& symbol) {
   return contains(symbol, "_GLOBAL__N_") || contains(demangle(symbol), "(anonymous namespace)");
 }
 
+// cudaLaunchHostFunc@libcudart.so.13 (a .symver reference, a versioned export) -> its name.
+std::string unversioned(std::string symbol) {
+  if (const auto at = symbol.find('@'); at != std::string::npos && at > 0) symbol.resize(at);
+  return symbol;
+}
+
 }  // namespace
 
 std::string demangle(const std::string& symbol) {
@@ -307,6 +313,15 @@ std::vector<SealFinding> check_seal(const ObjectSymbols& e, const SealContext& c
                        "inline assembly)"});
   for (const auto& s : e.indirect)
     out.push_back({demangle(s), "is an indirect function (ifunc): its resolver runs before main"});
+  // 4. What the program exports of the exercise's: a function a shared library calls (a weak
+  // one "in namespace std", say) replaces the C or C++ runtime's own for the whole program.
+  for (const auto& s : c.exported) {
+    const bool named = std::any_of(out.begin(), out.end(),
+                                   [&](const SealFinding& f) { return f.symbol == demangle(s); });
+    if ((e.strong.count(s) || e.weak.count(s)) && !pristine_defines(s) && !named)
+      out.push_back({demangle(s), "replaces a function that a shared library of the program (the "
+                                  "C or C++ runtime, CUDA) calls: the program exports it"});
+  }
   for (const auto& s : e.odd_sections)
     out.push_back({"", "exercise.cu has a section no compiler makes for it (" + s +
                        "): put code and data where the compiler does, without section "
@@ -349,8 +364,7 @@ ObjectSymbols read_object(const fs::path& file, ObjectReading reading) {
     std::istringstream fields(line);
     std::string name, type;
     if (!(fields >> name >> type) || type.size() != 1 || name.back() == ':') continue;
-    // A versioned reference (cudaLaunchHostFunc@libcudart.so.13, from .symver) is the same call.
-    if (const auto at = name.find('@'); at != std::string::npos && at > 0) name.resize(at);
+    name = unversioned(name);  // a .symver reference is the same call
     if (type == "i") o.indirect.insert(name);
     switch (type[0]) {
       case 'T': case 'D': case 'B': case 'R': case 'C': case 'i': case 'G': case 'S':
@@ -532,11 +546,12 @@ std::vector<SealFinding> inspect_program(const fs::path& program,
   std::string why;
   const auto objects = program_objects(program, why);
   if (!objects) throw ConfigError("cannot inspect " + program.string() + ": " + why);
+  static const std::regex kFlagsNow(R"(FLAGS_1\).*\bNOW\b)");
   // Full RELRO (cmake/LabLesson.cmake): without it the table of library functions' addresses
   // stays writable, and an exercise that writes it can replace what the harness calls.
   const std::string dynamic = capture("readelf", {"-dlW", program.string()});
   if (!contains(dynamic, "GNU_RELRO") ||
-      !(contains(dynamic, "BIND_NOW") || std::regex_search(dynamic, std::regex(R"(FLAGS_1\).*\bNOW\b)"))))
+      !(contains(dynamic, "BIND_NOW") || std::regex_search(dynamic, kFlagsNow)))
     throw ConfigError(program.string() + " was linked without full RELRO (-z relro -z now): build "
                       "it with this checker's cmake/LabLesson.cmake");
   // The pristine side is the same for every submission of a lesson: read it once per process.
@@ -562,25 +577,10 @@ std::vector<SealFinding> inspect_program(const fs::path& program,
   std::string stem = objects->source.filename().string();
   if (stem.size() > 3 && stem.compare(stem.size() - 3, 3, ".cu") == 0) stem.resize(stem.size() - 3);
   c.exercise_stem = stem;
-  const ObjectSymbols exercise = read_object(objects->exercise);
-  std::vector<SealFinding> findings = check_seal(exercise, c);
-  // What the program exports is what a shared library on its link line calls and the program
-  // provides. A function of the exercise's among them (a weak one "in namespace std", say)
-  // replaces the C or C++ runtime's own for the whole program, the harness included.
   std::istringstream exported(capture("nm", {"-D", "--defined-only", program.string()}));
-  for (std::string line; std::getline(exported, line);) {
-    std::string name = line.substr(line.find_last_of(' ') + 1);
-    if (const auto at = name.find('@'); at != std::string::npos && at > 0) name.resize(at);
-    const bool mine = exercise.strong.count(name) || exercise.weak.count(name);
-    const bool pristine = c.harness.strong.count(name) || c.harness.weak.count(name) ||
-                          c.library.strong.count(name) || c.library.weak.count(name);
-    const bool named = std::any_of(findings.begin(), findings.end(),
-                                   [&](const SealFinding& f) { return f.symbol == demangle(name); });
-    if (mine && !pristine && !named)
-      findings.push_back({demangle(name), "replaces a function that a shared library of the program "
-                                          "(the C or C++ runtime, CUDA) calls: the program exports it"});
-  }
-  return findings;
+  for (std::string line; std::getline(exported, line);)
+    c.exported.insert(unversioned(line.substr(line.find_last_of(' ') + 1)));
+  return check_seal(read_object(objects->exercise), c);
 }
 
 std::string describe_findings(const std::vector<SealFinding>& findings, std::size_t max) {

@@ -56,6 +56,8 @@ struct SealContext {
   std::string exercise_stem;  ///< the exercise file's name without ".cu" (nvcc's anonymous-
                               ///< namespace tags carry it)
   std::vector<std::string> extra_calls;  ///< imports this lesson also allows (check.toml)
+  /// what the linked program exports: the functions its shared libraries call and it provides
+  std::set<std::string> exported;
 };
 
 /// The rules, applied to already-read symbols (pure: unit-tested without any binary).
