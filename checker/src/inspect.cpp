@@ -1,8 +1,10 @@
 #include "inspect.hpp"
 
 #include <cxxabi.h>
+#include <elf.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <regex>
@@ -353,6 +355,95 @@ std::string capture(const std::string& tool, const std::vector<std::string>& arg
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
+// The sections of a relocatable ELF64 object, read from the file itself rather than from
+// readelf's listing: readelf shortens long section names (binutils 2.42 cuts them at 256
+// characters, and two template instances' sections can share that much), and the seal keys
+// COMDAT membership and relocations by name.
+struct ElfObject {
+  struct Section {
+    std::string name;
+    std::uint32_t type = 0;
+    std::uint64_t flags = 0;
+    std::string group;  // the signature of the COMDAT group it belongs to, if any
+  };
+  struct Reference {
+    std::string symbol;  // a symbol's name, or a section's for a reference to a section
+    std::int64_t addend = 0;
+  };
+  std::vector<Section> sections;
+  std::set<std::string> groups;  // the signatures
+  std::map<std::string, std::vector<Reference>> references;  // by the section that refers
+};
+
+ElfObject read_elf(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  const std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  auto bad = [&](const std::string& why) {
+    return ConfigError(file.string() + " is not an object file the seal can read (" + why + ")");
+  };
+  // A copy of the T at `offset`, checked to lie inside the file.
+  auto at = [&](auto value, std::uint64_t offset) {
+    if (offset > bytes.size() || bytes.size() - offset < sizeof value) throw bad("truncated");
+    std::memcpy(&value, bytes.data() + offset, sizeof value);
+    return value;
+  };
+  const auto eh = at(Elf64_Ehdr{}, 0);
+  if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+      eh.e_ident[EI_DATA] != ELFDATA2LSB || eh.e_type != ET_REL || eh.e_shentsize != sizeof(Elf64_Shdr))
+    throw bad("not a 64-bit little-endian relocatable ELF file");
+  auto header = [&](std::uint64_t i) { return at(Elf64_Shdr{}, eh.e_shoff + i * sizeof(Elf64_Shdr)); };
+  // Past 0xff00 sections the count and the names' section live in section 0.
+  const std::uint64_t count = eh.e_shnum != 0 ? eh.e_shnum : header(0).sh_size;
+  const std::uint32_t names_index = eh.e_shstrndx != SHN_XINDEX ? eh.e_shstrndx : header(0).sh_link;
+  std::vector<Elf64_Shdr> headers;
+  for (std::uint64_t i = 0; i < count; ++i) headers.push_back(header(i));
+  auto index = [&](std::uint64_t i) {
+    if (i >= headers.size()) throw bad("a section index out of range");
+    return i;
+  };
+  // The NUL-terminated string at `offset` of string table `table`.
+  auto string_at = [&](std::uint64_t table, std::uint64_t offset) {
+    const Elf64_Shdr& t = headers[index(table)];
+    if (t.sh_offset > bytes.size() || t.sh_size > bytes.size() - t.sh_offset || offset >= t.sh_size)
+      throw bad("a name outside its string table");
+    const char* begin = bytes.data() + t.sh_offset + offset;
+    return std::string(begin, strnlen(begin, t.sh_size - offset));
+  };
+  ElfObject o;
+  for (const Elf64_Shdr& h : headers)
+    o.sections.push_back({string_at(names_index, h.sh_name), h.sh_type, h.sh_flags, {}});
+  auto symbol = [&](const Elf64_Shdr& symtab, std::uint64_t i) {
+    if (symtab.sh_type != SHT_SYMTAB || (i + 1) * sizeof(Elf64_Sym) > symtab.sh_size)
+      throw bad("a symbol index out of range");
+    return at(Elf64_Sym{}, symtab.sh_offset + i * sizeof(Elf64_Sym));
+  };
+  for (const Elf64_Shdr& h : headers) {
+    if (h.sh_type == SHT_GROUP) {
+      const Elf64_Shdr& symtab = headers[index(h.sh_link)];
+      const std::string signature = string_at(symtab.sh_link, symbol(symtab, h.sh_info).st_name);
+      o.groups.insert(signature);
+      for (std::uint64_t k = 1; k < h.sh_size / 4; ++k)  // a flags word, then member indices
+        o.sections[index(at(std::uint32_t{}, h.sh_offset + 4 * k))].group = signature;
+    } else if (h.sh_type == SHT_RELA || h.sh_type == SHT_REL) {
+      const Elf64_Shdr& symtab = headers[index(h.sh_link)];
+      auto& into = o.references[o.sections[index(h.sh_info)].name];
+      const bool rela = h.sh_type == SHT_RELA;
+      const std::uint64_t size = rela ? sizeof(Elf64_Rela) : sizeof(Elf64_Rel);
+      for (std::uint64_t k = 0; k < h.sh_size / size; ++k) {
+        const std::uint64_t offset = h.sh_offset + k * size;
+        const Elf64_Rela r = rela ? at(Elf64_Rela{}, offset) : Elf64_Rela{0, at(Elf64_Rel{}, offset).r_info, 0};
+        const std::uint64_t i = ELF64_R_SYM(r.r_info);
+        if (i == 0) continue;  // no symbol: relative to where the file is loaded
+        const Elf64_Sym sym = symbol(symtab, i);
+        into.push_back({ELF64_ST_TYPE(sym.st_info) == STT_SECTION ? o.sections[index(sym.st_shndx)].name
+                                                                  : string_at(symtab.sh_link, sym.st_name),
+                        r.r_addend});
+      }
+    }
+  }
+  return o;
+}
+
 }  // namespace
 
 ObjectSymbols read_object(const fs::path& file, ObjectReading reading) {
@@ -377,72 +468,47 @@ ObjectSymbols read_object(const fs::path& file, ObjectReading reading) {
     }
   }
 
+  const ElfObject elf = read_elf(file);
+  o.groups = elf.groups;
   if (exercise) {
     // Every section by name, type and flags. What a compiler makes: one section a name (the
     // COMDAT groups' .group headers aside), code only in .text*, startup code only through
     // .init_array. Anything else could hide code from the seal (a second section named like
     // a group's member, code the relocation list cannot name) or run it at load or exit
     // (.init, .fini, .init_array.NNNNN, .ctors, ...).
-    std::istringstream sections(capture("readelf", {"-SW", file.string()}));
-    static const std::regex header(
-        R"(^\s*\[\s*(\d+)\]\s+(\S+)\s+(\S+)\s+[0-9a-f]+\s+[0-9a-f]+\s+[0-9a-f]+\s+[0-9a-f]+\s+([A-Za-z]*)\s+\d+\s+\d+\s+\d+\s*$)");
     std::set<std::string> names;
-    for (std::string line; std::getline(sections, line);) {
-      if (!starts_with(line, "  [") || contains(line, "[Nr]") || contains(line, "[ 0]")) continue;
-      std::smatch m;
-      if (!std::regex_search(line, m, header)) {
-        o.odd_sections.push_back("a section the seal cannot read: " + line);
+    for (const auto& section : elf.sections) {
+      const std::string& name = section.name;
+      if (section.type == SHT_NULL) continue;
+      if (std::any_of(name.begin(), name.end(), [](unsigned char ch) { return ch <= ' ' || ch >= 127; })) {
+        o.odd_sections.push_back("a section name the seal cannot read: \"" + name + "\"");
         continue;
       }
-      const std::string name = m[2].str(), type = m[3].str(), flags = m[4].str();
-      if (type != "GROUP" && !names.insert(name).second)
+      if (section.type != SHT_GROUP && !names.insert(name).second)
         o.odd_sections.push_back("two sections named " + name);
-      if (flags.find('X') != std::string::npos && name != ".text" && !starts_with(name, ".text."))
+      if ((section.flags & SHF_EXECINSTR) && name != ".text" && !starts_with(name, ".text."))
         o.odd_sections.push_back("code in " + name);
-      const bool startup_type = type == "INIT_ARRAY" || type == "FINI_ARRAY" || type == "PREINIT_ARRAY";
+      const bool startup_type = section.type == SHT_INIT_ARRAY || section.type == SHT_FINI_ARRAY ||
+                                section.type == SHT_PREINIT_ARRAY;
       const bool startup_name = starts_with(name, ".init_array") || starts_with(name, ".fini_array") ||
                                 starts_with(name, ".preinit_array") || starts_with(name, ".ctors") ||
                                 starts_with(name, ".dtors");
       if ((startup_type || startup_name) && name != ".init_array") o.other_startup = true;
+      if (!section.group.empty()) o.section_group[name] = section.group;
     }
   }
-  // (The regular expressions run only on lines that can match: std::regex is slow, and a
-  // library object has tens of thousands of lines.)
-  std::istringstream relocations(capture("readelf", {"-rW", file.string()}));
-  static const std::regex header(R"(^Relocation section '\.rela?(\S+)' at offset)");
-  static const std::regex entry(
-      R"(^\s*[0-9a-f]+\s+[0-9a-f]+\s+\S+\s+[0-9a-f]+\s+([^\s+@]+)\S*(?:\s*\+\s*([0-9a-f]+))?)");
-  std::string section;
   // What .init_array points at: a symbol, or a section and an offset into it (".text.startup
-  // + 750"), as the disassembly below names functions.
+  // + 0x750"), as the disassembly below names functions.
   std::set<std::pair<std::string, unsigned long>> init_targets;
-  for (std::string line; std::getline(relocations, line);) {
-    std::smatch m;
-    if (starts_with(line, "Relocation section") && std::regex_search(line, m, header)) {
-      section = m[1].str();
-    } else if (!section.empty() && (exercise || section == ".init_array") &&
-               std::regex_search(line, m, entry)) {
+  for (const auto& [section, references] : elf.references) {
+    if (!exercise && section != ".init_array") continue;
+    for (const auto& r : references) {
+      const std::string symbol = unversioned(r.symbol);  // a .symver reference is the same call
       if (section == ".init_array") {
         ++o.initializers;
-        init_targets.insert({m[1].str(), m[2].matched ? std::stoul(m[2].str(), nullptr, 16) : 0});
+        init_targets.insert({symbol, static_cast<unsigned long>(r.addend)});
       }
-      o.referenced_from[m[1].str()].insert(section);
-    }
-  }
-
-  std::istringstream groups(capture("readelf", {"-gW", file.string()}));
-  static const std::regex group_header(R"(^COMDAT group section \[\s*\d+\] `[^']*' \[([^\]]+)\])");
-  static const std::regex group_member(R"(^\s+\[\s*\d+\]\s+(\S+)\s*$)");
-  std::string signature;
-  for (std::string line; std::getline(groups, line);) {
-    std::smatch m;
-    if (starts_with(line, "COMDAT group") && std::regex_search(line, m, group_header)) {
-      signature = m[1].str();
-      o.groups.insert(signature);
-    } else if (!signature.empty() && std::regex_search(line, m, group_member)) {
-      o.section_group[m[1].str()] = signature;
-    } else if (line.empty()) {
-      signature.clear();
+      o.referenced_from[symbol].insert(section);
     }
   }
 

@@ -302,6 +302,18 @@ TEST_SUITE("inspect") {
     CHECK(plain.odd_sections.empty());
     CHECK_FALSE(plain.other_startup);
     CHECK(plain.indirect.empty());
+    // Two template instances whose sections' names agree in their first 256 characters (readelf
+    // of binutils 2.42 prints no more, and so they looked like one name twice): two sections.
+    const std::string long_name(300, 'L');
+    const ObjectSymbols twins = object(
+        "long_names", "struct " + long_name + " {};\n"
+                      "template <class T, int N> __attribute__((noinline)) int pick() { return N; }\n"
+                      "int both() { return pick<" + long_name + ", 1>() + pick<" + long_name + ", 2>(); }\n");
+    CHECK(twins.odd_sections.empty());
+    int long_members = 0;
+    for (const auto& [section, group] : twins.section_group)
+      if (section.size() > 300 && section.rfind(".text._Z4pickI300LLL", 0) == 0) ++long_members;
+    CHECK(long_members == 2);
     // A constructor with a priority lands in .init_array.00101, run before main like .init_array.
     const ObjectSymbols priority = object(
         "priority", "#include <cstdio>\nnamespace { __attribute__((constructor(101))) void f() { std::puts(\"x\"); } }\n");
