@@ -35,7 +35,8 @@ function(lab_add_lesson lesson)
     add_library(${target}-exercise OBJECT "${exercise}")
     target_link_libraries(${target}-exercise PRIVATE ${lesson}-harness)
     set(pristine $<TARGET_OBJECTS:${lesson}-harness> $<TARGET_OBJECTS:lab>
-                 $<TARGET_OBJECTS:lab_host> $<TARGET_OBJECTS:lab_result>)
+                 $<TARGET_OBJECTS:lab_host> $<TARGET_OBJECTS:lab_result>
+                 $<TARGET_OBJECTS:lab_syscall_filter>)
     add_executable(${target} ${pristine} $<TARGET_OBJECTS:${target}-exercise>)
     target_link_libraries(${target} PRIVATE lab ${ARG_LIBRARIES})
     # Full RELRO: every library function is bound at load and the table of their addresses is
@@ -46,7 +47,7 @@ function(lab_add_lesson lesson)
     set_target_properties(${target} PROPERTIES OUTPUT_NAME ${kind} LINKER_LANGUAGE CUDA
                           RUNTIME_OUTPUT_DIRECTORY "${out}")
     file(GENERATE OUTPUT "${out}/${kind}.objects" CONTENT
-         "exercise=$<TARGET_OBJECTS:${target}-exercise>\ninterface=$<TARGET_OBJECTS:${lesson}-starter-exercise>\nharness=$<TARGET_OBJECTS:${lesson}-harness>\nlibrary=$<TARGET_OBJECTS:lab>;$<TARGET_OBJECTS:lab_host>;$<TARGET_OBJECTS:lab_result>\nsource=${exercise}\n")
+         "exercise=$<TARGET_OBJECTS:${target}-exercise>\ninterface=$<TARGET_OBJECTS:${lesson}-starter-exercise>\nharness=$<TARGET_OBJECTS:${lesson}-harness>\nlibrary=$<TARGET_OBJECTS:lab>;$<TARGET_OBJECTS:lab_host>;$<TARGET_OBJECTS:lab_result>;$<TARGET_OBJECTS:lab_syscall_filter>\nsource=${exercise}\n")
     set_property(GLOBAL APPEND PROPERTY LAB_LESSON_PROGRAMS ${target})
   endfunction()
 

@@ -104,6 +104,10 @@ struct JudgeOptions {
   /// traced: if its trace is whole, the tracer works here, so the run's trace was removed or
   /// overwritten (lesson 11's exercise may open files): an `error`, never `environment`.
   fs::path tracer_probe;
+  /// Pass --restrict-syscalls to the lesson programs of lessons that allow it
+  /// (LessonConfig::syscall_filter): no new files, processes or executable memory once the
+  /// exercise can run (lab/syscall_filter.hpp).
+  bool syscall_filter = false;
 };
 
 /// Runs `program` (a lesson built from some exercise.cu) and judges it by the lesson's rules.

@@ -243,6 +243,9 @@ LessonConfig load_lesson(const fs::path& check_toml) {
     } else if (key == "replay") {
       if (!node.is_boolean()) config_error(check_toml, node, "\"replay\" must be true or false");
       lesson.replay = *node.value<bool>();
+    } else if (key == "syscall_filter") {
+      if (!node.is_boolean()) config_error(check_toml, node, "\"syscall_filter\" must be true or false");
+      lesson.syscall_filter = *node.value<bool>();
     } else if (key == "rule") {
       if (!node.is_array_of_tables())
         config_error(check_toml, node, "\"rule\" must be written as [[rule]] tables");
@@ -281,7 +284,7 @@ LessonConfig load_lesson(const fs::path& check_toml) {
       }
     } else {
       config_error(check_toml, node, "unknown key \"" + key + "\" (keys: lesson, title, "
-                   "timeout_s, args, [[rule]])");
+                   "timeout_s, args, allowed_calls, replay, syscall_filter, [[rule]])");
     }
   }
   if (lesson.name.empty())

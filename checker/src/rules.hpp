@@ -63,6 +63,9 @@ struct LessonConfig {
   /// student's program recorded (lab/record.hpp); false for a lesson whose exercise checks are
   /// facts the harness observes in the process (a timer's readings, files), not arrays.
   bool replay = true;
+  /// The program's system calls filtered once the exercise can run (lab/syscall_filter.hpp);
+  /// false for a lesson whose exercise opens files or starts processes as its subject (11).
+  bool syscall_filter = true;
   std::vector<Rule> rules;
   fs::path dir;        ///< lessons/NN-topic
 

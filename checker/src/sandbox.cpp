@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "cgroup.hpp"
+#include "lab/syscall_filter.hpp"
 #include "rules.hpp"
 
 namespace lab {
@@ -262,6 +263,49 @@ bool namespaces_available(std::string& why) {
         known_why = std::string(failure.step) + ": " + std::strerror(failure.error);
       else if (!known)
         known_why = pid < 0 ? std::string("fork: ") + std::strerror(errno) : "the probe process failed";
+    }
+  }
+  why = known_why;
+  return known == 1;
+}
+
+bool syscall_filter_available(std::string& why) {
+  static int known = -1;  // -1: not probed yet
+  static std::string known_why;
+  if (known < 0) {
+    int report[2];
+    if (::pipe2(report, O_CLOEXEC) != 0) {
+      known_why = std::string("pipe: ") + std::strerror(errno);
+      known = 0;
+    } else {
+      const pid_t pid = ::fork();
+      if (pid == 0) {
+        ::close(report[0]);
+        std::string failed;
+        if (!restrict_system_calls(failed)) {
+          (void)!::write(report[1], failed.data(), failed.size());
+          ::_exit(1);
+        }
+        const int fd = ::open("/dev/null", O_RDONLY);
+        if (fd >= 0 || errno != EPERM) {
+          const std::string said = "a file could still be opened under the filter";
+          (void)!::write(report[1], said.data(), said.size());
+          ::_exit(1);
+        }
+        ::fork();  // must not return
+        ::_exit(2);
+      }
+      ::close(report[1]);
+      char text[512];
+      ssize_t n = pid < 0 ? 0 : ::read(report[0], text, sizeof text);
+      ::close(report[0]);
+      int status = 0;
+      if (pid > 0) wait_for(pid, status);
+      known = pid > 0 && WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS;
+      if (!known)
+        known_why = pid < 0 ? std::string("fork: ") + std::strerror(errno)
+                    : n > 0 ? std::string(text, static_cast<std::size_t>(n))
+                            : "a process started under the filter was not stopped";
     }
   }
   why = known_why;

@@ -69,6 +69,11 @@ const SandboxPolicy& sandbox_policy();
 /// an unprivileged user namespace). If not, `why` says what the kernel refused. Probed once.
 bool namespaces_available(std::string& why);
 
+/// Whether a lesson program here can filter its own system calls (lab/syscall_filter.hpp). The
+/// probe is the real thing: a child installs the filter, must be refused a file, and must be
+/// killed when it then starts a process. If not, `why` says what failed. Probed once.
+bool syscall_filter_available(std::string& why);
+
 /// Picks the mode for `requested` ("namespaces", "weak", "none" or "auto": namespaces where
 /// available, else weak). Throws ConfigError when namespaces are asked for and unavailable,
 /// naming the weaker mode as the way out. `note` gets one line for the user when auto fell back.

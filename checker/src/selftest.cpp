@@ -136,6 +136,7 @@ std::vector<SelftestCheck> selftest_lesson(const LessonConfig& lesson, const Sel
   base.inspect = opt.inspect;
   base.corroborate = opt.corroborate;
   base.tracer_probe = opt.tracer_probe;
+  base.syscall_filter = opt.syscall_filter;
   if (opt.pristine) base.pristine = programs / "starter";
 
   {  // The solution passes every rule (ambiguous counts: that is the rule for students too).

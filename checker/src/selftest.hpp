@@ -66,6 +66,7 @@ struct SelftestOptions {
   Corroborate corroborate = Corroborate::required;  ///< times against the tracer (judge.hpp)
   bool pristine = false;  ///< speedup baselines timed by the lesson's starter (JudgeOptions::pristine)
   fs::path tracer_probe;  ///< JudgeOptions::tracer_probe
+  bool syscall_filter = false;  ///< JudgeOptions::syscall_filter
 };
 
 /// Judges the lesson's solution, starter and every mutant. Compile-error mutants are built

@@ -124,6 +124,21 @@ TEST_CASE("judge: every way a program can misbehave is an error with its reason"
   CHECK(crash.reason == "crash");
   CHECK(crash.message == "the program crashed: killed by signal 11 (Segmentation fault)");
 
+  // The system-call filter, asked for where the lesson allows it: a program it ends (SIGSYS)
+  // is an error that says why; a lesson that opts out (11: files and processes are its subject)
+  // is not asked.
+  JudgeOptions filtered;
+  filtered.inspect = false;
+  filtered.syscall_filter = true;
+  const LessonOutcome stopped = judge_program(fake_lesson({"--mode", "forks"}, standard_rules()), kFake, filtered);
+  CHECK(stopped.verdict == Verdict::error);
+  CHECK(stopped.reason == "crash");
+  CHECK(contains(stopped.message, "SIGSYS: the system-call filter stopped it starting a process"));
+  LessonConfig unfiltered = fake_lesson({"--mode", "forks"}, standard_rules());
+  unfiltered.syscall_filter = false;
+  CHECK(judge_program(unfiltered, kFake, filtered).verdict == Verdict::pass);
+  CHECK(judge_mode("forks").verdict == Verdict::pass);  // the checker's option off
+
   auto garbage = judge_mode("garbage");
   CHECK(garbage.reason == "result");
   CHECK(contains(garbage.message, "the result file is not valid JSON"));

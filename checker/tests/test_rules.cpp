@@ -253,6 +253,9 @@ TEST_CASE("check.toml: a valid file") {
   REQUIRE(l.rules.size() == 2);
   CHECK(l.rules[1].min == 3.0);
   CHECK(l.max_points() == 6.5);
+  CHECK(l.syscall_filter);  // by default the program filters its system calls
+  write_text(file, std::string(kHead) + "syscall_filter = false\n[[rule]]\nid = \"correct\"\nkind = \"correct\"\nvariant = \"exercise\"\n");
+  CHECK_FALSE(load_lesson(file).syscall_filter);
 }
 
 TEST_CASE("check.toml: mistakes give file:line and what to fix") {
@@ -273,6 +276,8 @@ TEST_CASE("check.toml: mistakes give file:line and what to fix") {
   CHECK(toml_error("lesson = \"04-other\"\n[[rule]]\nid = \"x\"\nkind = \"correct\"\nvariant = \"e\"\n") ==
         "check.toml: lesson = \"04-other\" but the folder is \"90-fake\"");
   CHECK(toml_error(std::string(kHead)) == "check.toml: no [[rule]] tables");
+  CHECK(toml_error(std::string(kHead) + "syscall_filter = \"off\"\n[[rule]]\nid = \"x\"\nkind = \"correct\"\nvariant = \"e\"\n") ==
+        "check.toml:3: \"syscall_filter\" must be true or false");
 }
 
 TEST_CASE("lesson selection by full name or number") {

@@ -137,6 +137,14 @@ void detached_processes_die() {
 
 TEST_SUITE("sandbox") {
 
+TEST_CASE("the system-call filter's probe: on this machine (as on the GPU machines) it works") {
+  // The probe installs the filter in a child, is refused a file and is killed for a fork; grade
+  // refuses to run where it fails (main.cpp, use_syscall_filter).
+  std::string why;
+  CHECK_MESSAGE(syscall_filter_available(why), why);
+  CHECK(why.empty());
+}
+
 TEST_CASE("weak mode: a detached grandchild (setsid, double fork, daemon) is killed after the program") {
   PolicyScope scope(policy_of(Containment::weak));
   detached_processes_die();

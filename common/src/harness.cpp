@@ -19,6 +19,7 @@
 
 #include "lab/check.hpp"
 #include "lab/record.hpp"
+#include "lab/syscall_filter.hpp"
 
 namespace lab {
 
@@ -27,6 +28,8 @@ struct Lesson::State {
   Result result;
   CLI::App app;
   std::string json_path;
+  std::FILE* json_file = nullptr;  // json_path + ".tmp", open from the start (see run)
+  bool restrict_syscalls = false;  // --restrict-syscalls
   std::vector<std::string> only;  // --variant
   std::vector<std::string> skipped;  // --skip-variant
   bool list = false;
@@ -118,6 +121,9 @@ Lesson::Lesson(std::string id, std::string title) : state_(std::make_unique<Stat
                    "Seconds the whole run may take (the checker passes it): measurements share "
                    "80% of it and stop, marked not converged, when their share is spent")
       ->check(CLI::PositiveNumber);
+  s.app.add_flag("--restrict-syscalls", s.restrict_syscalls,
+                 "From the first exercise call on, allow no new files, processes or executable "
+                 "memory (lab/syscall_filter.hpp; the checker passes it)");
 #ifdef LAB_DEVICE_DEBUG_BUILD
   s.result.debug_build = true;
 #endif
@@ -542,25 +548,35 @@ int Lesson::run(int argc, char** argv, const std::function<void(Lesson&)>& body)
     return kExitOk;
   }
 
-  // A result file that cannot be written would only fail after the whole measurement (or, with
-  // no GPU, abort): try its folder now, the way it will be written (PATH.tmp, then a rename).
+  if (s.recording() && ::fcntl(s.record_fd, F_SETFD, FD_CLOEXEC) != 0) {  // not for children
+    std::cerr << r.lesson << ": --record-fd " << s.record_fd << " is not an open file\n";
+    return kExitUsage;
+  }
+  // The result file is opened now, as PATH.tmp, and renamed into place when written: a folder
+  // it cannot be written to fails here, not after the whole measurement, and with the system
+  // calls restricted no file could be opened at the end.
+  const std::string json_tmp = s.json_path + ".tmp";
   if (!s.json_path.empty()) {
-    const std::string probe = s.json_path + ".tmp";
-    std::FILE* f = std::fopen(probe.c_str(), "wb");
-    std::string why = f ? "" : errno == ENOENT ? "its folder does not exist" : std::strerror(errno);
-    if (f) {
-      std::fclose(f);
-      std::remove(probe.c_str());
-      std::error_code ec;
-      if (std::filesystem::is_directory(s.json_path, ec)) why = "it is a folder";
-    }
-    if (!why.empty()) {
+    std::error_code ec;
+    const bool folder = std::filesystem::is_directory(s.json_path, ec);
+    s.json_file = folder ? nullptr : std::fopen(json_tmp.c_str(), "wb");
+    if (!s.json_file) {
+      const int error = errno;
+      const std::string why = folder ? "it is a folder"
+                              : error == ENOENT ? "its folder does not exist" : std::strerror(error);
       std::cerr << r.lesson << ": cannot write the result file " << s.json_path << ": " << why << "\n";
       return kExitUsage;
     }
   }
   auto write = [&] {
-    if (!s.json_path.empty()) write_file_atomically(s.json_path, to_json_text(r));
+    if (!s.json_file) return;
+    const std::string text = to_json_text(r);
+    const bool written = std::fwrite(text.data(), 1, text.size(), s.json_file) == text.size();
+    const bool closed = std::fclose(s.json_file) == 0;
+    s.json_file = nullptr;
+    if (!written || !closed) throw std::runtime_error("cannot write " + json_tmp);
+    if (std::rename(json_tmp.c_str(), s.json_path.c_str()) != 0)
+      throw std::runtime_error("cannot rename " + json_tmp + " to " + s.json_path);
   };
   const std::string no_gpu = gpu_unavailable_reason();
   if (!no_gpu.empty()) {
@@ -570,11 +586,6 @@ int Lesson::run(int argc, char** argv, const std::function<void(Lesson&)>& body)
     write();
     return kExitNoGpu;
   }
-
-  if (s.recording() && ::fcntl(s.record_fd, F_SETFD, FD_CLOEXEC) != 0) {  // not for children
-    std::cerr << r.lesson << ": --record-fd " << s.record_fd << " is not an open file\n";
-    return kExitUsage;
-  }
   if (s.replaying()) read_replay();
 
   int code = kExitOk;
@@ -582,6 +593,12 @@ int Lesson::run(int argc, char** argv, const std::function<void(Lesson&)>& body)
     r.device = device_info();
     s.stream = std::make_unique<Stream>();
     if (!s.profile) r.ceilings = lab::ceilings();
+    if (s.restrict_syscalls) {
+      other_gpu_processes();  // loads and opens NVML now, for the question asked at the end
+      std::string why;
+      if (!restrict_system_calls(why))
+        throw std::runtime_error("the system calls could not be restricted (--restrict-syscalls): " + why);
+    }
     body(*this);
     r.complete = true;
   } catch (const std::exception& e) {
@@ -591,7 +608,11 @@ int Lesson::run(int argc, char** argv, const std::function<void(Lesson&)>& body)
     r.diagnostics.push_back(std::string("stopped by an error: ") + e.what());
     code = kExitCudaError;
   }
-  if (s.profile) return code;
+  if (s.profile) {  // no result file
+    if (s.json_file) std::fclose(s.json_file);
+    if (!s.json_path.empty()) std::remove(json_tmp.c_str());
+    return code;
+  }
   if (s.replaying()) summarize_replay();
   assess_environment(r);
   print_table(r, s.title, s.notes);

@@ -13,6 +13,9 @@
 //   exit3       print a CUDA-like error and exit 3
 //   nogpu       print "no CUDA device" and exit 77
 //   noisy       print 50 MB on stdout, then write a valid result
+//   forks       start a child process, then write a valid result; with --restrict-syscalls (the
+//               checker's request for the system-call filter) it ends by SIGSYS instead, as the
+//               filter would end it (lab/syscall_filter.hpp; tried for real in common/tests)
 // --variant NAME (repeatable) times only those variants ("naive", "exercise"), as a lesson does;
 // --skip-variant NAME (repeatable) leaves that one untimed.
 // Records and replays as a lesson does (lab/record.hpp): --record-fd N writes the exercise's one
@@ -52,7 +55,7 @@ std::string arg_lesson = "90-fake";
 #endif
 double arg_baseline = 4.0, arg_spread = 0.01, arg_trace_exercise = 0, arg_trace_baseline = 0;
 std::string arg_trace = "ok";
-bool arg_wrong = false, arg_env_bad = false, arg_quick = false;
+bool arg_wrong = false, arg_env_bad = false, arg_quick = false, arg_restrict = false;
 long arg_seed = 0;
 std::vector<std::string> arg_only;  // --variant: empty, every variant
 std::vector<std::string> arg_skipped;  // --skip-variant
@@ -229,6 +232,7 @@ int main(int argc, char** argv) {
     else if (a == "--record-fd") arg_record_fd = std::atoi(next().c_str());
     else if (a == "--record") arg_record = next();
     else if (a == "--replay") arg_replay = next();
+    else if (a == "--restrict-syscalls") arg_restrict = true;
     else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
       return 2;
@@ -275,6 +279,11 @@ int main(int argc, char** argv) {
   } else if (m == "nogpu") {
     std::fprintf(stderr, "no CUDA device is available\n");
     return 77;
+  } else if (m == "forks") {
+    if (arg_restrict) raise(SIGSYS);
+    const pid_t child = fork();
+    if (child == 0) _exit(0);
+    write_result(arg_nonce, 1.0, false);
   } else if (m == "noisy") {
     std::string line(1000, 'x');
     line += '\n';

@@ -1,0 +1,31 @@
+/// @file syscall_filter.hpp
+/// @brief What a graded lesson program may still ask of the kernel once the exercise can run.
+///
+/// The seal (docs/grading-security.md) refuses every named way for an exercise to reach the
+/// system: it cannot call `open`, `fork` or `system`. Native code can still find such a function
+/// without naming it (walking the C library's tables from an allowed function's address) or make
+/// a system call from an instruction hidden inside another. This filter closes both at the
+/// kernel: installed after the CUDA context, the result file and the record are open, and
+/// before the first exercise call, it leaves a program only what computing and printing need.
+#pragma once
+
+#include <string>
+
+namespace lab {
+
+/// Installs a seccomp filter on every thread of this process (the CUDA runtime's included), for
+/// good. Afterwards:
+/// - starting a program (execve, execveat), a process (fork, vfork, clone without
+///   CLONE_THREAD) or tracing one (ptrace, process_vm_readv/writev) kills the whole process with
+///   SIGSYS, and so does any system call of another ABI (int 0x80, x32);
+/// - opening a file (open, openat, openat2, creat), making an anonymous file (memfd_create) or a
+///   socket, and mapping or protecting memory as executable fail with EPERM;
+/// - clone3 fails with ENOSYS, so that the C library makes threads with clone, whose flags the
+///   filter can read;
+/// - everything else (reading and writing open descriptors, memory, threads, ioctl on the GPU's
+///   device files, time) is allowed.
+/// Returns false, with `why`, where the kernel refuses (no seccomp, or a container that forbids
+/// it): the caller decides whether to run on.
+bool restrict_system_calls(std::string& why);
+
+}  // namespace lab
