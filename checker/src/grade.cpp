@@ -469,6 +469,7 @@ std::optional<Report> grade_submission(const fs::path& submission, const std::ve
   report.name = submission_slug(submission);
   report.containment = describe_policy(sandbox_policy());
   report.baselines = opt.baselines;
+  report.system_calls = describe_syscall_filter(opt.judge.syscall_filter);
   report.started_at = utc_now();
   // Every submitted lesson staged first and built together (one build on every job), so the
   // lesson steps below only finish what it left or repeat a lesson's errors for its own log.

@@ -110,6 +110,13 @@ struct JudgeOptions {
   bool syscall_filter = false;
 };
 
+/// Whether lesson programs filter their system calls, in words, for output and records.
+inline std::string describe_syscall_filter(bool on) {
+  return on ? "filtered from the first exercise call on (lab/syscall_filter.hpp; not in lessons "
+              "whose check.toml says syscall_filter = false)"
+            : "not filtered (--no-syscall-filter)";
+}
+
 /// Runs `program` (a lesson built from some exercise.cu) and judges it by the lesson's rules.
 /// Never throws for anything the program does: a crash, a hang, garbage, all end as verdicts.
 LessonOutcome judge_program(const LessonConfig& lesson, const fs::path& program, const JudgeOptions& options);

@@ -336,8 +336,7 @@ int cmd_grade(const Common& c, const std::vector<std::string>& submissions, cons
   };
   if (table)
     std::cout << "containment: " << containment << "\nbaselines: " << opt.baselines
-              << "\nsystem calls: " << (opt.judge.syscall_filter ? "filtered from the first exercise call on" : "not filtered (--no-syscall-filter)")
-              << "\n";
+              << "\nsystem calls: " << describe_syscall_filter(opt.judge.syscall_filter) << "\n";
   // Configure the grading build once, up front, so each submission's time below is its own.
   const auto configure_t0 = std::chrono::steady_clock::now();
   build.prepare();

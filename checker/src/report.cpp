@@ -129,6 +129,7 @@ json report_json(const Report& r) {
               {"lessons", lessons}};
   if (!r.containment.empty()) doc["containment"] = r.containment;
   if (!r.baselines.empty()) doc["baselines"] = r.baselines;
+  if (!r.system_calls.empty()) doc["system_calls"] = r.system_calls;
   return doc;
 }
 

@@ -28,6 +28,7 @@ struct Report {
   bool complete = false;     ///< false while grading is under way (or was interrupted)
   std::string containment;   ///< how student processes were contained (sandbox.hpp); "" = not said
   std::string baselines;     ///< where the speedup rules' baselines were timed; "" = not said
+  std::string system_calls;  ///< whether lesson programs filtered their system calls; "" = not said
   std::vector<LessonOutcome> lessons;
 
   double score() const;

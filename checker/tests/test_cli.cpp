@@ -164,6 +164,8 @@ TEST_CASE("grade: builds each student's files against the pristine harness, surv
   CHECK(contains(r.out, "baselines: timed, and results checked, in a process of their own by the course's starter"));
   const json alice_record = json::parse(read_text(out / "alice" / "result.json"));
   CHECK(contains(alice_record["baselines"].get<std::string>(), "--baselines pristine"));
+  CHECK(contains(r.out, "system calls: filtered from the first exercise call on"));
+  CHECK(contains(alice_record["system_calls"].get<std::string>(), "filtered from the first exercise call on"));
   CHECK(contains(alice_record["lessons"][0]["rules"][1]["message"].get<std::string>(),
                  "timed in a run of the pristine lesson"));
   // Both lessons' results judged out of process, 91-other's too, which has no speedup rule.

@@ -65,13 +65,16 @@ bool restrict_system_calls(std::string& why) {
   p.code.push_back(BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, __X32_SYSCALL_BIT, 0, 1));
   p.answer(kill);  // the x32 ABI's numbers
   for (long nr : {SYS_fork, SYS_vfork}) p.on(nr, kill);
-  for (long nr : {SYS_open, SYS_creat}) p.on(nr, refuse);
+  for (long nr : {SYS_open, SYS_creat, SYS_link, SYS_symlink, SYS_mknod}) p.on(nr, refuse);
 #endif
   for (long nr : {SYS_execve, SYS_execveat, SYS_ptrace, SYS_process_vm_readv, SYS_process_vm_writev})
     p.on(nr, kill);
   p.on_bits(SYS_clone, 0, CLONE_THREAD, allow, kill);  // a thread, or a process
   p.on(SYS_clone3, SECCOMP_RET_ERRNO | ENOSYS);  // its flags are behind a pointer
-  for (long nr : {SYS_openat, SYS_openat2, SYS_memfd_create, SYS_socket, SYS_socketpair})
+  // io_uring opens files in the kernel's own threads, where no filter looks.
+  for (long nr : {SYS_openat, SYS_openat2, SYS_open_by_handle_at, SYS_linkat, SYS_symlinkat,
+                  SYS_mknodat, SYS_memfd_create, SYS_socket, SYS_socketpair, SYS_io_uring_setup,
+                  SYS_io_uring_enter, SYS_io_uring_register})
     p.on(nr, refuse);
   for (long nr : {SYS_mmap, SYS_mprotect, SYS_pkey_mprotect}) p.on_bits(nr, 2, PROT_EXEC, refuse, allow);
   p.answer(allow);

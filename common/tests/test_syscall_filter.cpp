@@ -62,6 +62,8 @@ TEST_SUITE("syscall_filter") {
     CHECK(under_filter([] { return refused(openat(AT_FDCWD, "forged.json", O_WRONLY | O_CREAT, 0600)); }) == 0);
     CHECK(under_filter([] { return refused(syscall(SYS_memfd_create, "x", 0)); }) == 0);
     CHECK(under_filter([] { return refused(socket(AF_UNIX, SOCK_STREAM, 0)); }) == 0);
+    CHECK(under_filter([] { return refused(symlinkat("/etc/passwd", AT_FDCWD, "result.json")); }) == 0);
+    CHECK(under_filter([] { return refused(syscall(SYS_io_uring_setup, 8, nullptr)); }) == 0);
     CHECK(under_filter([] {
             void* p = mmap(nullptr, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
             return p == MAP_FAILED ? refused(-1) : 1;

@@ -18,8 +18,10 @@ namespace lab {
 /// - starting a program (execve, execveat), a process (fork, vfork, clone without
 ///   CLONE_THREAD) or tracing one (ptrace, process_vm_readv/writev) kills the whole process with
 ///   SIGSYS, and so does any system call of another ABI (int 0x80, x32);
-/// - opening a file (open, openat, openat2, creat), making an anonymous file (memfd_create) or a
-///   socket, and mapping or protecting memory as executable fail with EPERM;
+/// - opening a file (open, openat, openat2, creat, open_by_handle_at), linking one (link,
+///   symlink, mknod and their *at forms), making an anonymous file (memfd_create), a socket or an
+///   io_uring (whose kernel threads would open files unfiltered), and mapping or protecting
+///   memory as executable fail with EPERM;
 /// - clone3 fails with ENOSYS, so that the C library makes threads with clone, whose flags the
 ///   filter can read;
 /// - everything else (reading and writing open descriptors, memory, threads, ioctl on the GPU's
