@@ -43,22 +43,6 @@ struct Common {
   bool syscall_filter = true;  // --no-syscall-filter: lesson programs run without the filter
 };
 
-/// Whether lesson programs filter their system calls (lab/syscall_filter.hpp). Where this machine
-/// cannot, `grade` refuses (it would grade without the guarantee and not say so); run and
-/// selftest say so and go on.
-bool use_syscall_filter(const Common& c, bool refuse) {
-  if (!c.syscall_filter) return false;
-  std::string why;
-  if (syscall_filter_available(why)) return true;
-  const std::string what = "this machine cannot filter a lesson program's system calls (" + why +
-                           "; seccomp, see docs/grading-security.md, \"The system-call filter\")";
-  if (refuse)
-    throw ConfigError(what + ": an exercise could then start processes and open files by means "
-                             "the seal cannot see. Pass --no-syscall-filter to grade without it");
-  std::cerr << "lab-check: " << what << ": running without it\n";
-  return false;
-}
-
 /// Sets how the command's student-facing processes are contained (docs/grading-security.md) and
 /// returns it in words. Throws ConfigError where the mode asked for cannot be had.
 std::string set_containment(const Common& c, const std::string& default_mode, SandboxPolicy policy) {
@@ -227,7 +211,7 @@ int cmd_run(const Common& c, const std::vector<std::string>& names, const std::s
   j.counters = c.counters;
   // One's own machine may not load the tracer: the times are judged anyway, and the output says so.
   j.corroborate = c.corroborate ? Corroborate::if_available : Corroborate::off;
-  j.syscall_filter = use_syscall_filter(c, false);
+  j.syscall_filter = use_syscall_filter(c.syscall_filter, false);
   const bool table = c.format == "table";
   const bool colour = table && use_colour(stdout);
   Report report;
@@ -317,7 +301,7 @@ int cmd_grade(const Common& c, const std::vector<std::string>& submissions, cons
   opt.judge.counters = c.counters;
   opt.judge.corroborate = c.corroborate ? Corroborate::required : Corroborate::off;
   opt.judge.tracer_probe = tracer_probe(bdir);
-  opt.judge.syscall_filter = use_syscall_filter(c, true);
+  opt.judge.syscall_filter = use_syscall_filter(c.syscall_filter, true);
   const bool use_pristine = pristine_baselines(c, "pristine");
   const std::vector<fs::path> pristine = pristine_programs(use_pristine, bdir, lessons);
   for (std::size_t i = 0; i < lessons.size(); ++i)
@@ -453,7 +437,7 @@ int cmd_selftest(const Common& c, const std::vector<std::string>& names, int rep
   opt.counters = c.counters;
   opt.corroborate = c.corroborate ? Corroborate::required : Corroborate::off;
   opt.tracer_probe = tracer_probe(bdir);
-  opt.syscall_filter = use_syscall_filter(c, false);
+  opt.syscall_filter = use_syscall_filter(c.syscall_filter, false);
   opt.pristine = pristine_baselines(c, "pristine");
   opt.jobs = jobs > 0 ? jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   GradingBuild grading(c.source_dir, bdir, bdir / "grading-selftest", opt.jobs);

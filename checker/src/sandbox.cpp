@@ -233,6 +233,45 @@ void set_sandbox_policy(SandboxPolicy policy) {
 
 const SandboxPolicy& sandbox_policy() { return g_policy; }
 
+namespace {
+
+// A probe that does the real thing in a forked child, which may write a report on `fd` before it
+// ends. What it wrote, and how it ended (a wait status); `why` is set where it could not start.
+struct Probe {
+  bool started = false;
+  std::string report;
+  int status = 0;
+  std::string why;
+};
+Probe probe_in_child(const std::function<void(int fd)>& child) {
+  Probe p;
+  int report[2];
+  if (::pipe2(report, O_CLOEXEC) != 0) {
+    p.why = std::string("pipe: ") + std::strerror(errno);
+    return p;
+  }
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(report[0]);
+    child(report[1]);
+    ::_exit(0);
+  }
+  ::close(report[1]);
+  if (pid < 0) {
+    p.why = std::string("fork: ") + std::strerror(errno);
+    ::close(report[0]);
+    return p;
+  }
+  char text[512];
+  for (ssize_t n; (n = ::read(report[0], text, sizeof text)) > 0;) p.report.append(text, static_cast<std::size_t>(n));
+  ::close(report[0]);
+  wait_for(pid, p.status);
+  p.started = true;
+  return p;
+}
+
+}  // namespace
+
 bool namespaces_available(std::string& why) {
   static int known = -1;  // -1: not probed yet
   static std::string known_why;
@@ -241,29 +280,15 @@ bool namespaces_available(std::string& why) {
     sandbox_detail::ChildPlan plan;
     plan.namespaces = true;
     plan.private_tmp = true;
-    int report[2];
-    if (::pipe2(report, O_CLOEXEC) != 0) {
-      known_why = std::string("pipe: ") + std::strerror(errno);
-      known = 0;
-    } else {
-      const pid_t pid = ::fork();
-      if (pid == 0) {
-        ::close(report[0]);
-        sandbox_detail::enter(plan, report[1]);
-        ::_exit(0);
-      }
-      ::close(report[1]);
-      sandbox_detail::StartFailure failure;
-      const bool failed = pid < 0 || ::read(report[0], &failure, sizeof failure) == sizeof failure;
-      ::close(report[0]);
-      int status = 0;
-      if (pid > 0) wait_for(pid, status);
-      known = !failed && pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-      if (failed && pid > 0)
-        known_why = std::string(failure.step) + ": " + std::strerror(failure.error);
-      else if (!known)
-        known_why = pid < 0 ? std::string("fork: ") + std::strerror(errno) : "the probe process failed";
-    }
+    const Probe p = probe_in_child([&](int fd) { sandbox_detail::enter(plan, fd); });
+    sandbox_detail::StartFailure failure;
+    const bool failed = p.report.size() == sizeof failure;
+    if (failed) std::memcpy(&failure, p.report.data(), sizeof failure);
+    known = p.started && !failed && WIFEXITED(p.status) && WEXITSTATUS(p.status) == 0;
+    known_why = !p.started ? p.why
+                : failed   ? std::string(failure.step) + ": " + std::strerror(failure.error)
+                : known    ? std::string()
+                           : "the probe process failed";
   }
   why = known_why;
   return known == 1;
@@ -273,43 +298,35 @@ bool syscall_filter_available(std::string& why) {
   static int known = -1;  // -1: not probed yet
   static std::string known_why;
   if (known < 0) {
-    int report[2];
-    if (::pipe2(report, O_CLOEXEC) != 0) {
-      known_why = std::string("pipe: ") + std::strerror(errno);
-      known = 0;
-    } else {
-      const pid_t pid = ::fork();
-      if (pid == 0) {
-        ::close(report[0]);
-        std::string failed;
-        if (!restrict_system_calls(failed)) {
-          (void)!::write(report[1], failed.data(), failed.size());
-          ::_exit(1);
-        }
-        const int fd = ::open("/dev/null", O_RDONLY);
-        if (fd >= 0 || errno != EPERM) {
-          const std::string said = "a file could still be opened under the filter";
-          (void)!::write(report[1], said.data(), said.size());
-          ::_exit(1);
-        }
-        ::fork();  // must not return
-        ::_exit(2);
-      }
-      ::close(report[1]);
-      char text[512];
-      ssize_t n = pid < 0 ? 0 : ::read(report[0], text, sizeof text);
-      ::close(report[0]);
-      int status = 0;
-      if (pid > 0) wait_for(pid, status);
-      known = pid > 0 && WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS;
-      if (!known)
-        known_why = pid < 0 ? std::string("fork: ") + std::strerror(errno)
-                    : n > 0 ? std::string(text, static_cast<std::size_t>(n))
-                            : "a process started under the filter was not stopped";
-    }
+    const Probe p = probe_in_child([](int fd) {
+      auto fail = [&](const std::string& said) {
+        (void)!::write(fd, said.data(), said.size());
+        ::_exit(1);
+      };
+      std::string failed;
+      if (!restrict_system_calls(failed)) fail(failed);
+      if (::open("/dev/null", O_RDONLY) >= 0 || errno != EPERM) fail("a file could still be opened under the filter");
+      ::fork();  // must end the process
+      fail("a process could still be started under the filter");
+    });
+    known = p.started && WIFSIGNALED(p.status) && WTERMSIG(p.status) == SIGSYS;
+    known_why = !p.started ? p.why : known ? std::string() : !p.report.empty() ? p.report : "the probe process failed";
   }
   why = known_why;
   return known == 1;
+}
+
+bool use_syscall_filter(bool wanted, bool refuse, const std::function<bool(std::string&)>& probe) {
+  if (!wanted) return false;
+  std::string why;
+  if (probe(why)) return true;
+  const std::string what = "this machine cannot filter a lesson program's system calls (" + why +
+                           "; seccomp, see docs/grading-security.md, \"The system-call filter\")";
+  if (refuse)
+    throw ConfigError(what + ": an exercise could then start processes and open files by means "
+                             "the seal cannot see. Pass --no-syscall-filter to grade without it");
+  std::cerr << "lab-check: " << what << ": running without it\n";
+  return false;
 }
 
 Containment choose_containment(const std::string& requested, std::string& note) {

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,13 @@ bool namespaces_available(std::string& why);
 /// probe is the real thing: a child installs the filter, must be refused a file, and must be
 /// killed when it then starts a process. If not, `why` says what failed. Probed once.
 bool syscall_filter_available(std::string& why);
+
+/// Whether lesson programs filter their system calls: `wanted` (false: --no-syscall-filter) and
+/// the machine can (`probe`). Where it cannot, `refuse` (grade) throws ConfigError naming what
+/// failed and the way out (it would grade without the guarantee and not say so); otherwise a
+/// line on stderr and false (run, selftest).
+bool use_syscall_filter(bool wanted, bool refuse,
+                        const std::function<bool(std::string&)>& probe = syscall_filter_available);
 
 /// Picks the mode for `requested` ("namespaces", "weak", "none" or "auto": namespaces where
 /// available, else weak). Throws ConfigError when namespaces are asked for and unavailable,

@@ -193,16 +193,18 @@ TEST_CASE("grade: builds each student's files against the pristine harness, surv
   CHECK(again.code == 0);
   CHECK(contains(again.out, "already graded"));
 
-  // Asked for: the baselines timed in the student's own program.
+  // Asked for: the baselines timed in the student's own program, and no system-call filter.
   const fs::path in_process_out = c.tmp.path() / "graded-in-process";
-  const Cli in_process = c.run({"--baselines", "in-process", "grade", (subs / "alice").string(),
-                                "--out", in_process_out.string()});
+  const Cli in_process = c.run({"--baselines", "in-process", "--no-syscall-filter", "grade",
+                                (subs / "alice").string(), "--out", in_process_out.string()});
   INFO(in_process.out << in_process.err);
   CHECK(in_process.code == 0);
   CHECK(contains(in_process.out, "baselines: timed in the student's program"));
   const json alice_in_process = json::parse(read_text(in_process_out / "alice" / "result.json"));
   CHECK(alice_in_process["score"] == 12);
   CHECK(contains(alice_in_process["baselines"].get<std::string>(), "--baselines in-process"));
+  CHECK(contains(in_process.out, "system calls: not filtered (--no-syscall-filter)"));
+  CHECK(alice_in_process["system_calls"] == "not filtered (--no-syscall-filter)");
   CHECK_FALSE(contains(alice_in_process["lessons"][0]["rules"][1]["message"].get<std::string>(),
                        "pristine"));
 

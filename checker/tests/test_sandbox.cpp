@@ -143,6 +143,21 @@ TEST_CASE("the system-call filter's probe: on this machine (as on the GPU machin
   std::string why;
   CHECK_MESSAGE(syscall_filter_available(why), why);
   CHECK(why.empty());
+  CHECK(use_syscall_filter(true, true));
+  CHECK_FALSE(use_syscall_filter(false, true));  // --no-syscall-filter
+  // Where the kernel refuses: grade refuses too, naming why and the way out; run goes on without.
+  auto refused = [](std::string& w) {
+    w = "seccomp refused the filter: Invalid argument";
+    return false;
+  };
+  try {
+    use_syscall_filter(true, true, refused);
+    FAIL("grade went on without the filter");
+  } catch (const ConfigError& e) {
+    CHECK(contains(e.what(), "cannot filter a lesson program's system calls (seccomp refused the filter"));
+    CHECK(contains(e.what(), "Pass --no-syscall-filter to grade without it"));
+  }
+  CHECK_FALSE(use_syscall_filter(true, false, refused));
 }
 
 TEST_CASE("weak mode: a detached grandchild (setsid, double fork, daemon) is killed after the program") {

@@ -26,8 +26,10 @@ namespace lab {
 ///   filter can read;
 /// - everything else (reading and writing open descriptors, memory, threads, ioctl on the GPU's
 ///   device files, time) is allowed.
-/// Returns false, with `why`, where the kernel refuses (no seccomp, or a container that forbids
-/// it): the caller decides whether to run on.
+/// @param[out] why where the kernel refuses (no seccomp, or a container that forbids it): what
+///                 it refused
+/// @return true once the filter is in force; false (nothing installed) where the kernel refused,
+///         and the caller decides whether to run on
 bool restrict_system_calls(std::string& why);
 
 }  // namespace lab
