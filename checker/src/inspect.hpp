@@ -37,7 +37,7 @@ struct ObjectSymbols {
   /// the module's unloading with it): a handler of the exercise's own would run after main
   bool exit_handler = false;
   /// sections no compiler makes for an exercise: executable ones not named .text*, a name used
-  /// twice, or one the seal cannot read (a space or quote in it); each described
+  /// twice, or one with a space, control or non-ASCII character in its name; each described
   std::vector<std::string> odd_sections;
   bool system_call = false;    ///< a syscall / sysenter / int 0x80 instruction in host code
 };

@@ -164,7 +164,8 @@ Attempt run_once(const LessonConfig& lesson, const fs::path& program, const Judg
                           std::to_string(seed), std::string("--nonce"), nonce})
     p.argv.push_back(arg);
   if (opt.quick) p.argv.push_back("--quick");
-  if (opt.syscall_filter && lesson.syscall_filter) p.argv.push_back("--restrict-syscalls");
+  const bool filtered = opt.syscall_filter && lesson.syscall_filter;
+  if (filtered) p.argv.push_back("--restrict-syscalls");
   // Measurements stop within a budget that leaves room to write the result before the kill.
   p.argv.push_back("--budget-s");
   p.argv.push_back(std::to_string(0.8 * timeout));
@@ -196,7 +197,7 @@ Attempt run_once(const LessonConfig& lesson, const fs::path& program, const Judg
   if (r.signal != 0) {
     a.reason = reason::crash;
     a.message = "the program crashed: " + how;
-    if (r.signal == SIGSYS && opt.syscall_filter && lesson.syscall_filter)
+    if (r.signal == SIGSYS && filtered)
       a.message += " (SIGSYS: the system-call filter stopped it starting a process or a program, "
                    "or tracing one, which no exercise may do)";
     return a;

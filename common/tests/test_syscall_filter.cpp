@@ -1,6 +1,7 @@
 // The system-call filter (lab/syscall_filter.hpp), each promise tried in a child process of its
 // own: the filter is for good, and some of what it forbids ends the process.
 #include <doctest/doctest.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -9,7 +10,7 @@
 
 #include <cerrno>
 #include <csignal>
-#include <fcntl.h>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <thread>
