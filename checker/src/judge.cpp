@@ -139,6 +139,20 @@ void trust_only_the_checker(json& doc, const GpuObservation& seen) {
 
 namespace {
 
+// Whether this lesson's programs run under the system-call filter (lab/syscall_filter.hpp):
+// every run the checker judges and the sanitizers' runs. Not ncu's: its code in the program opens
+// a lock file when it starts profiling, after the filter is in place (measured on an H200).
+bool filtered(const LessonConfig& lesson, const JudgeOptions& opt) {
+  return opt.syscall_filter && lesson.syscall_filter;
+}
+
+// What a run's end says about the filter: SIGSYS is the filter's answer to a forbidden call.
+std::string filter_note(const ProcessResult& r, const LessonConfig& lesson, const JudgeOptions& opt) {
+  if (r.signal != SIGSYS || !filtered(lesson, opt)) return "";
+  return " (SIGSYS: the system-call filter stopped it starting a thread, a process or a program, "
+         "or tracing one, which no exercise may do)";
+}
+
 // One run of a lesson program. `name` tells its files apart in the work folder ("" for the
 // student's program, "pristine-" for the pristine one); `more` goes after the lesson's args.
 // `seed`: the inputs' (a replay uses the student's run's); `record`: where the program's record
@@ -164,8 +178,7 @@ Attempt run_once(const LessonConfig& lesson, const fs::path& program, const Judg
                           std::to_string(seed), std::string("--nonce"), nonce})
     p.argv.push_back(arg);
   if (opt.quick) p.argv.push_back("--quick");
-  const bool filtered = opt.syscall_filter && lesson.syscall_filter;
-  if (filtered) p.argv.push_back("--restrict-syscalls");
+  if (filtered(lesson, opt)) p.argv.push_back("--restrict-syscalls");
   // Measurements stop within a budget that leaves room to write the result before the kill.
   p.argv.push_back("--budget-s");
   p.argv.push_back(std::to_string(0.8 * timeout));
@@ -196,10 +209,7 @@ Attempt run_once(const LessonConfig& lesson, const fs::path& program, const Judg
   }
   if (r.signal != 0) {
     a.reason = reason::crash;
-    a.message = "the program crashed: " + how;
-    if (r.signal == SIGSYS && filtered)
-      a.message += " (SIGSYS: the system-call filter stopped it starting a process or a program, "
-                   "or tracing one, which no exercise may do)";
+    a.message = "the program crashed: " + how + filter_note(r, lesson, opt);
     return a;
   }
   if (r.exit_code == 77) {
@@ -390,6 +400,7 @@ void run_sanitizers(const LessonConfig& lesson, const fs::path& program, const J
                           std::to_string(random_seed()), std::string("--nonce"), random_hex(16),
                           std::string("--quick")})
       p.argv.push_back(a);
+    if (filtered(lesson, opt)) p.argv.push_back("--restrict-syscalls");
     p.workdir = work;
     p.timeout_s = timeout;
     p.stdout_path = p.stderr_path = output;
@@ -417,7 +428,7 @@ void run_sanitizers(const LessonConfig& lesson, const fs::path& program, const J
                       (found.front().location.empty() ? "" : " at " + found.front().location)));
     } else if (r.signal != 0) {
       line.verdict = worse(line.verdict, Verdict::error);
-      notes.push_back(tool + ": the program " + describe(r, timeout));
+      notes.push_back(tool + ": the program " + describe(r, timeout) + filter_note(r, lesson, opt));
     }
   }
   if (line.verdict == Verdict::pass) notes.push_back("memcheck and racecheck found no errors");
@@ -446,7 +457,7 @@ void judge_counters(const LessonConfig& lesson, const fs::path& program, const J
     CounterOptions co;
     co.ncu_cmd = opt.ncu_cmd;
     co.timeout_s = timeout;
-    co.program_args = lesson.args;
+    co.program_args = lesson.args;  // unfiltered: ncu's code in the program opens files then
     judged["counters"][variant] =
         counter_readings(run_under_ncu(program, variant, metrics, co, work), names);
   }

@@ -133,7 +133,7 @@ TEST_CASE("judge: every way a program can misbehave is an error with its reason"
   const LessonOutcome stopped = judge_program(fake_lesson({"--mode", "forks"}, standard_rules()), kFake, filtered);
   CHECK(stopped.verdict == Verdict::error);
   CHECK(stopped.reason == "crash");
-  CHECK(contains(stopped.message, "SIGSYS: the system-call filter stopped it starting a process"));
+  CHECK(contains(stopped.message, "SIGSYS: the system-call filter stopped it starting a thread, a process"));
   LessonConfig unfiltered = fake_lesson({"--mode", "forks"}, standard_rules());
   unfiltered.syscall_filter = false;
   CHECK(judge_program(unfiltered, kFake, filtered).verdict == Verdict::pass);
@@ -272,6 +272,53 @@ TEST_CASE("sanitizer: findings with file:line, and a missing tool is not the stu
   auto none = judge_program(fake_lesson({"--mode", "result"}, standard_rules()), kFake, opt);
   CHECK(none.sanitizer->verdict == Verdict::environment);
   CHECK(none.sanitizer->message == "compute-sanitizer is not on PATH, so nothing was checked");
+}
+
+TEST_CASE("the system-call filter is asked for under compute-sanitizer, not under ncu") {
+  // Stand-in tools that keep the command line they were given and find nothing.
+  TempDir dir;
+  auto tool = [&](const std::string& name) {
+    const fs::path path = dir.path() / name;
+    write_text(path, "#!/bin/sh\necho \"$@\" >> '" + (dir.path() / (name + ".args")).string() + "'\n");
+    fs::permissions(path, fs::perms::owner_all);
+    return path.string();
+  };
+  std::vector<Rule> rules = standard_rules();
+  Rule counter;
+  counter.id = "c";
+  counter.kind = RuleKind::counter;
+  counter.variant = "exercise";
+  counter.counter = "global_load_efficiency";
+  counter.min = 0.8;
+  counter.points = 1;
+  rules.push_back(counter);
+  JudgeOptions opt;
+  opt.inspect = false;  // a stand-in program: no object files to inspect
+  opt.sanitize = true;
+  opt.sanitizer_cmd = {tool("sanitizer")};
+  opt.ncu_cmd = {tool("ncu")};
+  opt.syscall_filter = true;
+  auto lines = [&](const std::string& name) {
+    std::ifstream in(dir.path() / (name + ".args"));
+    std::vector<std::string> out;
+    for (std::string line; std::getline(in, line);) out.push_back(line);
+    return out;
+  };
+  judge_program(fake_lesson({"--mode", "result"}, rules), kFake, opt);
+  REQUIRE(lines("sanitizer").size() == 2);  // memcheck, racecheck
+  for (const auto& line : lines("sanitizer")) CHECK(contains(line, " --restrict-syscalls"));
+  // ncu's code in the program opens a lock file once profiling starts: no filter there.
+  REQUIRE(lines("ncu").size() == 1);
+  CHECK_FALSE(contains(lines("ncu")[0], "--restrict-syscalls"));
+
+  // A lesson that opts out (11) is not filtered there either.
+  fs::remove(dir.path() / "sanitizer.args");
+  fs::remove(dir.path() / "ncu.args");
+  LessonConfig unfiltered = fake_lesson({"--mode", "result"}, rules);
+  unfiltered.syscall_filter = false;
+  judge_program(unfiltered, kFake, opt);
+  REQUIRE(lines("sanitizer").size() == 2);
+  for (const auto& line : lines("sanitizer")) CHECK_FALSE(contains(line, "--restrict-syscalls"));
 }
 
 TEST_CASE("judge: with a pristine program, a baseline slowed in the student's process buys nothing") {

@@ -15,17 +15,17 @@ namespace lab {
 
 /// Installs a seccomp filter on every thread of this process (the CUDA runtime's included), for
 /// good. Afterwards:
-/// - starting a program (execve, execveat), a process (fork, vfork, clone without
-///   CLONE_THREAD) or tracing one (ptrace, process_vm_readv/writev) kills the whole process with
-///   SIGSYS, and so does any system call of another ABI (int 0x80, x32);
+/// - starting a program (execve, execveat), a process or a thread (fork, vfork, clone, clone3)
+///   or tracing one (ptrace, process_vm_readv/writev) kills the whole process with SIGSYS, and
+///   so does any system call of another ABI (int 0x80, x32): the CUDA runtime starts its threads
+///   with the context, before the filter;
 /// - opening a file (open, openat, openat2, creat, open_by_handle_at), linking one (link,
 ///   symlink, mknod and their *at forms), making an anonymous file (memfd_create), a socket or an
-///   io_uring (whose kernel threads would open files unfiltered), and mapping or protecting
-///   memory as executable fail with EPERM;
-/// - clone3 fails with ENOSYS, so that the C library makes threads with clone, whose flags the
-///   filter can read;
-/// - everything else (reading and writing open descriptors, memory, threads, ioctl on the GPU's
-///   device files, time) is allowed.
+///   io_uring (whose kernel threads would open files unfiltered), mapping or protecting memory
+///   as executable, adding a seccomp filter (seccomp, prctl PR_SET_SECCOMP) and making the
+///   process dumpable again (prctl PR_SET_DUMPABLE) fail with EPERM;
+/// - everything else (reading and writing open descriptors, memory, ioctl on the GPU's device
+///   files, time) is allowed.
 /// @param[out] why where the kernel refuses (no seccomp, or a container that forbids it): what
 ///                 it refused
 /// @return true once the filter is in force; false (nothing installed) where the kernel refused,
