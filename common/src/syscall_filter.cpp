@@ -53,10 +53,12 @@ struct Program {
   // otherwise go on, the number still loaded.
   void on_values(long nr, int arg, std::initializer_list<std::uint32_t> values, std::uint32_t action) {
     const auto n = static_cast<unsigned char>(values.size());
-    code.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, static_cast<std::uint32_t>(nr), 0, n + 3));
+    code.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, static_cast<std::uint32_t>(nr), 0,
+                            static_cast<unsigned char>(n + 3)));  // past the load, tests, answers
     load(offsetof(seccomp_data, args) + 8 * arg);
-    unsigned char left = n;
-    for (std::uint32_t v : values) code.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, v, --left + 1, 0));
+    unsigned char after = n;  // tests after this one; a match jumps past them and the allow
+    for (std::uint32_t v : values)
+      code.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, v, static_cast<unsigned char>(--after + 1), 0));
     answer(SECCOMP_RET_ALLOW);
     answer(action);
   }
