@@ -16,8 +16,8 @@
 #   scripts/gpu-round.sh shared    lab-check run (LESSONS, solution and starter) while another
 #                                  CUDA process keeps the GPU busy: verdicts read environment
 #   scripts/gpu-round.sh filter    the system-call filter under the tools that inject themselves:
-#                                  the counter rules (ncu) of LESSONS (04 05 10) judged with and
-#                                  without it, and compute-sanitizer on lesson 05 with it
+#                                  ncu on lesson 04 with and without it, compute-sanitizer on
+#                                  lesson 05 with it
 #   scripts/gpu-round.sh tracer    the checker's tracer injected by hand into lesson 09 (what it
 #                                  costs), then every solution judged with it (agreement)
 # Every phase but build expects the release build to exist (build first, in the same call).
@@ -135,15 +135,14 @@ case $phase in
     step agreement python3 checker/tracer/agreement.py "$log/corroboration.json"
     ;;
   filter)
+    # ncu on lesson 04's exercise with the program under the filter (which the checker does not
+    # ask for: ncu's code in the program opens a lock file once profiling starts), then without;
+    # compute-sanitizer through the checker, which filters it.
     for f in on off; do
-      no=; [ $f = off ] && no=--no-syscall-filter
-      step "filter-counters-$f" bash -c "'$build/checker/lab-check' $no run ${LESSONS:-04 05 10} \
-        --build solution --report --format json > '$log/filter-counters-$f.json'"
-      python3 -c 'import json,sys
-for l in json.load(open(sys.argv[1]))["lessons"]:
-  for r in l["rules"]:
-    if r.get("kind") == "counter": print(l["lesson"], r["id"], r["verdict"], r.get("message", ""))' \
-        "$log/filter-counters-$f.json"
+      flag=; [ $f = on ] && flag=--restrict-syscalls
+      step "filter-ncu-$f" ncu --clock-control none --profile-from-start off --metrics \
+        gpu__time_duration.sum "$build/lessons/04-coalescing/solution" --profile --quick \
+        --variant exercise ${flag:+"$flag"}
     done
     step filter-sanitize "$build/checker/lab-check" run 05 --build solution --quick --sanitize --report
     ;;

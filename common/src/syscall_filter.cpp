@@ -83,7 +83,7 @@ bool restrict_system_calls(std::string& why) {
   for (long nr : {SYS_execve, SYS_execveat, SYS_ptrace, SYS_process_vm_readv, SYS_process_vm_writev})
     p.on(nr, kill);
   // No new thread or process: the CUDA runtime's threads are started with its context, before
-  // the filter (measured on the H100: every lesson runs with none after it).
+  // the filter (measured on an H200: every lesson runs with none after it).
   p.on(SYS_clone, kill);
   p.on(SYS_clone3, kill);
   // The filter stays as it is: no second filter of the program's own (one that answered the
