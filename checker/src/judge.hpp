@@ -105,8 +105,9 @@ struct JudgeOptions {
   /// overwritten (lesson 11's exercise may open files): an `error`, never `environment`.
   fs::path tracer_probe;
   /// Pass --restrict-syscalls to the lesson programs of lessons that allow it
-  /// (LessonConfig::syscall_filter): no new files, processes or executable memory once the
-  /// exercise can run (lab/syscall_filter.hpp).
+  /// (LessonConfig::syscall_filter), in their runs for a verdict and under compute-sanitizer
+  /// (not under ncu, whose code in the program opens a lock file): no new files, threads,
+  /// processes or executable memory once the exercise can run (lab/syscall_filter.hpp).
   bool syscall_filter = false;
 };
 

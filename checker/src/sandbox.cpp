@@ -323,8 +323,8 @@ bool use_syscall_filter(bool wanted, bool refuse, const std::function<bool(std::
   const std::string what = "this machine cannot filter a lesson program's system calls (" + why +
                            "; seccomp, see docs/grading-security.md, \"The system-call filter\")";
   if (refuse)
-    throw ConfigError(what + ": an exercise could then start processes and open files by means "
-                             "the seal cannot see. Pass --no-syscall-filter to grade without it");
+    throw ConfigError(what + ": an exercise could then start threads or processes and open files "
+                             "by means the seal cannot see. Pass --no-syscall-filter to grade without it");
   std::cerr << "lab-check: " << what << ": running without it\n";
   return false;
 }

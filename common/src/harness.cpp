@@ -16,6 +16,7 @@
 #include <random>
 #include <sys/prctl.h>
 #include <unistd.h>
+#include <utility>
 
 #include "lab/check.hpp"
 #include "lab/record.hpp"
@@ -122,8 +123,8 @@ Lesson::Lesson(std::string id, std::string title) : state_(std::make_unique<Stat
                    "80% of it and stop, marked not converged, when their share is spent")
       ->check(CLI::PositiveNumber);
   s.app.add_flag("--restrict-syscalls", s.restrict_syscalls,
-                 "From the first exercise call on, allow no new files, processes or executable "
-                 "memory (lab/syscall_filter.hpp; the checker passes it)");
+                 "From the first exercise call on, allow no new files, threads, processes or "
+                 "executable memory (lab/syscall_filter.hpp; the checker passes it)");
 #ifdef LAB_DEVICE_DEBUG_BUILD
   s.result.debug_build = true;
 #endif
@@ -555,11 +556,10 @@ int Lesson::run(int argc, char** argv, const std::function<void(Lesson&)>& body)
   // The result file is opened now, as PATH.tmp, and renamed into place when written: a folder
   // it cannot be written to fails here, not after the whole measurement, and with the system
   // calls restricted no file could be opened at the end.
-  const std::string json_tmp = s.json_path + ".tmp";
   if (!s.json_path.empty()) {
     std::error_code ec;
     const bool folder = std::filesystem::is_directory(s.json_path, ec);
-    s.json_file = folder ? nullptr : std::fopen(json_tmp.c_str(), "wb");
+    s.json_file = folder ? nullptr : open_for_atomic_write(s.json_path);
     if (!s.json_file) {
       const int error = errno;
       const std::string why = folder ? "it is a folder"
@@ -569,14 +569,7 @@ int Lesson::run(int argc, char** argv, const std::function<void(Lesson&)>& body)
     }
   }
   auto write = [&] {
-    if (!s.json_file) return;
-    const std::string text = to_json_text(r);
-    const bool written = std::fwrite(text.data(), 1, text.size(), s.json_file) == text.size();
-    const bool closed = std::fclose(s.json_file) == 0;
-    s.json_file = nullptr;
-    if (!written || !closed) throw std::runtime_error("cannot write " + json_tmp);
-    if (std::rename(json_tmp.c_str(), s.json_path.c_str()) != 0)
-      throw std::runtime_error("cannot rename " + json_tmp + " to " + s.json_path);
+    if (s.json_file) commit_atomic_write(std::exchange(s.json_file, nullptr), s.json_path, to_json_text(r));
   };
   const std::string no_gpu = gpu_unavailable_reason();
   if (!no_gpu.empty()) {
@@ -609,8 +602,10 @@ int Lesson::run(int argc, char** argv, const std::function<void(Lesson&)>& body)
     code = kExitCudaError;
   }
   if (s.profile) {  // no result file
-    if (s.json_file) std::fclose(s.json_file);
-    if (!s.json_path.empty()) std::remove(json_tmp.c_str());
+    if (s.json_file) {
+      std::fclose(s.json_file);
+      std::remove((s.json_path + ".tmp").c_str());
+    }
     return code;
   }
   if (s.replaying()) summarize_replay();

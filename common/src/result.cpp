@@ -3,7 +3,6 @@
 
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -181,17 +180,23 @@ std::string to_json_text(const Result& r) {
   return doc.dump(2) + "\n";
 }
 
+std::FILE* open_for_atomic_write(const std::string& path) {
+  return std::fopen((path + ".tmp").c_str(), "wb");
+}
+
+void commit_atomic_write(std::FILE* tmp, const std::string& path, const std::string& text) {
+  const std::string tmp_path = path + ".tmp";
+  const bool written = std::fwrite(text.data(), 1, text.size(), tmp) == text.size();
+  const bool closed = std::fclose(tmp) == 0;
+  if (!written || !closed) throw std::runtime_error("cannot write " + tmp_path);
+  if (std::rename(tmp_path.c_str(), path.c_str()) != 0)
+    throw std::runtime_error("cannot rename " + tmp_path + " to " + path);
+}
+
 void write_file_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error("cannot write " + tmp);
-    out << text;
-    out.flush();
-    if (!out) throw std::runtime_error("cannot write " + tmp);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    throw std::runtime_error("cannot rename " + tmp + " to " + path);
+  std::FILE* tmp = open_for_atomic_write(path);
+  if (!tmp) throw std::runtime_error("cannot write " + path + ".tmp");
+  commit_atomic_write(tmp, path, text);
 }
 
 }  // namespace lab

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdio>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -176,5 +177,18 @@ std::string to_json_text(const Result& result);
 /// @param path destination
 /// @param text content
 void write_file_atomically(const std::string& path, const std::string& text);
+
+/// @brief The first half of write_file_atomically, for a writer that must open its file early
+/// (a lesson program opens its result file before the system calls are restricted).
+/// @param path destination
+/// @return `path`.tmp opened for writing, or nullptr (errno says why)
+std::FILE* open_for_atomic_write(const std::string& path);
+
+/// @brief The second half: writes @p text to @p tmp, closes it and renames it to @p path.
+/// @param tmp from open_for_atomic_write(@p path); closed whatever happens
+/// @param path destination
+/// @param text content
+/// @throws std::runtime_error if it cannot be written, closed or renamed
+void commit_atomic_write(std::FILE* tmp, const std::string& path, const std::string& text);
 
 }  // namespace lab
