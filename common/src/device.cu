@@ -54,6 +54,11 @@ const DeviceInfo& device_info() {
   return info;
 }
 
+int grid_for(long long items, long long per_block, int blocks_per_sm) {
+  const long long want = (items + per_block - 1) / per_block;
+  return static_cast<int>(std::clamp<long long>(want, 1, 1LL * blocks_per_sm * device_info().sms));
+}
+
 int other_gpu_processes() {
   // NVML is loaded at run time: linking it would stop the program from even starting on a
   // machine without a driver (CI).

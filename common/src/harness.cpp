@@ -39,6 +39,11 @@ struct Lesson::State {
   std::string mode = to_string(Mode::Cold);  // --mode, read into result.mode
   std::unique_ptr<Stream> stream;
   std::vector<std::string> notes;
+  struct Sized {  // an option whose 0 means a default that depends on --quick
+    long long* value;
+    long long normal, quick;
+  };
+  std::vector<Sized> sized;
   // Results judged out of process (lab/record.hpp): the student's program writes the record to
   // --record-fd; the course's program reads it with --replay.
   int record_fd = -1;
@@ -142,6 +147,15 @@ void Lesson::declare(const std::string& name, Role role, const std::string& desc
 
 void Lesson::option(const std::string& flag, long long* value, const std::string& help) {
   state_->app.add_option(flag, *value, help)->capture_default_str();
+}
+
+void Lesson::option(const std::string& flag, long long* value, const std::string& what,
+                    long long normal, long long quick) {
+  state_->app.add_option(flag, *value,
+                         what + " (0: " + std::to_string(normal) + ", or " + std::to_string(quick) +
+                             " with --quick)")
+      ->capture_default_str();
+  state_->sized.push_back({value, normal, quick});
 }
 
 bool Lesson::quick() const { return state_->result.quick; }
@@ -534,6 +548,8 @@ int Lesson::run(int argc, char** argv, const std::function<void(Lesson&)>& body)
     return code == 0 ? kExitOk : kExitUsage;
   }
   r.mode = *mode_named(s.mode);  // --mode accepts only the modes' names
+  for (const State::Sized& o : s.sized)
+    if (*o.value <= 0) *o.value = r.quick ? o.quick : o.normal;
   // Measurements may use 80% of the budget; the rest is for the context, the ceilings, the
   // validations and the result file.
   if (s.budget_s > 0) set_time_budget(0.8 * s.budget_s);

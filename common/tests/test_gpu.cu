@@ -253,6 +253,50 @@ TEST_CASE("a guarded output sees a write past its end, to the last byte of its g
   CHECK(none.damage(s).empty());
 }
 
+TEST_CASE("an output checked in one step: compared, its guard zone read, recorded") {
+  lab::Stream s;
+  lab::DeviceBuffer<float> in(300);
+  lab::fill_random(in.data(), in.size(), 11, s);
+  std::vector<float> back;
+  in.download(s, back);
+  REQUIRE(back.size() == 300);
+  CHECK(back == in.download(s));
+  CHECK(back[299] == lab::random_input(11, 299));
+  CHECK(lab::grid_for(1, 256, 4) == 1);
+  CHECK(lab::grid_for(257, 256, 4) == 2);
+  CHECK(lab::grid_for(1LL << 40, 256, 4) == 4 * lab::device_info().sms);
+
+  lab::Lesson lesson("99-check-output", "check_output test");
+  lesson.declare("exercise", lab::Role::Exercise, "yours");
+  std::vector<std::string> args = {"/x/solution"};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  lesson.run(1, argv.data(), [&](lab::Lesson& l) {
+    lab::GuardedBuffer<float> y(100, "y");
+    y.reset(s);
+    const std::vector<float> got = {1, 2, 5}, expected = {1, 2, 3};
+    // Values picked at y[10], y[20], y[30]: the mismatch names y's own index.
+    lab::Comparison c = lab::check_output(l, "exercise", "picked", y, got, expected,
+                                          lab::Tolerance{0, 0}, s, {10, 20, 30});
+    CHECK_FALSE(c.ok);
+    REQUIRE(c.first.size() == 1);
+    CHECK(c.first[0].index == 30);
+    write_at<<<1, 1, 0, s>>>(y.data(), 100, 1.0f);  // the guard zone's first element
+    LAB_CHECK_LAUNCH();
+    c = lab::check_output(l, "exercise", "whole", y, expected, expected, lab::Tolerance{0, 0}, s);
+    CHECK_FALSE(c.ok);
+    CHECK(c.note.find("wrote past the end of y") == 0);
+    y.reset(s);
+    CHECK(y.damage(s).empty());
+  });
+  const auto& checks = lesson.result().variants.at(0).checks;
+  REQUIRE(checks.size() == 2);
+  CHECK(checks[0].name == "picked");
+  CHECK_FALSE(checks[0].ok);
+  CHECK(checks[1].name == "whole");
+  CHECK_FALSE(checks[1].ok);
+}
+
 TEST_CASE("a changed read-only input is found on the device, with its first changed element") {
   lab::Stream s;
   const std::size_t n = 100003;

@@ -83,6 +83,24 @@ TEST_CASE("a run writes the result file; without a GPU it says so and exits 77")
   std::remove(path.c_str());
 }
 
+TEST_CASE("a size option's 0 means its default, which --quick changes; a given size stays") {
+  auto size_after = [](std::vector<std::string> args) {
+    lab::Lesson lesson("99-test", "harness test");
+    lesson.declare("exercise", lab::Role::Exercise, "yours");
+    long long n = 0;
+    lesson.option("--n", &n, "floats", 4096, 64);
+    args.insert(args.begin(), "/some/dir/solution");
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    lesson.run(static_cast<int>(argv.size()), argv.data(), [&](lab::Lesson&) { CHECK(n > 0); });
+    return n;  // resolved right after parsing, with or without a GPU
+  };
+  CHECK(size_after({}) == 4096);
+  CHECK(size_after({"--quick"}) == 64);
+  CHECK(size_after({"--n", "100", "--quick"}) == 100);
+  CHECK(size_after({"--n", "0"}) == 4096);
+}
+
 namespace {
 
 // Whether a forked child, as a user that is not root (root reads any file), can open its own

@@ -12,28 +12,9 @@
 //   offset_1        stride 1, but the whole array shifted by one float (misaligned by 4 bytes).
 //
 // Students read this file; they do not edit it. The checker compiles your exercise.cu against it.
-#include <algorithm>
-#include <cmath>
-#include <cstdint>
-#include <memory>
-#include <random>
-#include <stdexcept>
-#include <string>
-#include <vector>
-
 #include "exercise.cuh"
-#include "lab/check.hpp"
 #include "lab/cublas.hpp"
-#include "lab/data.hpp"
-#include "lab/format.hpp"
-#include "lab/guard.hpp"
-#include "lab/harness.hpp"
-#include "lab/memory.hpp"
-#include "lab/ratio.hpp"
-#include "lab/read_only.cuh"
-#include "lab/timed_calls.hpp"
-#include "lab/validate.hpp"
-#include "lab/variant.hpp"
+#include "lab/lesson.cuh"
 
 namespace {
 
@@ -113,9 +94,7 @@ void launch_strided(float* a, unsigned log2_n, unsigned log2_stride, cudaStream_
 // ---------------------------------------------------------------------------------------------
 // A gemv problem on the device.
 
-// y is a lab::GuardedBuffer: a guard zone of one 2 MiB page after y[rows - 1], checked to its end
-// after every validated or verified call (an out-of-bounds write inside the allocation would never
-// crash, so it must be looked for, and a stray index can land far past the end).
+// y is a lab::GuardedBuffer: its guard zone is checked after every validated or verified call.
 struct Gemv {
   int rows = 0, cols = 0;
   float alpha = 1.0f, beta = 0.0f;
@@ -216,9 +195,7 @@ void validate(lab::Lesson& l, const lab::Variant<Gemv>& v, Gemv& g, const std::v
   set_y(g, y0, s);
   v.launch(g, s);
   LAB_CHECK(cudaGetLastError());
-  lab::Comparison c = l.compare(v.name, case_name, g.y.download(s), ref.y, ref.tolerance);
-  g.y.check_guard(c, s);
-  l.check(v.name, case_name, c);
+  lab::check_output(l, v.name, case_name, g.y, g.y.download(s), ref.y, ref.tolerance, s);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -284,11 +261,8 @@ class TimedCalls : public lab::TimedCalls {
       expected[k] = static_cast<float>(g_.alpha * sum + old);
       largest = std::max(largest, std::fabs(g_.alpha) * magnitude + std::fabs(old));
     }
-    lab::Comparison c = l_.compare("exercise", case_name, picked.data(), expected.data(), kRows,
-                                   gemv_tolerance(g_.cols, largest));
-    for (lab::Mismatch& m : c.first) m.index = rows[m.index];  // report y's own index
-    g_.y.check_guard(c, s);
-    l_.check("exercise", case_name, c);
+    lab::check_output(l_, "exercise", case_name, g_.y, picked, expected,
+                      gemv_tolerance(g_.cols, largest), s, rows);  // mismatches name y's index
   }
 
   lab::Lesson& l_;
@@ -365,13 +339,11 @@ int main(int argc, char** argv) {
                 "stride 1 on an array that starts 4 bytes past a 32-byte sector boundary", 1, 0);
 
   long long rows = 0, cols = 0;
-  lesson.option("--rows", &rows, "rows of A at the timing size (0: 16384, or 2048 with --quick)");
-  lesson.option("--cols", &cols, "columns of A at the timing size (0: 16384, or 2048 with --quick)");
+  lesson.option("--rows", &rows, "rows of A at the timing size", 16384, 2048);
+  lesson.option("--cols", &cols, "columns of A at the timing size", 16384, 2048);
 
   return lesson.run(argc, argv, [&](lab::Lesson& l) {
     cudaStream_t stream = l.stream();
-    if (rows <= 0) rows = l.quick() ? 2048 : 16384;
-    if (cols <= 0) cols = l.quick() ? 2048 : 16384;
     if (rows > (1 << 30) || cols > (1 << 30)) throw std::invalid_argument("--rows/--cols too large");
     if (l.selected("cublas")) cublas = std::make_unique<lab::CublasHandle>();
     const bool col_major = gemvs.needs() & kColumnMajor;
@@ -443,8 +415,7 @@ int main(int argc, char** argv) {
         LAB_CHECK(cudaMemcpyAsync(buf.data(), in.data(), buf.bytes(), cudaMemcpyHostToDevice, stream));
         Sweep w{buf.data(), log2_small};
         v->launch(w, stream);
-        LAB_CHECK(cudaMemcpyAsync(out.data(), buf.data(), buf.bytes(), cudaMemcpyDeviceToHost, stream));
-        LAB_CHECK(cudaStreamSynchronize(stream));
+        buf.download(stream, out);
         std::vector<float> expected(in);
         for (std::size_t i = 0; i < small; ++i)
           expected[v->offset + i] = in[v->offset + i] * 0.5f + 1.0f;

@@ -34,6 +34,14 @@ std::string gpu_unavailable_reason();
 /// @return the current device's properties (read on first call, then cached)
 const DeviceInfo& device_info();
 
+/// @brief Blocks for a grid-stride kernel: enough for @p items at @p per_block each, at least
+/// one, and at most @p blocks_per_sm on every SM (more would only wait for a free SM).
+/// @param items elements (or rows...) to cover
+/// @param per_block how many one block takes on in one pass
+/// @param blocks_per_sm the most blocks per SM worth launching
+/// @return the grid size
+int grid_for(long long items, long long per_block, int blocks_per_sm);
+
 /// @return the number of other processes with a context on this GPU (through NVML, loaded at run
 ///         time if the driver provides it), or -1 when that cannot be known
 int other_gpu_processes();

@@ -12,6 +12,7 @@
 
 #include "lab/check.hpp"
 #include "lab/data.hpp"
+#include "lab/harness.hpp"
 #include "lab/memory.hpp"
 #include "lab/validate.hpp"
 
@@ -68,6 +69,13 @@ class GuardedBuffer {
     return host;
   }
 
+  /// @brief Before a run: poison() the elements and arm() the guard zone.
+  /// @param stream where to enqueue both
+  void reset(cudaStream_t stream) const {
+    poison(stream);
+    arm(stream);
+  }
+
   /// @brief Copies the guard zone back (waits for @p stream) and looks at every byte of it.
   /// @param stream where to enqueue the copy
   /// @return "" when the zone is intact, else what was written there, in words
@@ -120,5 +128,32 @@ class GuardedBuffer {
   std::string name_;
   DeviceBuffer<T> memory_;  // count_ + guard_ elements
 };
+
+/// @brief A variant's output judged and recorded in one step: @p got against @p expected
+/// (Lesson::compare, so the record can replay it), then @p out's guard zone (check_guard), then
+/// Lesson::check under @p case_name.
+/// @param l the lesson
+/// @param variant a declared variant
+/// @param case_name the case
+/// @param out the output buffer the values came from (its guard zone is read on @p stream)
+/// @param got the values compared: all of @p out, or those at @p index
+/// @param expected the reference, one per value of @p got
+/// @param tol the tolerance
+/// @param stream the lesson's stream
+/// @param index where each value of @p got lies in @p out (empty: got[i] is out[i]), so that a
+///        mismatch names the output's own index
+/// @return the comparison, as recorded
+template <class T>
+Comparison check_output(Lesson& l, const std::string& variant, const std::string& case_name,
+                        const GuardedBuffer<T>& out, const std::vector<T>& got,
+                        const std::vector<T>& expected, Tolerance tol, cudaStream_t stream,
+                        const std::vector<std::size_t>& index = {}) {
+  Comparison c = l.compare(variant, case_name, got, expected, tol);
+  if (!index.empty())
+    for (Mismatch& m : c.first) m.index = index[m.index];
+  out.check_guard(c, stream);
+  l.check(variant, case_name, c);
+  return c;
+}
 
 }  // namespace lab

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <utility>
+#include <vector>
 
 #include "lab/check.hpp"
 
@@ -38,6 +39,22 @@ class DeviceBuffer {
   std::size_t size() const noexcept { return count_; }
   /// @return the size in bytes
   std::size_t bytes() const noexcept { return count_ * sizeof(T); }
+  /// @brief Copies the elements back into @p host (resized to fit; waits for @p stream).
+  /// @param stream where to enqueue the copy
+  /// @param host where they go (a vector kept between calls keeps its memory)
+  void download(cudaStream_t stream, std::vector<T>& host) const {
+    host.resize(count_);
+    LAB_CHECK(cudaMemcpyAsync(host.data(), data_, bytes(), cudaMemcpyDeviceToHost, stream));
+    LAB_CHECK(cudaStreamSynchronize(stream));
+  }
+  /// @brief Copies the elements back (waits for @p stream).
+  /// @param stream where to enqueue the copy
+  /// @return the elements
+  std::vector<T> download(cudaStream_t stream) const {
+    std::vector<T> host;
+    download(stream, host);
+    return host;
+  }
   /// @brief Frees the memory (safe to call twice).
   void reset() noexcept {
     if (data_) cudaFree(data_);
