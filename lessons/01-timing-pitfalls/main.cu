@@ -1,18 +1,8 @@
 // Lesson 01 — timing pitfalls. The harness: it times a kernel of adjustable length with the
 // library (the right way), asks your time_one_execution_ms (exercise.cu) for the same kernels,
 // and shows each classic mistake's number next to the right one.
-#include <algorithm>
-#include <chrono>
-#include <cmath>
-#include <string>
-#include <vector>
-
 #include "exercise.cuh"
-#include "lab/data.hpp"
-#include "lab/format.hpp"
-#include "lab/harness.hpp"
-#include "lab/ratio.hpp"
-#include "lab/variant.hpp"
+#include "lab/lesson.cuh"
 
 namespace {
 
@@ -104,9 +94,8 @@ int main(int argc, char** argv) {
 
     // Validates a sample of y against the host (the whole array would take the CPU too long).
     auto output_right = [&](int steps) {
-      std::vector<float> got(n), host_x(n);
-      LAB_CHECK(cudaMemcpyAsync(got.data(), y.data(), y.bytes(), cudaMemcpyDeviceToHost, stream));
-      LAB_CHECK(cudaStreamSynchronize(stream));
+      const std::vector<float> got = y.download(stream);
+      std::vector<float> host_x(n);
       lab::fill_random_host(host_x.data(), n, l.seed());
       std::vector<float> sample_got, sample_expected;
       for (int i = 0; i < n; i += std::max(1, n / 997)) {

@@ -12,26 +12,10 @@
 //   3. Notes under the table: the event timer's floor and resolution, events vs a host clock,
 //      CPU time vs GPU time of one call, and the pipeline end to end next to a CPU vector add.
 #include <cuda_profiler_api.h>
-
-#include <algorithm>
-#include <cmath>
-#include <limits>
 #include <nvtx3/nvtx3.hpp>
-#include <optional>
-#include <string>
-#include <vector>
 
 #include "exercise.cuh"
-#include "lab/data.hpp"
-#include "lab/format.hpp"
-#include "lab/harness.hpp"
-#include "lab/memory.hpp"
-#include "lab/presets.hpp"
-#include "lab/ratio.hpp"
-#include "lab/timed_calls.hpp"
-#include "lab/timing.hpp"
-#include "lab/validate.hpp"
-#include "lab/variant.hpp"
+#include "lab/lesson.cuh"
 
 namespace {
 
@@ -536,7 +520,7 @@ int main(int argc, char** argv) {
   lesson.option("--mib", &mib,
                 "MiB per array (0: between 384 and 639 picked by the seed, or 16 with --quick)");
   long long calls = 0;
-  lesson.option("--calls", &calls, "calls of your time_phases per round (0: 9, or 2 with --quick)");
+  lesson.option("--calls", &calls, "calls of your time_phases per round", 9, 2);
   long long demos = 1;
   lesson.option("--demos", &demos, "1: also the demonstrations under the table; 0: not");
 
@@ -544,7 +528,6 @@ int main(int argc, char** argv) {
     // The size follows the seed (the checker picks a fresh one each run), so phase times
     // remembered from an earlier run cannot pass for measured ones.
     if (mib <= 0) mib = l.quick() ? 16 : 384 + static_cast<long long>(l.seed() % 256);
-    if (calls <= 0) calls = l.quick() ? 2 : 9;
     const std::size_t n = static_cast<std::size_t>(mib) << 18;  // floats: 2^20 B / 4 B
     const cudaStream_t stream = l.stream();
     // The unrelated work's stream: an ordinary (blocking) stream, like the lesson's own.

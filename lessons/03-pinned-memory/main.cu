@@ -12,28 +12,8 @@
 // of pinning, and the first-touch penalty.
 #include <sys/mman.h>
 
-#include <algorithm>
-#include <cmath>
-#include <cstdint>
-#include <cstring>
-#include <limits>
-#include <map>
-#include <memory>
-#include <random>
-#include <string>
-#include <vector>
-
 #include "exercise.cuh"
-#include "lab/data.hpp"
-#include "lab/format.hpp"
-#include "lab/guard.hpp"
-#include "lab/harness.hpp"
-#include "lab/memory.hpp"
-#include "lab/presets.hpp"
-#include "lab/timed_calls.hpp"
-#include "lab/timing.hpp"
-#include "lab/validate.hpp"
-#include "lab/variant.hpp"
+#include "lab/lesson.cuh"
 
 namespace {
 
@@ -90,10 +70,7 @@ class DeviceSide {
   // Before a validated run: NaN in both arrays, their guard zones armed; then waits, so nothing
   // the round trip does (on any stream) can overlap with it.
   void prepare(cudaStream_t stream) const {
-    for (const auto* array : {&in_, &out_}) {
-      array->poison(stream);
-      array->arm(stream);
-    }
+    for (const auto* array : {&in_, &out_}) array->reset(stream);
     LAB_CHECK(cudaStreamSynchronize(stream));
   }
 
@@ -250,10 +227,8 @@ class PinnedLink {
 };
 
 // ---------------------------------------------------------------------------------------------
-// The exercise's timed calls (lab::TimedCallChecks). They must be as checkable as the validated
-// ones: with the same input and kernel every time, a round trip could recognise a timed call (a
-// fingerprint of a few input elements) and skip it, leaving the last answer in output(). So,
-// outside the timed window, before every timed call prepare():
+// The exercise's timed calls, checked like validated ones (lab/timed_calls.hpp). Outside the
+// timed window, before every timed call, prepare():
 //  * gives the kernel new coefficients, drawn from the call's seed (which the harness draws from
 //    a generator the exercise cannot see): every output element changes, so an element that this
 //    call did not bring back holds an earlier call's value, which is wrong;
@@ -573,12 +548,11 @@ int main(int argc, char** argv) {
   lab::Variants<Trip, Way> variants(lesson);
   add_variants(variants);
   long long mib = 0;
-  lesson.option("--mib", &mib, "MiB in each direction (0: 256, or 16 with --quick)");
+  lesson.option("--mib", &mib, "MiB in each direction", 256, 16);
   long long demos = 1;
   lesson.option("--demos", &demos, "1: also the size sweep, pinning costs and first touch; 0: not");
 
   return lesson.run(argc, argv, [&](lab::Lesson& l) {
-    if (mib <= 0) mib = l.quick() ? 16 : 256;
     const std::size_t n = static_cast<std::size_t>(mib) << 18;  // floats: 2^20 B / 4 B
     l.size("round trip: " + std::to_string(mib) + " MiB (" + std::to_string(n) +
            " floats) up, y = 2x + 1, " + std::to_string(mib) + " MiB down");
