@@ -23,27 +23,8 @@
 // Students read this file; they do not edit it. The checker compiles your exercise.cu against it.
 #include <cub/cub.cuh>
 
-#include <algorithm>
-#include <cmath>
-#include <cstdint>
-#include <random>
-#include <string>
-#include <vector>
-
 #include "exercise.cuh"
-#include "lab/check.hpp"
-#include "lab/data.hpp"
-#include "lab/format.hpp"
-#include "lab/graph.hpp"
-#include "lab/guard.hpp"
-#include "lab/harness.hpp"
-#include "lab/memory.hpp"
-#include "lab/presets.hpp"
-#include "lab/ratio.hpp"
-#include "lab/read_only.cuh"
-#include "lab/reduce.cuh"
-#include "lab/validate.hpp"
-#include "lab/variant.hpp"
+#include "lab/lesson.cuh"
 
 namespace {
 
@@ -54,16 +35,10 @@ constexpr int kThreads = 256;
 // many of them run, and how many bytes pass between them, not how good each one is.
 
 // Grid for an elementwise kernel over n elements: grid-stride, at most 16 blocks per SM.
-int elementwise_blocks(long long n) {
-  const long long want = (n + kThreads - 1) / kThreads;
-  return static_cast<int>(std::clamp<long long>(want, 1, 16LL * lab::device_info().sms));
-}
+int elementwise_blocks(long long n) { return lab::grid_for(n, kThreads, 16); }
 
 // Blocks of the first pass of the two-pass sum: about 2048 elements per block, at most 2 per SM.
-int reduce_blocks(long long n) {
-  const long long want = (n + 2047) / 2048;
-  return static_cast<int>(std::clamp<long long>(want, 1, 2LL * lab::device_info().sms));
-}
+int reduce_blocks(long long n) { return lab::grid_for(n, 2048, 2); }
 
 // d = a - b (one read of each input, one write of d).
 __global__ void diff_kernel(const float* __restrict__ a, const float* __restrict__ b,
@@ -280,8 +255,7 @@ void preallocated(const Problem& p, cudaStream_t s) {
 
 // 5. One fused kernel per slice: a memset, `batches` kernels, one root kernel for all slices.
 void fused_per_batch(const Problem& p, cudaStream_t s) {
-  const int blocks = static_cast<int>(
-      std::clamp<long long>((p.n + 8 * kThreads - 1) / (8 * kThreads), 1, 8LL * lab::device_info().sms));
+  const int blocks = lab::grid_for(p.n, 8 * kThreads, 8);
   LAB_CHECK(cudaMemsetAsync(p.sums.data(), 0, p.sums.bytes(), s));
   for (int b = 0; b < p.batches; ++b) {
     squared_diff_sum_kernel<<<blocks, kThreads, 0, s>>>(p.slice_a(b), p.slice_b(b), p.n,
@@ -385,9 +359,7 @@ void add_variants(lab::Variants<Problem, Rmse>& variants) {
         "map fused into the reduction: 1 kernel per slice (atomicAdd), 1 sqrt kernel",
         [](Problem& p, cudaStream_t s) { fused_per_batch(p, s); },
         [](const Problem& p) {
-          const double nb = p.batches, blocks = std::clamp<double>(
-                                           std::ceil(static_cast<double>(p.n) / (8 * kThreads)), 1,
-                                           8.0 * lab::device_info().sms);
+          const double nb = p.batches, blocks = lab::grid_for(p.n, 8 * kThreads, 8);
           return rmse_work(p, kF * nb  // memset of the sums
                                        // A and B once; an atomicAdd (read + write) per block
                                   + nb * (kF * 2 * static_cast<double>(p.n) + 2 * kF * blocks) +
@@ -445,9 +417,7 @@ struct Generated {
   }
 };
 
-// A: uniform in [-1, 1) from the seed.
 Generated a_input(const Problem& p, std::uint64_t seed) { return {seed, 0, p.n, false}; }
-// B: uniform in [-1, 1) from fill_seed, each slice scaled by its own factor from scale_seed.
 Generated b_input(const Problem& p, std::uint64_t fill_seed, std::uint64_t scale_seed) {
   return {fill_seed, scale_seed, p.n, true};
 }
@@ -488,10 +458,7 @@ lab::Tolerance rmse_tolerance(long long n) {
 }
 
 Reference reference(const Problem& p, cudaStream_t s) {
-  std::vector<float> a(p.A.size()), b(p.B.size());
-  LAB_CHECK(cudaMemcpyAsync(a.data(), p.A.data(), p.A.bytes(), cudaMemcpyDeviceToHost, s));
-  LAB_CHECK(cudaMemcpyAsync(b.data(), p.B.data(), p.B.bytes(), cudaMemcpyDeviceToHost, s));
-  LAB_CHECK(cudaStreamSynchronize(s));
+  const std::vector<float> a = p.A.download(s), b = p.B.download(s);
   Reference ref;
   ref.rmse.resize(p.batches);
   for (int k = 0; k < p.batches; ++k) {
@@ -512,26 +479,16 @@ Reference reference(const Problem& p, cudaStream_t s) {
 void validate(lab::Lesson& l, const Rmse& v, Problem& p, const Reference& ref,
               const std::string& case_name) {
   cudaStream_t s = l.stream();
-  p.out.poison(s);
-  p.out.arm(s);
+  p.out.reset(s);
   if (p.workspace.size() > 0) lab::poison(p.workspace.data(), p.workspace.bytes(), s);
   LAB_CHECK(cudaStreamSynchronize(s));
   v.launch(p, s);
   LAB_CHECK(cudaGetLastError());
-  const std::vector<float> got = p.out.download(s);
-  lab::Comparison c =
-      l.compare(v.name, case_name, got.data(), ref.rmse.data(), ref.rmse.size(), ref.tolerance);
-  p.out.check_guard(c, s);
-  l.check(v.name, case_name, c);
+  lab::check_output(l, v.name, case_name, p.out, p.out.download(s), ref.rmse, ref.tolerance, s);
 }
 
 // ---------------------------------------------------------------------------------------------
-// The exercise's timed calls. An exercise that recognised them (same pointers, same sizes, same
-// inputs as the call before) could skip the work there and still pass every validated call; so
-// every timed call gets new inputs and a poisoned output and workspace, and a random sample of
-// them is checked like a validated call (lab::TimedCallChecks).
-
-// How the exercise's timed calls are prepared and checked.
+// The exercise's timed calls, checked like validated ones (lab/timed_calls.hpp).
 //  * prepare, before every timed call: a new B (every slice, each with a new scale) from the
 //    call's seed, which the harness draws where the exercise cannot see it, so no earlier RMSE can
 //    be right; out poisoned (NaN) and the workspace filled with 0xFF bytes, as before a validated
@@ -543,21 +500,13 @@ void validate(lab::Lesson& l, const Rmse& v, Problem& p, const Reference& ref,
 //    tolerance, and the whole guard zone. About 4 ms of host time at the default size (1 M
 //    elements of each input regenerated); the tens of verified calls of a run cover most slices.
 //  * check_inputs, after timing: A and the last call's B still hold what the harness wrote.
-class TimedCalls {
+class TimedCalls : public lab::TimedCalls {
  public:
   TimedCalls(lab::Lesson& l, Problem& p, std::uint64_t a_seed)
       : l_(l), p_(p), a_(a_input(p, a_seed)) {}
 
-  lab::TimedCallChecks checks() {
-    return {[this](cudaStream_t s, std::uint64_t seed) { prepare(s, seed); },
-            [this](cudaStream_t s, const std::string& name, std::uint64_t pick_seed) {
-              pick_.seed(pick_seed);
-              verify(s, name);
-            }};
-  }
-
   void check_inputs(cudaStream_t s) {
-    if (!prepared_) return;  // the exercise was not timed
+    if (!prepared()) return;  // the exercise was not timed
     lab::check_inputs_unchanged(l_, "exercise",
                                 {lab::changed_input("A", p_.A.data(), p_.A.size(), a_, s),
                                  lab::changed_input("B", p_.B.data(), p_.B.size(), b_, s)});
@@ -566,21 +515,20 @@ class TimedCalls {
  private:
   static constexpr int kSlices = 1;
 
-  void prepare(cudaStream_t s, std::uint64_t seed) {
-    prepared_ = true;
+  void prepare(cudaStream_t s, std::uint64_t seed) override {
     b_ = b_input(p_, seed, seed);
     fill_b(p_, b_, s);
     p_.out.poison(s);
     if (p_.workspace.size() > 0) lab::poison(p_.workspace.data(), p_.workspace.bytes(), s);
   }
 
-  void verify(cudaStream_t s, const std::string& case_name) {
+  void verify(cudaStream_t s, const std::string& case_name) override {
     const std::vector<float> got = p_.out.download(s);
     std::uniform_int_distribution<int> any_slice(0, p_.batches - 1);
     std::vector<std::size_t> slices(kSlices);
     std::vector<float> picked(kSlices), expected(kSlices);
     for (int k = 0; k < kSlices; ++k) {
-      const int b = any_slice(pick_);
+      const int b = any_slice(pick);
       const std::uint64_t first = static_cast<std::uint64_t>(b) * p_.n;
       // B's slice: its unscaled values times the slice's scale, taken once (as b_(i) would).
       const Generated unscaled{b_.fill_seed, 0, p_.n, false};
@@ -595,19 +543,14 @@ class TimedCalls {
       picked[k] = got[b];
       expected[k] = static_cast<float>(std::sqrt(sum / static_cast<double>(p_.n)));
     }
-    lab::Comparison c = l_.compare("exercise", case_name, picked.data(), expected.data(), kSlices,
-                                   rmse_tolerance(p_.n));
-    for (lab::Mismatch& m : c.first) m.index = slices[m.index];  // report out's own index
-    p_.out.check_guard(c, s);
-    l_.check("exercise", case_name, c);
+    lab::check_output(l_, "exercise", case_name, p_.out, picked, expected, rmse_tolerance(p_.n), s,
+                      slices);  // mismatches name out's index
   }
 
   lab::Lesson& l_;
   Problem& p_;
   const Generated a_;  // A as fill_inputs made it
   Generated b_;        // B of the last timed call
-  bool prepared_ = false;
-  std::mt19937_64 pick_;  // the harness's own: which slices to check (seeded by each verify)
 };
 
 }  // namespace
@@ -618,15 +561,12 @@ int main(int argc, char** argv) {
   add_variants(variants);
 
   long long rows = 0, cols = 0, batches = 0;
-  lesson.option("--rows", &rows, "rows of a slice at the timing size (0: 1024, or 256 with --quick)");
-  lesson.option("--cols", &cols, "columns of a slice at the timing size (0: 1024, or 256 with --quick)");
-  lesson.option("--batches", &batches, "slices at the timing size (0: 32, or 8 with --quick)");
+  lesson.option("--rows", &rows, "rows of a slice at the timing size", 1024, 256);
+  lesson.option("--cols", &cols, "columns of a slice at the timing size", 1024, 256);
+  lesson.option("--batches", &batches, "slices at the timing size", 32, 8);
 
   return lesson.run(argc, argv, [&](lab::Lesson& l) {
     cudaStream_t stream = l.stream();
-    if (rows <= 0) rows = l.quick() ? 256 : 1024;
-    if (cols <= 0) cols = l.quick() ? 256 : 1024;
-    if (batches <= 0) batches = l.quick() ? 8 : 32;
     if (rows > (1 << 30) || cols > (1 << 30) || batches > (1 << 24) ||
         rows * cols * batches > (1LL << 34))
       throw std::invalid_argument("--rows/--cols/--batches too large");
@@ -672,7 +612,6 @@ int main(int argc, char** argv) {
     // The guard zone after out, armed once: the exercise's verified timed calls check it (the
     // given variants, timed first, write nothing there).
     p.out.arm(stream);
-    // The exercise's timed calls: a new B before each, some checked (TimedCalls above).
     TimedCalls timed(l, p, l.seed() * 8 + 100);
     variants.measure_all(p, timed.checks());
     if (!l.profiling()) timed.check_inputs(stream);

@@ -20,26 +20,8 @@
 // exercise must match the serial output bit for bit and leave no stream busy once `main` is done.
 // The exercise's timed calls get a changed input and a partly poisoned output each, and some of
 // them are checked too (TimedPipelines).
-#include <algorithm>
-#include <cmath>
-#include <cstdint>
-#include <cstring>
-#include <limits>
-#include <random>
-#include <stdexcept>
-#include <string>
-#include <vector>
-
 #include "exercise.cuh"
-#include "lab/data.hpp"
-#include "lab/format.hpp"
-#include "lab/harness.hpp"
-#include "lab/memory.hpp"
-#include "lab/presets.hpp"
-#include "lab/timed_calls.hpp"
-#include "lab/timing.hpp"
-#include "lab/validate.hpp"
-#include "lab/variant.hpp"
+#include "lab/lesson.cuh"
 
 namespace {
 
@@ -67,8 +49,7 @@ float churn_on_host(float v, int steps) {
 
 void launch_churn(const float* in, float* out, std::size_t count, int steps, cudaStream_t s) {
   if (count == 0) return;
-  const std::size_t wave = std::size_t(lab::device_info().sms) * 8;  // 8 x 256 threads per SM
-  const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>((count + 255) / 256, wave));
+  const int blocks = lab::grid_for(count, 256, 8);  // at most 8 x 256 threads per SM
   churn_kernel<<<blocks, 256, 0, s>>>(in, out, count, steps);
   LAB_CHECK_LAUNCH();
 }
@@ -229,10 +210,8 @@ std::vector<float> validate_case(lab::Lesson& l, Job& job, std::size_t n, std::u
 }
 
 // ---------------------------------------------------------------------------------------------
-// The exercise's timed calls (lab::TimedCallChecks). They must be as checkable as the validated
-// ones: with the same input every time and the output left holding the last answer, pipelined()
-// could recognise a timed call and skip some or all of its stages. So, outside the timed window,
-// before every timed call prepare():
+// The exercise's timed calls, checked like validated ones (lab/timed_calls.hpp). Outside the
+// timed window, before every timed call, prepare():
 //  * writes new values at kChanged random positions of the host input, drawn from the call's
 //    seed (which the harness draws from a generator the exercise cannot see), after giving the
 //    previous call's positions their old values back: a chunk that skips copy_in, compute or
@@ -264,7 +243,6 @@ class TimedPipelines : public lab::TimedCalls {
   lab::Stats stage(std::size_t i) const { return stages_.part(i); }
 
  private:
-  // What lab::fill_random wrote at i for the validated input.
   float base(std::size_t i) const { return lab::random_input(seed_, i); }
 
   void prepare(cudaStream_t s, std::uint64_t call_seed) override {
@@ -392,7 +370,7 @@ int main(int argc, char** argv) {
   lab::Variants<Pipeline> variants(lesson);
   add_variants(variants);
   long long mib = 0;
-  lesson.option("--mib", &mib, "MiB in each direction (0: 256, or 16 with --quick)");
+  lesson.option("--mib", &mib, "MiB in each direction", 256, 16);
   long long chunks = 16;
   lesson.option("--chunks", &chunks, "pieces the exercise cuts the array into");
   long long stream_count = 16;
@@ -403,7 +381,6 @@ int main(int argc, char** argv) {
                 "copy_in on this GPU)");
 
   return lesson.run(argc, argv, [&](lab::Lesson& l) {
-    if (mib <= 0) mib = l.quick() ? 16 : 256;
     if (chunks < 1 || chunks > 4096) throw std::invalid_argument("--chunks must be in 1..4096");
     if (stream_count < 1 || stream_count > 256)
       throw std::invalid_argument("--streams must be in 1..256");
