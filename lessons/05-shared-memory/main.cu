@@ -17,42 +17,15 @@
 //      exercise_sgemm   your SGEMM (exercise.cu)
 //
 // Students read this file; they do not edit it. The checker compiles your exercise.cu against it.
-#include <algorithm>
-#include <cmath>
-#include <cstdint>
-#include <memory>
-#include <random>
-#include <stdexcept>
-#include <string>
-#include <vector>
-
 #include "exercise.cuh"
-#include "lab/check.hpp"
 #include "lab/cublas.hpp"
-#include "lab/data.hpp"
-#include "lab/format.hpp"
-#include "lab/guard.hpp"
-#include "lab/harness.hpp"
-#include "lab/memory.hpp"
-#include "lab/presets.hpp"
-#include "lab/ratio.hpp"
-#include "lab/read_only.cuh"
-#include "lab/timed_calls.hpp"
-#include "lab/validate.hpp"
-#include "lab/variant.hpp"
+#include "lab/lesson.cuh"
 
 namespace {
 
-// Every output is a lab::GuardedBuffer: a guard zone of one 2 MiB page after its last element,
-// armed before every validated run and checked to its end after it and after every verified
-// timed call (a write past the end inside the allocation never crashes, so it must be looked for).
-//
-// The exercises' read-only inputs and their timed calls: an exercise that recognised the timed
-// calls (same pointers, same sizes, same inputs as the call before) could skip the work there and
-// still pass every validated call; so every timed call of an exercise gets new input and a
-// poisoned output, and a random sample of them is checked (TimedTranspose, TimedSgemm below).
-// The expected values are regenerated from the seeds the harness used (lab::random_input), never
-// read back from the input buffers, which the exercise could have written into.
+// Every output is a lab::GuardedBuffer: its guard zone is armed before every validated run and
+// checked after it and after every verified timed call. The exercises' timed calls get new inputs
+// and some are checked (lab/timed_calls.hpp; TimedTranspose, TimedSgemm below).
 
 // =============================================================================================
 // Part A: gemv, y = A x. Does staging x in shared memory help?
@@ -103,29 +76,21 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
 }
 
 struct Gemv {
+  Gemv(int rows, int cols, std::uint64_t seed, cudaStream_t s)
+      : rows(rows), cols(cols), A(static_cast<std::size_t>(rows) * cols), x(cols), y(rows, "y") {
+    fill(seed, s);
+  }
+  // Fresh random inputs from @p seed (also used after timing: new values in the same buffers).
+  void fill(std::uint64_t seed, cudaStream_t s) {
+    lab::fill_random(A.data(), A.size(), seed, s);
+    lab::fill_random(x.data(), x.size(), seed + 1, s);
+  }
+
   int rows = 0, cols = 0;
   lab::DeviceBuffer<float> A, x;
   lab::GuardedBuffer<float> y;
 };
 
-// Fresh random inputs from @p seed (also used after timing: new values in the same buffers).
-void fill_gemv(Gemv& g, std::uint64_t seed, cudaStream_t s) {
-  lab::fill_random(g.A.data(), g.A.size(), seed, s);
-  lab::fill_random(g.x.data(), g.x.size(), seed + 1, s);
-}
-
-Gemv make_gemv(int rows, int cols, std::uint64_t seed, cudaStream_t s) {
-  Gemv g;
-  g.rows = rows;
-  g.cols = cols;
-  g.A = lab::DeviceBuffer<float>(static_cast<std::size_t>(rows) * cols);
-  g.x = lab::DeviceBuffer<float>(cols);
-  g.y = lab::GuardedBuffer<float>(rows, "y");
-  fill_gemv(g, seed, s);
-  return g;
-}
-
-// A kernel of part A, launched with a warp per row.
 template <void (*Kernel)(int, int, const float*, const float*, float*)>
 void launch_gemv(Gemv& g, cudaStream_t s) {
   const int blocks = (g.rows + kGemvWarps - 1) / kGemvWarps;
@@ -137,13 +102,9 @@ void launch_gemv(Gemv& g, cudaStream_t s) {
 void validate_gemv(lab::Lesson& l, const lab::Variant<Gemv>& v, Gemv& g,
                    const std::string& case_name) {
   cudaStream_t s = l.stream();
-  std::vector<float> A(g.A.size()), x(g.x.size());
-  LAB_CHECK(cudaMemcpyAsync(A.data(), g.A.data(), g.A.bytes(), cudaMemcpyDeviceToHost, s));
-  LAB_CHECK(cudaMemcpyAsync(x.data(), g.x.data(), g.x.bytes(), cudaMemcpyDeviceToHost, s));
-  g.y.poison(s);
-  g.y.arm(s);
+  const std::vector<float> A = g.A.download(s), x = g.x.download(s);
+  g.y.reset(s);
   v.launch(g, s);
-  const std::vector<float> got = g.y.download(s);
   std::vector<float> expected(g.rows);
   double largest = 0;
   for (int r = 0; r < g.rows; ++r) {
@@ -152,10 +113,8 @@ void validate_gemv(lab::Lesson& l, const lab::Variant<Gemv>& v, Gemv& g,
     expected[r] = static_cast<float>(y.value);
     largest = std::max(largest, y.magnitude);
   }
-  lab::Comparison c =
-      l.compare(v.name, case_name, got, expected, lab::sum_tolerance(g.cols + 2.0, largest));
-  g.y.check_guard(c, s);
-  l.check(v.name, case_name, c);
+  lab::check_output(l, v.name, case_name, g.y, g.y.download(s), expected,
+                    lab::sum_tolerance(g.cols + 2.0, largest), s);
 }
 
 // =============================================================================================
@@ -203,21 +162,14 @@ __global__ void __launch_bounds__(kTile* kBlockRows)
 }
 
 struct Transpose {
+  Transpose(int rows, int cols)
+      : rows(rows), cols(cols), in(static_cast<std::size_t>(rows) * cols), out(in.size(), "out") {}
+
   int rows = 0, cols = 0;
   lab::DeviceBuffer<float> in;
   lab::GuardedBuffer<float> out;
 };
 
-Transpose make_transpose(int rows, int cols) {
-  Transpose t;
-  t.rows = rows;
-  t.cols = cols;
-  t.in = lab::DeviceBuffer<float>(static_cast<std::size_t>(rows) * cols);
-  t.out = lab::GuardedBuffer<float>(t.in.size(), "out");
-  return t;
-}
-
-// A kernel of part B, launched with a block per 32 x 32 tile.
 template <void (*Kernel)(const float*, float*, int, int)>
 void launch_tiles(Transpose& t, cudaStream_t s) {
   const dim3 block(kTile, kBlockRows);
@@ -230,20 +182,16 @@ void launch_tiles(Transpose& t, cudaStream_t s) {
 void validate_transpose_host(lab::Lesson& l, const lab::Variant<Transpose>& v, Transpose& t,
                              const std::string& case_name) {
   cudaStream_t s = l.stream();
-  const std::size_t n = t.in.size();
-  std::vector<float> in(n), expected(n);
-  LAB_CHECK(cudaMemcpyAsync(in.data(), t.in.data(), t.in.bytes(), cudaMemcpyDeviceToHost, s));
-  t.out.poison(s);
-  t.out.arm(s);
+  const std::vector<float> in = t.in.download(s);
+  t.out.reset(s);
   v.launch(t, s);
-  const std::vector<float> got = t.out.download(s);
+  std::vector<float> expected(in.size());
   for (int r = 0; r < t.rows; ++r)
     for (int c = 0; c < t.cols; ++c)
       expected[static_cast<std::size_t>(c) * t.rows + r] =
           in[static_cast<std::size_t>(r) * t.cols + c];
-  lab::Comparison cmp = l.compare(v.name, case_name, got, expected, lab::Tolerance{0.0, 0.0});
-  t.out.check_guard(cmp, s);
-  l.check(v.name, case_name, cmp);
+  lab::check_output(l, v.name, case_name, t.out, t.out.download(s), expected,
+                    lab::Tolerance{0.0, 0.0}, s);
 }
 
 // out[o] of the transpose of the input lab::fill_random(in, rows * cols, seed) made: out[o] =
@@ -283,8 +231,7 @@ bool compare_transpose(lab::Lesson& l, const std::string& variant, const Transpo
 void validate_transpose_device(lab::Lesson& l, const lab::Variant<Transpose>& v, Transpose& t,
                                std::uint64_t seed, const std::string& case_name) {
   cudaStream_t s = l.stream();
-  t.out.poison(s);
-  t.out.arm(s);
+  t.out.reset(s);
   v.launch(t, s);
   compare_transpose(l, v.name, t, seed, case_name, s);
 }
@@ -358,6 +305,23 @@ __global__ void sgemm_coalesced(int M, int N, int K, float alpha, const float* _
 }
 
 struct Gemm {
+  Gemm(int M, int N, int K, float alpha, float beta, std::uint64_t seed, cudaStream_t s)
+      : M(M),
+        N(N),
+        K(K),
+        alpha(alpha),
+        beta(beta),
+        A(static_cast<std::size_t>(M) * K),
+        B(static_cast<std::size_t>(K) * N),
+        C(static_cast<std::size_t>(M) * N, "C") {
+    fill(seed, s);
+  }
+  // Fresh random inputs from @p seed (also used after timing: new values in the same buffers).
+  void fill(std::uint64_t seed, cudaStream_t s) {
+    lab::fill_random(A.data(), A.size(), seed, s);
+    lab::fill_random(B.data(), B.size(), seed + 1, s);
+  }
+
   int M = 0, N = 0, K = 0;
   float alpha = 1.0f, beta = 0.0f;
   lab::DeviceBuffer<float> A, B;
@@ -372,26 +336,6 @@ struct Gemm {
 void cublas_sgemm(const lab::CublasHandle& cublas, Gemm& g, cudaStream_t s) {
   LAB_CUBLAS_CHECK(cublasSgemm(cublas.on(s), CUBLAS_OP_N, CUBLAS_OP_N, g.N, g.M, g.K, &g.alpha,
                                g.B.data(), g.N, g.A.data(), g.K, &g.beta, g.C.data(), g.N));
-}
-
-// Fresh random inputs from @p seed (also used after timing: new values in the same buffers).
-void fill_gemm(Gemm& g, std::uint64_t seed, cudaStream_t s) {
-  lab::fill_random(g.A.data(), g.A.size(), seed, s);
-  lab::fill_random(g.B.data(), g.B.size(), seed + 1, s);
-}
-
-Gemm make_gemm(int M, int N, int K, float alpha, float beta, std::uint64_t seed, cudaStream_t s) {
-  Gemm g;
-  g.M = M;
-  g.N = N;
-  g.K = K;
-  g.alpha = alpha;
-  g.beta = beta;
-  g.A = lab::DeviceBuffer<float>(static_cast<std::size_t>(M) * K);
-  g.B = lab::DeviceBuffer<float>(static_cast<std::size_t>(K) * N);
-  g.C = lab::GuardedBuffer<float>(static_cast<std::size_t>(M) * N, "C");
-  fill_gemm(g, seed, s);
-  return g;
 }
 
 // A kernel of part C, a thread per element of C in 32 x 32 blocks; @p x_along_rows: threadIdx.x
@@ -446,10 +390,7 @@ std::vector<std::size_t> gemm_sample(int M, int N, int K, std::uint64_t seed) {
 
 GemmReference gemm_reference(const Gemm& g, std::uint64_t seed, cudaStream_t s) {
   GemmReference ref;
-  std::vector<float> A(g.A.size()), B(g.B.size());
-  LAB_CHECK(cudaMemcpyAsync(A.data(), g.A.data(), g.A.bytes(), cudaMemcpyDeviceToHost, s));
-  LAB_CHECK(cudaMemcpyAsync(B.data(), g.B.data(), g.B.bytes(), cudaMemcpyDeviceToHost, s));
-  LAB_CHECK(cudaStreamSynchronize(s));
+  const std::vector<float> A = g.A.download(s), B = g.B.download(s);
   const std::size_t mn = static_cast<std::size_t>(g.M) * g.N;
   if (g.beta != 0.0f) {
     ref.c0.resize(mn);
@@ -489,11 +430,8 @@ void validate_gemm(lab::Lesson& l, const lab::Variant<Gemm>& v, Gemm& g, const G
   const std::vector<float> got = g.C.download(s);
   std::vector<float> picked(ref.index.size());
   for (std::size_t e = 0; e < ref.index.size(); ++e) picked[e] = got[ref.index[e]];
-  lab::Comparison c = l.compare(v.name, case_name, picked.data(), ref.expected.data(),
-                                picked.size(), ref.tolerance);
-  for (lab::Mismatch& m : c.first) m.index = ref.index[m.index];  // report C's own index
-  g.C.check_guard(c, s);
-  l.check(v.name, case_name, c);
+  lab::check_output(l, v.name, case_name, g.C, picked, ref.expected, ref.tolerance, s,
+                    ref.index);  // mismatches name C's own index
 }
 
 // How the timed calls of exercise_sgemm are prepared and checked. The timing problem has beta ==
@@ -539,16 +477,13 @@ class TimedSgemm : public lab::TimedCalls {
       expected.push_back(static_cast<float>(g_.alpha * dot.value));
       largest = std::max(largest, std::fabs(g_.alpha) * dot.magnitude);
     }
-    lab::Comparison c = l_.compare("exercise_sgemm", case_name, e.got.data(), expected.data(),
-                                   expected.size(), lab::sum_tolerance(g_.K + 2.0, largest));
-    for (lab::Mismatch& m : c.first) m.index = e.index[m.index];  // report C's own index
-    g_.C.check_guard(c, s);
-    l_.check("exercise_sgemm", case_name, c);
+    lab::check_output(l_, "exercise_sgemm", case_name, g_.C, e.got, expected,
+                      lab::sum_tolerance(g_.K + 2.0, largest), s, e.index);  // C's own index
   }
 
   lab::Lesson& l_;
   Gemm& g_;
-  const std::uint64_t b_seed_;  // B as make_gemm made it
+  const std::uint64_t b_seed_;  // B as Gemm's constructor made it
   std::uint64_t seed_ = 0;      // the last timed call's A
 };
 
@@ -614,16 +549,12 @@ int main(int argc, char** argv) {
              gemm_work});
 
   long long gemv_n = 0, transpose_n = 0, sgemm_n = 0;
-  lesson.option("--gemv-size", &gemv_n, "A is N x N for part A (0: 8192, or 2048 with --quick)");
-  lesson.option("--transpose-size", &transpose_n,
-                "the matrix is N x N for part B (0: 8192, or 2048 with --quick)");
-  lesson.option("--sgemm-size", &sgemm_n, "M = N = K for part C (0: 4096, or 1024 with --quick)");
+  lesson.option("--gemv-size", &gemv_n, "A is N x N for part A", 8192, 2048);
+  lesson.option("--transpose-size", &transpose_n, "the matrix is N x N for part B", 8192, 2048);
+  lesson.option("--sgemm-size", &sgemm_n, "M = N = K for part C", 4096, 1024);
 
   return lesson.run(argc, argv, [&](lab::Lesson& l) {
     cudaStream_t stream = l.stream();
-    if (gemv_n <= 0) gemv_n = l.quick() ? 2048 : 8192;
-    if (transpose_n <= 0) transpose_n = l.quick() ? 2048 : 8192;
-    if (sgemm_n <= 0) sgemm_n = l.quick() ? 1024 : 4096;
     if (gemv_n > 32768 || transpose_n > 32768 || sgemm_n > 16384)
       throw std::invalid_argument("sizes are limited to 32768 (gemv, transpose), 16384 (sgemm)");
     const bool profiling = l.profiling();
@@ -637,18 +568,18 @@ int main(int argc, char** argv) {
       if (!profiling) {
         const int cases[][2] = {{1000, 777}, {33, 4097}, {4097, 33}, {1, 1}};
         for (const auto& k : cases) {
-          Gemv g = make_gemv(k[0], k[1], seed, stream);
+          Gemv g(k[0], k[1], seed, stream);
           for (const auto* v : gemvs.selected()) validate_gemv(l, *v, g, lab::dims({k[0], k[1]}));
           seed += 4;
         }
       }
       const int n = static_cast<int>(gemv_n);
-      Gemv g = make_gemv(n, n, seed, stream);
+      Gemv g(n, n, seed, stream);
       l.size("A: gemv, A " + lab::dims({n, n}) + " float32 (" +
              lab::fixed(4.0 * n * n / (1 << 20), 0) + " MiB)");
       gemvs.measure_all(g);
       if (!profiling) {
-        fill_gemv(g, seed + 2, stream);  // new inputs, same buffers: validate again after timing
+        g.fill(seed + 2, stream);  // new inputs, same buffers: validate again after timing
         for (const auto* v : gemvs.selected())
           validate_gemv(l, *v, g, lab::dims({n, n}) + " after timing");
       }
@@ -671,14 +602,14 @@ int main(int argc, char** argv) {
       if (!profiling) {
         const int cases[][2] = {{1000, 777}, {33, 4097}, {4097, 33}, {1, 1}};
         for (const auto& k : cases) {
-          Transpose t = make_transpose(k[0], k[1]);
+          Transpose t(k[0], k[1]);
           lab::fill_random(t.in.data(), t.in.size(), seed++, stream);
           for (const auto* v : transposes.selected())
             validate_transpose_host(l, *v, t, lab::dims({k[0], k[1]}));
         }
       }
       const int n = static_cast<int>(transpose_n);
-      Transpose t = make_transpose(n, n);
+      Transpose t(n, n);
       lab::fill_random(t.in.data(), t.in.size(), seed++, stream);
       l.size("B: transpose, " + lab::dims({n, n}) + " float32 (" +
              lab::fixed(4.0 * n * n / (1 << 20), 0) + " MiB each way)");
@@ -730,7 +661,7 @@ int main(int argc, char** argv) {
                               {300, 644, 260, 1.0f, 0.5f},
                               {1, 1, 1, 2.0f, 0.0f}};
         for (const Case& k : cases) {
-          Gemm g = make_gemm(k.M, k.N, k.K, k.alpha, k.beta, seed, stream);
+          Gemm g(k.M, k.N, k.K, k.alpha, k.beta, seed, stream);
           const GemmReference ref = gemm_reference(g, seed, stream);
           for (const auto* v : gemms.selected())
             validate_gemm(l, *v, g, ref, gemm_case(k.M, k.N, k.K, k.beta));
@@ -738,10 +669,9 @@ int main(int argc, char** argv) {
         }
       }
 
-      // 2. Timing, alpha 1 and beta 0 (C write-only), the usual benchmark case. The exercise's
-      //    timed calls get a new A each and some are checked (TimedSgemm); B is from seed + 1.
+      // 2. Timing, alpha 1 and beta 0 (C write-only), the usual benchmark case (TimedSgemm).
       const int n = static_cast<int>(sgemm_n);
-      Gemm g = make_gemm(n, n, n, 1.0f, 0.0f, seed, stream);
+      Gemm g(n, n, n, 1.0f, 0.0f, seed, stream);
       g.C.arm(stream);
       TimedSgemm timed(l, g, seed + 1);
       l.size("C: sgemm, M = N = K = " + std::to_string(n) + " float32, alpha 1, beta 0");
@@ -750,7 +680,7 @@ int main(int argc, char** argv) {
 
       // 3. Validation again, after timing, with new inputs in the same buffers.
       if (!profiling) {
-        fill_gemm(g, seed + 2, stream);
+        g.fill(seed + 2, stream);
         const GemmReference ref = gemm_reference(g, seed + 2, stream);
         for (const auto* v : gemms.selected())
           validate_gemm(l, *v, g, ref, gemm_case(n, n, n, 0.0f) + " after timing");

@@ -27,28 +27,9 @@
 #include <cuda_bf16.h>
 #include <mma.h>
 
-#include <algorithm>
-#include <cmath>
-#include <cstdint>
-#include <memory>
-#include <random>
-#include <stdexcept>
-#include <string>
-#include <vector>
-
 #include "exercise.cuh"
-#include "lab/check.hpp"
 #include "lab/cublas.hpp"
-#include "lab/data.hpp"
-#include "lab/format.hpp"
-#include "lab/guard.hpp"
-#include "lab/harness.hpp"
-#include "lab/memory.hpp"
-#include "lab/ratio.hpp"
-#include "lab/read_only.cuh"
-#include "lab/timed_calls.hpp"
-#include "lab/validate.hpp"
-#include "lab/variant.hpp"
+#include "lab/lesson.cuh"
 
 namespace {
 
@@ -247,8 +228,7 @@ void cublas_gemm(const lab::CublasHandle& cublas, int M, int N, int K, const voi
 // =============================================================================================
 // The problem, the variants and the accuracy model.
 
-// C is a lab::GuardedBuffer: a guard zone of one 2 MiB page after its last element, checked to
-// its end after every validated run and every verified timed call.
+// C is a lab::GuardedBuffer: its guard zone is checked after every validated or verified call.
 struct Gemm {
   int M = 0, N = 0, K = 0;
   lab::DeviceBuffer<float> A32, B32;  // the FP32 data
@@ -348,13 +328,8 @@ std::vector<std::size_t> sample(int M, int N, int K, std::uint64_t seed) {
 
 Reference make_reference(const Gemm& g, std::uint64_t seed, cudaStream_t s) {
   const std::size_t mk = g.A32.size(), kn = g.B32.size();
-  std::vector<float> A(mk), B(kn);
-  std::vector<bf16> A16(mk), B16(kn);
-  LAB_CHECK(cudaMemcpyAsync(A.data(), g.A32.data(), g.A32.bytes(), cudaMemcpyDeviceToHost, s));
-  LAB_CHECK(cudaMemcpyAsync(B.data(), g.B32.data(), g.B32.bytes(), cudaMemcpyDeviceToHost, s));
-  LAB_CHECK(cudaMemcpyAsync(A16.data(), g.A16.data(), g.A16.bytes(), cudaMemcpyDeviceToHost, s));
-  LAB_CHECK(cudaMemcpyAsync(B16.data(), g.B16.data(), g.B16.bytes(), cudaMemcpyDeviceToHost, s));
-  LAB_CHECK(cudaStreamSynchronize(s));
+  const std::vector<float> A = g.A32.download(s), B = g.B32.download(s);
+  const std::vector<bf16> A16 = g.A16.download(s), B16 = g.B16.download(s);
   // Rows of A and columns of B (B^T), in both precisions, as floats: every element of C is then
   // a dot product of two contiguous rows.
   const int M = g.M, N = g.N, K = g.K;
@@ -395,8 +370,7 @@ struct Accuracy {
 Accuracy validate(lab::Lesson& l, const GemmVariant& v, Gemm& g, const Reference& ref,
                   const std::string& case_name) {
   cudaStream_t s = l.stream();
-  g.C.poison(s);
-  g.C.arm(s);
+  g.C.reset(s);
   v.launch(g, s);
   const std::vector<float> got = g.C.download(s);
   std::vector<double> picked(ref.index.size());
@@ -566,11 +540,10 @@ int main(int argc, char** argv) {
              /*bf16_inputs=*/true,
              /*u_in=*/0.0});
   long long size = 0;
-  lesson.option("--size", &size, "M = N = K of the timed product (0: 4096, or 1024 with --quick)");
+  lesson.option("--size", &size, "M = N = K of the timed product", 4096, 1024);
 
   return lesson.run(argc, argv, [&](lab::Lesson& l) {
     cudaStream_t stream = l.stream();
-    if (size <= 0) size = l.quick() ? 1024 : 4096;
     if (size > 16384) throw std::invalid_argument("--size is limited to 16384");
     const bool profiling = l.profiling();
     std::uint64_t seed = l.seed() * 64 + 1;
@@ -599,8 +572,7 @@ int main(int argc, char** argv) {
     // 2. Timing. The exercise's timed calls get a new A each and some are checked (TimedGemm).
     const int n = static_cast<int>(size);
     Gemm g = make_gemm(n, n, n, seed, stream);
-    g.C.poison(stream);
-    g.C.arm(stream);
+    g.C.reset(stream);
     TimedGemm timed(l, g, seed + 1);
     l.size("C = A B, M = N = K = " + std::to_string(n) + ": A and B from FP32 data (and its BF16 "
            "copies), C float32");
