@@ -20,27 +20,8 @@
 // Students read this file; they do not edit it. The checker compiles your exercise.cu against it.
 #include <cub/cub.cuh>
 
-#include <algorithm>
-#include <cmath>
-#include <cstdint>
-#include <map>
-#include <memory>
-#include <random>
-#include <string>
-#include <utility>
-#include <vector>
-
 #include "exercise.cuh"
-#include "lab/check.hpp"
-#include "lab/data.hpp"
-#include "lab/format.hpp"
-#include "lab/guard.hpp"
-#include "lab/harness.hpp"
-#include "lab/memory.hpp"
-#include "lab/reduce.cuh"
-#include "lab/timed_calls.hpp"
-#include "lab/validate.hpp"
-#include "lab/variant.hpp"
+#include "lab/lesson.cuh"
 
 namespace {
 
@@ -139,10 +120,7 @@ __global__ void __launch_bounds__(kThreads)
   if (threadIdx.x == 0) out[blockIdx.x] = v;
 }
 
-int shuffle_blocks(long long n) {
-  const long long want = (n + kThreads - 1) / kThreads;
-  return static_cast<int>(std::clamp<long long>(want, 1, 8LL * lab::device_info().sms));
-}
+int shuffle_blocks(long long n) { return lab::grid_for(n, kThreads, 8); }
 
 void shuffle_sum(const float* x, long long n, float* result, float* partials, cudaStream_t s) {
   const int blocks = shuffle_blocks(n);
@@ -222,9 +200,7 @@ void fill(Problem& p, Data data, std::uint64_t seed, cudaStream_t s) {
     lab::fill_random(p.x.data(), p.x.size(), seed, s, 0.0f, 1.0f);
     return;
   }
-  const long long blocks = std::clamp<long long>((p.n + kThreads - 1) / kThreads, 1,
-                                                 16LL * lab::device_info().sms);
-  fill_integers_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(p.x.data(), p.n, seed);
+  fill_integers_kernel<<<lab::grid_for(p.n, kThreads, 16), kThreads, 0, s>>>(p.x.data(), p.n, seed);
   LAB_CHECK_LAUNCH();
 }
 
@@ -306,9 +282,7 @@ struct Reference {
 };
 
 Reference reference(const Problem& p, Data data, std::vector<float>& host, cudaStream_t s) {
-  host.resize(static_cast<std::size_t>(p.n));
-  LAB_CHECK(cudaMemcpyAsync(host.data(), p.x.data(), p.x.bytes(), cudaMemcpyDeviceToHost, s));
-  LAB_CHECK(cudaStreamSynchronize(s));
+  p.x.download(s, host);
   Reference r;
   double sum = 0, sum_abs = 0;
   float seq = 0.0f;
@@ -326,15 +300,10 @@ Reference reference(const Problem& p, Data data, std::vector<float>& host, cudaS
   return r;
 }
 
-// Before a run: result[0] poisoned (NaN), the guard zone after it armed, the exercise's
-// workspace filled with 0xFF and its guard zone armed. Enqueued on s, not waited for.
+// Before a run (enqueued, not waited for): result and the workspace poisoned, guard zones armed.
 void poison_outputs(Problem& p, cudaStream_t s) {
-  p.result.poison(s);
-  p.result.arm(s);
-  if (p.has_workspace) {
-    p.workspace.poison(s);
-    p.workspace.arm(s);
-  }
+  p.result.reset(s);
+  if (p.has_workspace) p.workspace.reset(s);
 }
 
 // After a run (waits for s): the sum it left in result[0] against the reference (through
@@ -395,9 +364,8 @@ std::string size_name(long long n) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The exercise's timed calls (lab::TimedCallChecks). They must be as checkable as the validated
-// ones: the same buffers, n and data in every call would let an exercise recognise them and skip
-// the work (or replay its last answer) exactly when it is timed. So, outside the timed window:
+// The exercise's timed calls, checked like validated ones (lab/timed_calls.hpp). Outside the
+// timed window:
 //  * before every timed call, prepare() poisons the outputs as validate() does and changes the
 //    input. x holds integer-valued data (every sum is exact; on [0,1) data the accuracy bound at
 //    2^28 is about 10^6, room enough to hide a stale answer), and each call puts new values at
@@ -422,7 +390,6 @@ __global__ void integer_sum_kernel(long long n, std::uint64_t seed, unsigned lon
   if (threadIdx.x % 32 == 0) atomicAdd(total, static_cast<unsigned long long>(v));  // mod 2^64
 }
 
-// x[at[k]] = value[k] for k < count (distinct positions).
 __global__ void scatter_kernel(float* x, const long long* at, const float* value, int count) {
   const int k = blockIdx.x * blockDim.x + threadIdx.x;
   if (k < count) x[at[k]] = value[k];
@@ -525,8 +492,7 @@ class TimedSums : public lab::TimedCalls {
     ref.exact = static_cast<double>(base_sum_ + delta_);
     ref.integers = true;  // bound 0: exact
     const std::string name = size_name(p_.n) + " integers, " + case_name;
-    const lab::Comparison c = judge_outputs(l_, "exercise", name, p_, ref, s);
-    l_.check("exercise", name, c);
+    l_.check("exercise", name, judge_outputs(l_, "exercise", name, p_, ref, s));
   }
 
   // From pageable memory: the copies have taken the values by the time they return.
@@ -538,17 +504,9 @@ class TimedSums : public lab::TimedCalls {
                               cudaMemcpyHostToDevice, s));
   }
 
-  unsigned long long read_counter(cudaStream_t s) {
-    unsigned long long v = 0;
-    LAB_CHECK(cudaMemcpyAsync(&v, counter_.data(), sizeof v, cudaMemcpyDeviceToHost, s));
-    LAB_CHECK(cudaStreamSynchronize(s));
-    return v;
-  }
+  unsigned long long read_counter(cudaStream_t s) { return counter_.download(s)[0]; }
 
-  unsigned grid() const {
-    return static_cast<unsigned>(std::clamp<long long>((p_.n + kThreads - 1) / kThreads, 1,
-                                                       16LL * lab::device_info().sms));
-  }
+  int grid() const { return lab::grid_for(p_.n, kThreads, 16); }
 
   lab::Lesson& l_;
   Problem& p_;
@@ -570,12 +528,11 @@ int main(int argc, char** argv) {
   lab::Variants<Problem> variants(lesson);
   add_variants(variants);
 
-  long long n_option = 0;
-  lesson.option("--n", &n_option, "floats to add at the timing size (0: 2^28, or 2^22 with --quick)");
+  long long n = 0;
+  lesson.option("--n", &n, "floats to add at the timing size", 1LL << 28, 1LL << 22);
 
   return lesson.run(argc, argv, [&](lab::Lesson& l) {
     cudaStream_t stream = l.stream();
-    const long long n = n_option > 0 ? n_option : (l.quick() ? (1LL << 22) : (1LL << 28));
     if (n > (1LL << 30)) throw std::invalid_argument("--n: at most 2^30");
     const unsigned needs = variants.needs();
     std::vector<float> host;
@@ -600,9 +557,7 @@ int main(int argc, char** argv) {
     }
 
     // 2. Timing: 2^28 floats, 1 GiB, far past the 50-60 MB L2 (and the harness flushes L2 before
-    //    every cold sample). The exercise's timed calls run on integer data that changes before
-    //    every call, and some of them are checked (TimedSums); after them, x must be as they
-    //    found it.
+    //    every cold sample). The exercise's timed calls are checked by TimedSums.
     Problem p(n, needs);
     l.size("x: " + size_name(n) + " float32 (" + lab::text("%.0f", 4.0 * n / (1 << 20)) + " MiB)");
     fill(p, Data::Uniform01, l.seed() * 16 + 100, stream);

@@ -21,27 +21,8 @@
 //                 before the first one starts. Not a way to run the chain, a yardstick.
 //
 // Students read this file; they do not edit it. The checker compiles your exercise.cu against it.
-#include <algorithm>
-#include <cmath>
-#include <cstdint>
-#include <functional>
-#include <map>
-#include <memory>
-#include <stdexcept>
-#include <string>
-#include <vector>
-
 #include "exercise.cuh"
-#include "lab/check.hpp"
-#include "lab/data.hpp"
-#include "lab/format.hpp"
-#include "lab/harness.hpp"
-#include "lab/memory.hpp"
-#include "lab/presets.hpp"
-#include "lab/ratio.hpp"
-#include "lab/timed_calls.hpp"
-#include "lab/validate.hpp"
-#include "lab/variant.hpp"
+#include "lab/lesson.cuh"
 
 namespace {
 
@@ -122,12 +103,8 @@ void fill_inputs(Problem& p, std::uint64_t seed, cudaStream_t s) {
 // The reference: the same fmaf's on the host, in the same order, from the device's own inputs
 // (copied back). fmaf is correctly rounded on both sides, so the answer is exact: bit for bit.
 std::vector<float> replay(const Problem& p, int steps, cudaStream_t s) {
-  std::vector<float> x(p.n), a(p.steps), b(p.steps);
-  LAB_CHECK(cudaMemcpyAsync(x.data(), p.x.data(), p.x.bytes(), cudaMemcpyDeviceToHost, s));
-  LAB_CHECK(cudaMemcpyAsync(a.data(), p.a.data(), p.a.bytes(), cudaMemcpyDeviceToHost, s));
-  LAB_CHECK(cudaMemcpyAsync(b.data(), p.b.data(), p.b.bytes(), cudaMemcpyDeviceToHost, s));
-  LAB_CHECK(cudaStreamSynchronize(s));
-  std::vector<float> y(x);
+  std::vector<float> y = p.x.download(s);  // x, then every step applied
+  const std::vector<float> a = p.a.download(s), b = p.b.download(s);
   for (float& v : y)
     for (int i = 0; i < steps; ++i) v = std::fmaf(a[i], v, b[i]);
   return y;
@@ -225,11 +202,7 @@ void validate(lab::Lesson& l, const Chain& v, Problem& p, const std::vector<floa
   LAB_CHECK(cudaStreamSynchronize(s));
   v.launch(p, s);
   LAB_CHECK(cudaGetLastError());
-  std::vector<float> got(p.n);
-  LAB_CHECK(cudaMemcpyAsync(got.data(), p.y.data(), p.y.bytes(), cudaMemcpyDeviceToHost, s));
-  LAB_CHECK(cudaStreamSynchronize(s));
-  l.check(v.name, case_name,
-          l.compare(v.name, case_name, got.data(), want.data(), want.size(), kExact));
+  l.check(v.name, case_name, l.compare(v.name, case_name, p.y.download(s), want, kExact));
 }
 
 // Fills new inputs, replays the chain on the host for each number of steps a selected variant
@@ -246,10 +219,8 @@ void validate_all(lab::Lesson& l, const lab::Variants<Problem, Chain>& variants,
   }
 }
 
-// The exercise's timed calls (lab::TimedCallChecks). They must be as checkable as the validated
-// ones: with the same inputs every time and y still holding the last answer, run() could
-// recognise a timed call and skip the chain exactly when it is timed. So, outside the timed
-// window, before every timed call prepare() writes new x, a and b made from the call's seed
+// The exercise's timed calls, checked like validated ones (lab/timed_calls.hpp). Outside the
+// timed window, before every timed call prepare() writes new x, a and b made from the call's seed
 // (drawn by the harness from a generator the exercise cannot see) and poisons y; after calls the
 // harness picks at random once they have finished, verify() replays the chain on the host from
 // that seed (regenerated: nothing is read back but y) for up to kSpotChecks elements picked only
@@ -269,9 +240,7 @@ class TimedChains : public lab::TimedCalls {
   }
 
   void verify(cudaStream_t s, const std::string& case_name) override {
-    std::vector<float> y(p_.n);
-    LAB_CHECK(cudaMemcpyAsync(y.data(), p_.y.data(), p_.y.bytes(), cudaMemcpyDeviceToHost, s));
-    LAB_CHECK(cudaStreamSynchronize(s));
+    const std::vector<float> y = p_.y.download(s);
     // The coefficients prepare() made, as fill_inputs makes them; x[j] below likewise.
     std::vector<float> a(p_.steps), b(p_.steps);
     lab::fill_random_host(a.data(), a.size(), seed_ + 1, 0.99f, 1.01f);
@@ -289,8 +258,7 @@ class TimedChains : public lab::TimedCalls {
     const std::string name = "n=" + std::to_string(p_.n) + " K=" + std::to_string(p_.steps) + " " +
                              case_name +
                              (all ? "" : " (" + std::to_string(count) + " random elements)");
-    const lab::Comparison c = l_.compare("exercise", name, got, want, kExact);
-    l_.check("exercise", name, c);
+    l_.check("exercise", name, l_.compare("exercise", name, got, want, kExact));
   }
 
   lab::Lesson& l_;
@@ -354,7 +322,7 @@ int main(int argc, char** argv) {
 
   long long n_opt = 0, steps_opt = 0, demo = 1;
   lesson.option("--n", &n_opt, "floats per step (0: 4096)");
-  lesson.option("--steps", &steps_opt, "kernels in the chain, K (0: 1000, or 200 with --quick)");
+  lesson.option("--steps", &steps_opt, "kernels in the chain, K", 1000, 200);
   lesson.option("--capture-demo", &demo,
                 "1: show what a sync, a synchronous copy and cudaMalloc do inside a stream "
                 "capture (never with --quick or --profile); 0: skip it");
@@ -362,10 +330,9 @@ int main(int argc, char** argv) {
   return lesson.run(argc, argv, [&](lab::Lesson& l) {
     cudaStream_t stream = l.stream();
     const long long n_ll = n_opt > 0 ? n_opt : 4096;
-    const long long steps_ll = steps_opt > 0 ? steps_opt : (l.quick() ? 200 : 1000);
-    if (n_ll > (1 << 26) || steps_ll > 100000)
+    if (n_ll > (1 << 26) || steps_opt > 100000)
       throw std::invalid_argument("--n at most 2^26, --steps at most 100000");
-    const int N = static_cast<int>(n_ll), K = static_cast<int>(steps_ll);
+    const int N = static_cast<int>(n_ll), K = static_cast<int>(steps_opt);
     auto make = [&](int n, int steps) {
       auto p = std::make_unique<Problem>(n, steps);
       if (l.selected("exercise")) {
@@ -393,7 +360,6 @@ int main(int argc, char** argv) {
     }
 
     // 2. Timing: one call = the whole chain; no lead-in, so launch gaps are part of the time.
-    //    The exercise's timed calls get new inputs each, and some are checked (TimedChains).
     auto p = make(N, K);
     l.size("K = " + std::to_string(K) + " dependent kernels, each on n = " + std::to_string(N) +
            " floats (" + lab::fixed(N * 4.0 / 1024, 1) + " KiB); time per call = the whole chain");

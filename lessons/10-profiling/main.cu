@@ -20,26 +20,8 @@
 // actually moves, so its fraction of copy says how close it is to its floor.
 //
 // Students read this file; they do not edit it. The checker compiles your exercise.cu against it.
-#include <algorithm>
-#include <cmath>
-#include <cstdint>
-#include <random>
-#include <stdexcept>
-#include <string>
-#include <vector>
-
 #include "exercise.cuh"
-#include "lab/check.hpp"
-#include "lab/data.hpp"
-#include "lab/format.hpp"
-#include "lab/guard.hpp"
-#include "lab/harness.hpp"
-#include "lab/memory.hpp"
-#include "lab/read_only.cuh"
-#include "lab/reduce.cuh"
-#include "lab/timed_calls.hpp"
-#include "lab/validate.hpp"
-#include "lab/variant.hpp"
+#include "lab/lesson.cuh"
 
 namespace {
 
@@ -137,9 +119,8 @@ __global__ void fill_table(float* x, int rows, int cols, std::uint64_t seed) {
     x[i] = table_value(seed, i, static_cast<int>(i % cols));
 }
 
-// Every output and the workspace are lab::GuardedBuffers: a guard zone of one 2 MiB page after
-// their end, armed before every validated run and checked to its last byte. A write into any of
-// them, however far past the end, is reported as a wrong result.
+// Every output and the workspace are lab::GuardedBuffers, their guard zones checked after every
+// validated run and every verified timed call.
 struct Problem {
   int rows, cols;
   lab::DeviceBuffer<float> x;
@@ -160,6 +141,12 @@ struct Problem {
         workspace(exercise::workspace_bytes(r, c), "workspace") {}
   long long elements() const { return static_cast<long long>(rows) * cols; }
 };
+
+// x = the table of `seed`.
+void fill(Problem& p, std::uint64_t seed, cudaStream_t s) {
+  fill_table<<<8 * lab::device_info().sms, kThreads, 0, s>>>(p.x.data(), p.rows, p.cols, seed);
+  LAB_CHECK_LAUNCH();
+}
 
 void given_stats(Problem& p, cudaStream_t s) {
   given::column_stats<<<p.cols, kThreads, 0, s>>>(p.x.data(), p.rows, p.cols, p.mean.data(), p.inv_std.data());
@@ -196,15 +183,15 @@ void run_exercise(Problem& p, cudaStream_t s) {
 // ---------------------------------------------------------------------------------------------
 // Reference (double, on the host, from the device's own x) and validation.
 
+const lab::Tolerance kTolerance{1e-4, 1e-4};
+
 struct Expected {
   std::vector<float> mean, inv_std, score;
   double sum_of_x = 0;
 };
 
 Expected reference(const Problem& p, cudaStream_t s) {
-  std::vector<float> x(static_cast<std::size_t>(p.elements()));
-  LAB_CHECK(cudaMemcpyAsync(x.data(), p.x.data(), p.x.bytes(), cudaMemcpyDeviceToHost, s));
-  LAB_CHECK(cudaStreamSynchronize(s));
+  const std::vector<float> x = p.x.download(s);
   const std::size_t rows = p.rows, cols = p.cols;
   std::vector<double> sum(cols, 0.0), squares(cols, 0.0), m(cols), is(cols);
   for (std::size_t r = 0; r < rows; ++r)
@@ -233,7 +220,6 @@ Expected reference(const Problem& p, cudaStream_t s) {
   return e;
 }
 
-// The outputs poisoned (NaN) and the workspace filled with 0xFF bytes, as on entry to any call.
 void poison_outputs(Problem& p, cudaStream_t s) {
   p.mean.poison(s);
   p.inv_std.poison(s);
@@ -241,7 +227,6 @@ void poison_outputs(Problem& p, cudaStream_t s) {
   p.workspace.poison(s);
 }
 
-// The guard zones after the three outputs and after the workspace, armed.
 void arm_guards(Problem& p, cudaStream_t s) {
   p.mean.arm(s);
   p.inv_std.arm(s);
@@ -254,7 +239,6 @@ void set_canaries(Problem& p, cudaStream_t s) {
   arm_guards(p, s);
 }
 
-// Runs `launch` once on fresh canaries and checks the three outputs and the guard zones.
 // The outputs against the reference: the statistics, then the scores; the first that differs
 // decides, and `what` names it.
 struct Outcome {
@@ -266,7 +250,6 @@ struct Outcome {
 // checked out of process.
 Outcome compare(lab::Lesson& l, const std::string& variant, const std::string& case_name,
                 const Problem& p, const Expected& e, bool stats, bool scores, cudaStream_t s) {
-  const lab::Tolerance tol{1e-4, 1e-4};
   const std::pair<const lab::GuardedBuffer<float>*, const std::vector<float>*> outputs[] = {
       {stats ? &p.mean : nullptr, &e.mean},
       {stats ? &p.inv_std : nullptr, &e.inv_std},
@@ -276,18 +259,10 @@ Outcome compare(lab::Lesson& l, const std::string& variant, const std::string& c
   for (int i = 0; i < 3 && o.c.ok; ++i) {
     if (!outputs[i].first) continue;
     o.c = l.compare(variant, case_name + ", " + names[i], outputs[i].first->download(s),
-                    *outputs[i].second, tol);
+                    *outputs[i].second, kTolerance);
     o.what = names[i];
   }
   return o;
-}
-
-// "" if the guard zones after every output and after the workspace are intact, else what changed.
-std::string guard_damage(const Problem& p, cudaStream_t s) {
-  for (const std::string& d :
-       {p.mean.damage(s), p.inv_std.damage(s), p.score.damage(s), p.workspace.damage(s)})
-    if (!d.empty()) return d;
-  return "";
 }
 
 void record(lab::Lesson& l, const std::string& variant, const std::string& case_name, Outcome o) {
@@ -295,19 +270,25 @@ void record(lab::Lesson& l, const std::string& variant, const std::string& case_
   l.check(variant, case_name, o.c);
 }
 
-// Runs `launch` once on fresh canaries and checks the three outputs and the guard zones.
+// Records `o`, unless its outputs are right but a guard zone (after an output or the workspace)
+// changed: then what changed there.
+void record_guarded(lab::Lesson& l, const std::string& variant, const std::string& case_name,
+                    const Problem& p, const Outcome& o, cudaStream_t s) {
+  if (o.c.ok)
+    for (const std::string& d :
+         {p.mean.damage(s), p.inv_std.damage(s), p.score.damage(s), p.workspace.damage(s)})
+      if (!d.empty()) return l.check(variant, case_name, false, d);
+  record(l, variant, case_name, o);
+}
+
+// Runs variant `v` once on fresh canaries and checks the three outputs and the guard zones.
 void validate(lab::Lesson& l, const lab::Variant<Problem>& v, const std::string& case_name,
               Problem& p, const Expected& e) {
   cudaStream_t s = l.stream();
   set_canaries(p, s);
   v.launch(p, s);
   LAB_CHECK(cudaStreamSynchronize(s));
-  const Outcome o = compare(l, v.name, case_name, p, e, true, true, s);
-  const std::string damage = o.c.ok ? guard_damage(p, s) : "";
-  if (!damage.empty())
-    l.check(v.name, case_name, false, damage);
-  else
-    record(l, v.name, case_name, o);
+  record_guarded(l, v.name, case_name, p, compare(l, v.name, case_name, p, e, true, true, s), s);
 }
 
 // The phases of the given app, run one by one as they are timed: phase 1 is checked on mean and
@@ -336,20 +317,14 @@ void validate_floor(lab::Lesson& l, const std::string& case_name, Problem& p, do
   LAB_CHECK(cudaMemsetAsync(p.sink.data(), 0, p.sink.bytes(), s));
   read_twice(p, s);
   double total = 0;
-  std::vector<float> sink(p.sink.size());
-  LAB_CHECK(cudaMemcpyAsync(sink.data(), p.sink.data(), p.sink.bytes(), cudaMemcpyDeviceToHost, s));
-  LAB_CHECK(cudaStreamSynchronize(s));
-  for (const float v : sink) total += v;
+  for (const float v : p.sink.download(s)) total += v;
   const double expected = 2 * sum_of_x;
   l.check("read_twice", case_name, std::fabs(total - expected) <= 1e-4 * std::fabs(expected) + 1e-2,
           "its partial sums total " + std::to_string(total) + ", expected " + std::to_string(expected));
 }
 
 // ---------------------------------------------------------------------------------------------
-// The exercise's timed calls. An app that recognised them (same pointers, same sizes as the call
-// before) could skip the work there and still pass every validated call; so every timed call
-// gets a new table and poisoned outputs, and a random sample of them is checked like a validated
-// call (lab::TimedCallChecks).
+// The exercise's timed calls, checked like validated ones (lab/timed_calls.hpp).
 
 // sum[c] and squares[c] += the sum of x[r][c] and of x[r][c]^2 over the rows, in double, for the
 // table fill_table(seed) makes: regenerated here, never read from x (the exercise could have
@@ -405,8 +380,7 @@ class TimedCalls : public lab::TimedCalls {
 
   void prepare(cudaStream_t s, std::uint64_t seed) override {
     seed_ = seed;
-    fill_table<<<8 * lab::device_info().sms, kThreads, 0, s>>>(p_.x.data(), p_.rows, p_.cols, seed);
-    LAB_CHECK_LAUNCH();
+    fill(p_, seed, s);
     poison_outputs(p_, s);
   }
 
@@ -420,12 +394,7 @@ class TimedCalls : public lab::TimedCalls {
     reference_column_sums<<<static_cast<unsigned>((threads + kThreads - 1) / kThreads), kThreads, 0,
                             s>>>(rows, cols, row_step, seed_, sums.data(), sums.data() + cols);
     LAB_CHECK_LAUNCH();
-    const std::vector<double> moments = [&] {
-      std::vector<double> h(sums.size());
-      LAB_CHECK(cudaMemcpyAsync(h.data(), sums.data(), sums.bytes(), cudaMemcpyDeviceToHost, s));
-      LAB_CHECK(cudaStreamSynchronize(s));
-      return h;
-    }();
+    const std::vector<double> moments = sums.download(s);
     Expected e;
     std::vector<double> m(cols), is(cols);
     for (int c = 0; c < cols; ++c) {
@@ -446,29 +415,18 @@ class TimedCalls : public lab::TimedCalls {
       }
       e.score.push_back(static_cast<float>(s2));
     }
-    // The exercise's outputs against them: the statistics, then the scores; the first that
-    // differs decides (as in compare()).
-    const lab::Tolerance tol{1e-4, 1e-4};
+    // The exercise's outputs against them, as in validate(): the statistics (compare()), then
+    // the scores of the picked rows; then the guard zones.
     const std::vector<float> score = p_.score.download(s);
     std::vector<float> picked_scores;
     for (std::size_t r : picked_rows) picked_scores.push_back(score[r]);
-    Outcome o;
-    o.c = l_.compare("exercise", case_name + ", mean", p_.mean.download(s), e.mean, tol);
-    o.what = "mean";
+    Outcome o = compare(l_, "exercise", case_name, p_, e, true, false, s);
     if (o.c.ok) {
-      o.c = l_.compare("exercise", case_name + ", inv_std", p_.inv_std.download(s), e.inv_std, tol);
-      o.what = "inv_std";
-    }
-    if (o.c.ok) {
-      o.c = l_.compare("exercise", case_name + ", score", picked_scores, e.score, tol);
+      o.c = l_.compare("exercise", case_name + ", score", picked_scores, e.score, kTolerance);
       for (lab::Mismatch& mm : o.c.first) mm.index = picked_rows[mm.index];  // score's own index
       o.what = "score";
     }
-    const std::string damage = o.c.ok ? guard_damage(p_, s) : "";  // (as in validate())
-    if (!damage.empty())
-      l_.check("exercise", case_name, false, damage);
-    else
-      record(l_, "exercise", case_name, o);
+    record_guarded(l_, "exercise", case_name, p_, o, s);
   }
 
   lab::Lesson& l_;
@@ -546,20 +504,17 @@ int main(int argc, char** argv) {
     }
 
     Problem p(static_cast<int>(rows), static_cast<int>(cols));
-    fill_table<<<8 * lab::device_info().sms, kThreads, 0, s>>>(p.x.data(), p.rows, p.cols, l.seed());
-    LAB_CHECK_LAUNCH();
+    fill(p, l.seed(), s);
     const double S = 4.0 * p.elements();
     l.size("x: " + std::to_string(p.rows) + " x " + std::to_string(p.cols) + " floats (" +
            std::to_string(static_cast<long long>(S / (1 << 20))) + " MiB), row-major");
     const Expected e = reference(p, s);
     validate_all(lab::dims({p.rows, p.cols}), p, e);
-    fill_table<<<8 * lab::device_info().sms, kThreads, 0, s>>>(p.x.data(), p.rows, p.cols, l.seed());
-    LAB_CHECK_LAUNCH();  // (x again as the harness wrote it, whatever the exercise did to it)
+    fill(p, l.seed(), s);  // (x again as the harness wrote it, whatever the exercise did to it)
     given_app(p, s);  // the phases alone need the previous phases' outputs
 
-    // The exercise's timed calls: a new table before each, some checked (TimedCalls above). The
-    // guard zones are armed once here and must stay intact through them (the given variants,
-    // timed first, write nothing there).
+    // The guard zones are armed once here and must stay intact through the exercise's timed calls
+    // (the given variants, timed first, write nothing there).
     arm_guards(p, s);
     TimedCalls checked(l, p);
     variants.measure_all(p, checked.checks());
@@ -567,8 +522,7 @@ int main(int argc, char** argv) {
 
     // Outputs after timing must still be right (the timed calls reused the buffers), on the table
     // the reference e was made from.
-    fill_table<<<8 * lab::device_info().sms, kThreads, 0, s>>>(p.x.data(), p.rows, p.cols, l.seed());
-    LAB_CHECK_LAUNCH();
+    fill(p, l.seed(), s);
     if (l.selected("exercise")) validate(l, variants["exercise"], "after timing", p, e);
 
     const lab::Measurement* app = variants.measurement("given_app");

@@ -42,44 +42,19 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
-#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <iterator>
-#include <limits>
-#include <map>
-#include <memory>
-#include <optional>
-#include <random>
-#include <stdexcept>
-#include <string>
 #include <type_traits>
-#include <utility>
-#include <vector>
 
 #include "exercise.cuh"
-#include "lab/check.hpp"
 #include "lab/cublas.hpp"
-#include "lab/data.hpp"
-#include "lab/device.hpp"
-#include "lab/format.hpp"
-#include "lab/guard.hpp"
-#include "lab/harness.hpp"
-#include "lab/memory.hpp"
-#include "lab/presets.hpp"
-#include "lab/ratio.hpp"
-#include "lab/read_only.cuh"
-#include "lab/stats.hpp"
-#include "lab/timing.hpp"
-#include "lab/variant.hpp"
+#include "lab/lesson.cuh"
 
 extern char** environ;
 

@@ -8,22 +8,8 @@
 // Bytes: x read once, y written once: 8n. FLOPs: one multiply per element.
 //
 // Students read this file; they do not edit it. The checker compiles your exercise.cu against it.
-#include <cstdint>
-#include <random>
-#include <string>
-#include <vector>
-
 #include "exercise.cuh"
-#include "lab/check.hpp"
-#include "lab/data.hpp"
-#include "lab/format.hpp"
-#include "lab/guard.hpp"
-#include "lab/harness.hpp"
-#include "lab/memory.hpp"
-#include "lab/read_only.cuh"
-#include "lab/timed_calls.hpp"
-#include "lab/validate.hpp"
-#include "lab/variant.hpp"
+#include "lab/lesson.cuh"
 
 namespace {
 
@@ -130,12 +116,11 @@ int main(int argc, char** argv) {
   lab::Lesson lesson("_template", "The lesson template: y = a x at the copy bandwidth");
   lab::Variants<Problem> variants(lesson);
   add_variants(variants);
-  long long n_option = 0;
-  lesson.option("--n", &n_option, "floats at the timing size (0: 2^26, or 2^22 with --quick)");
+  long long n = 0;
+  lesson.option("--n", &n, "floats at the timing size", 1LL << 26, 1LL << 22);
 
   return lesson.run(argc, argv, [&](lab::Lesson& l) {
     cudaStream_t stream = l.stream();
-    const long long n = n_option > 0 ? n_option : (l.quick() ? (1LL << 22) : (1LL << 26));
     if (n > (1LL << 31)) throw std::invalid_argument("--n: at most 2^31");
 
     // 1. Validation at sizes that are not multiples of the block size, fresh inputs every case.
