@@ -151,9 +151,12 @@ void Lesson::option(const std::string& flag, long long* value, const std::string
 
 void Lesson::option(const std::string& flag, long long* value, const std::string& what,
                     long long normal, long long quick) {
+  auto text = [](long long n) {  // 2^28 reads better than 268435456
+    const bool power = n >= (1LL << 20) && (n & (n - 1)) == 0;
+    return power ? "2^" + std::to_string(__builtin_ctzll(n)) : std::to_string(n);
+  };
   state_->app.add_option(flag, *value,
-                         what + " (0: " + std::to_string(normal) + ", or " + std::to_string(quick) +
-                             " with --quick)")
+                         what + " (0: " + text(normal) + ", or " + text(quick) + " with --quick)")
       ->capture_default_str();
   state_->sized.push_back({value, normal, quick});
 }

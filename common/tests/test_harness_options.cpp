@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <vector>
@@ -99,6 +100,19 @@ TEST_CASE("a size option's 0 means its default, which --quick changes; a given s
   CHECK(size_after({"--quick"}) == 64);
   CHECK(size_after({"--n", "100", "--quick"}) == 100);
   CHECK(size_after({"--n", "0"}) == 4096);
+
+  lab::Lesson lesson("99-test", "harness test");
+  long long n = 0, m = 0;
+  lesson.option("--n", &n, "floats", 1LL << 28, 1LL << 22);
+  lesson.option("--m", &m, "rows", 4096, 1000);
+  std::string program = "/some/dir/solution", flag = "--help";
+  std::vector<char*> argv = {program.data(), flag.data()};
+  std::ostringstream out;
+  std::streambuf* was = std::cout.rdbuf(out.rdbuf());
+  lesson.run(2, argv.data(), [](lab::Lesson&) {});
+  std::cout.rdbuf(was);
+  CHECK(out.str().find("floats (0: 2^28, or 2^22 with --quick)") != std::string::npos);
+  CHECK(out.str().find("rows (0: 4096, or 1000 with --quick)") != std::string::npos);
 }
 
 namespace {

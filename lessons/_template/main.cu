@@ -58,16 +58,12 @@ float expected(const Problem& p, std::uint64_t seed, std::size_t i) {
 void validate(lab::Lesson& l, const lab::Variant<Problem>& v, Problem& p, std::uint64_t seed,
               const std::string& case_name) {
   cudaStream_t s = l.stream();
-  p.y.poison(s);
-  p.y.arm(s);
+  p.y.reset(s);
   v.launch(p, s);
   LAB_CHECK(cudaGetLastError());
-  const std::vector<float> got = p.y.download(s);
   std::vector<float> want(p.n);
   for (std::size_t i = 0; i < p.n; ++i) want[i] = expected(p, seed, i);
-  lab::Comparison c = l.compare(v.name, case_name, got, want, lab::Tolerance{0.0, 0.0});
-  p.y.check_guard(c, s);
-  l.check(v.name, case_name, c);
+  lab::check_output(l, v.name, case_name, p.y, p.y.download(s), want, lab::Tolerance{0.0, 0.0}, s);
 }
 
 // How the exercise's timed calls are prepared and checked (lab::TimedCalls).
@@ -95,14 +91,13 @@ class TimedScale : public lab::TimedCalls {
   void verify(cudaStream_t s, const std::string& case_name) override {
     const std::vector<float> y = p_.y.download(s);
     std::vector<float> got, want;
+    std::vector<std::size_t> at;
     for (int k = 0; k < 4096; ++k) {
-      const std::size_t i = pick() % p_.n;
-      got.push_back(y[i]);
-      want.push_back(expected(p_, seed_, i));
+      at.push_back(pick() % p_.n);
+      got.push_back(y[at.back()]);
+      want.push_back(expected(p_, seed_, at.back()));
     }
-    lab::Comparison c = l_.compare("exercise", case_name, got, want, lab::Tolerance{0.0, 0.0});
-    p_.y.check_guard(c, s);
-    l_.check("exercise", case_name, c);
+    lab::check_output(l_, "exercise", case_name, p_.y, got, want, lab::Tolerance{0.0, 0.0}, s, at);
   }
 
   lab::Lesson& l_;
