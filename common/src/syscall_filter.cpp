@@ -4,6 +4,7 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <sys/mman.h>
+#include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -96,6 +97,14 @@ bool restrict_system_calls(std::string& why) {
                   SYS_io_uring_enter, SYS_io_uring_register})
     p.on(nr, refuse);
   for (long nr : {SYS_mmap, SYS_mprotect, SYS_pkey_mprotect}) p.on_bits(nr, 2, PROT_EXEC, refuse, allow);
+  // READ_IMPLIES_EXEC would make every readable mapping executable, past the rule above; asking
+  // for the persona (0xffffffff, every bit) changes nothing and stays allowed.
+  p.code.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, static_cast<std::uint32_t>(SYS_personality), 0, 5));
+  p.load(offsetof(seccomp_data, args));
+  p.code.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0xffffffffu, 2, 0));
+  p.code.push_back(BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, READ_IMPLIES_EXEC, 0, 1));
+  p.answer(refuse);
+  p.answer(allow);
   p.answer(allow);
 
   sock_fprog program{static_cast<unsigned short>(p.code.size()), p.code.data()};

@@ -6,6 +6,7 @@
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -84,6 +85,12 @@ TEST_SUITE("syscall_filter") {
     CHECK(under_filter([] {
             void* p = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
             return p == MAP_FAILED ? 3 : refused(mprotect(p, 4096, PROT_READ | PROT_EXEC));
+          }) == 0);
+    // Nor through the persona that makes readable memory executable; asking for it still works.
+    CHECK(under_filter([] { return refused(personality(PER_LINUX | READ_IMPLIES_EXEC)); }) == 0);
+    CHECK(under_filter([] {
+            const int persona = personality(0xffffffff);
+            return persona >= 0 && (persona & READ_IMPLIES_EXEC) == 0 ? 0 : 3;
           }) == 0);
   }
 

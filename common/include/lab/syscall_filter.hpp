@@ -22,7 +22,8 @@ namespace lab {
 /// - opening a file (open, openat, openat2, creat, open_by_handle_at), linking one (link,
 ///   symlink, mknod and their *at forms), making an anonymous file (memfd_create), a socket or an
 ///   io_uring (whose kernel threads would open files unfiltered), mapping or protecting memory
-///   as executable, adding a seccomp filter (seccomp, prctl PR_SET_SECCOMP) and making the
+///   as executable (or taking the READ_IMPLIES_EXEC persona, which would make readable memory
+///   executable), adding a seccomp filter (seccomp, prctl PR_SET_SECCOMP) and making the
 ///   process dumpable again (prctl PR_SET_DUMPABLE) fail with EPERM;
 /// - everything else (reading and writing open descriptors, memory, ioctl on the GPU's device
 ///   files, time) is allowed.
