@@ -105,7 +105,7 @@ Lesson::Lesson(std::string id, std::string title) : state_(std::make_unique<Stat
   s.app.add_flag("--quick", s.result.quick, "Small sizes and short timing (tests, quick looks)");
   s.app.add_flag("--profile", s.profile,
                  "Run each selected variant once inside cudaProfilerStart/Stop for nsys/ncu, "
-                 "no timing");
+                 "no timing (and no result file)");
   s.app.add_option("--variant", s.only, "Run only these variants (repeatable; see --list)");
   s.app.add_option("--skip-variant", s.skipped,
                    "Leave these variants out (repeatable): lab-check grade times the speedup "
@@ -574,8 +574,8 @@ int Lesson::run(int argc, char** argv, const std::function<void(Lesson&)>& body)
   }
   // The result file is opened now, as PATH.tmp, and renamed into place when written: a folder
   // it cannot be written to fails here, not after the whole measurement, and with the system
-  // calls restricted no file could be opened at the end.
-  if (!s.json_path.empty()) {
+  // calls restricted no file could be opened at the end. (--profile writes none.)
+  if (!s.json_path.empty() && !s.profile) {
     std::error_code ec;
     const bool folder = std::filesystem::is_directory(s.json_path, ec);
     s.json_file = folder ? nullptr : open_for_atomic_write(s.json_path);
@@ -620,13 +620,7 @@ int Lesson::run(int argc, char** argv, const std::function<void(Lesson&)>& body)
     r.diagnostics.push_back(std::string("stopped by an error: ") + e.what());
     code = kExitCudaError;
   }
-  if (s.profile) {  // no result file
-    if (s.json_file) {
-      std::fclose(s.json_file);
-      std::remove((s.json_path + ".tmp").c_str());
-    }
-    return code;
-  }
+  if (s.profile) return code;  // no table, no result file
   if (s.replaying()) summarize_replay();
   assess_environment(r);
   print_table(r, s.title, s.notes);

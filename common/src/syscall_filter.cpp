@@ -63,6 +63,16 @@ struct Program {
     answer(SECCOMP_RET_ALLOW);
     answer(action);
   }
+  // If the number is `nr`, answer `action` when argument `arg` has any of `bits` and is not
+  // `except`, else allow; otherwise go on, the number still loaded.
+  void on_bits_except(long nr, int arg, std::uint32_t bits, std::uint32_t except, std::uint32_t action) {
+    code.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, static_cast<std::uint32_t>(nr), 0, 5));
+    load(offsetof(seccomp_data, args) + 8 * arg);
+    code.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, except, 2, 0));
+    code.push_back(BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, bits, 0, 1));
+    answer(action);
+    answer(SECCOMP_RET_ALLOW);
+  }
 };
 
 }  // namespace
@@ -99,12 +109,7 @@ bool restrict_system_calls(std::string& why) {
   for (long nr : {SYS_mmap, SYS_mprotect, SYS_pkey_mprotect}) p.on_bits(nr, 2, PROT_EXEC, refuse, allow);
   // READ_IMPLIES_EXEC would make every readable mapping executable, past the rule above; asking
   // for the persona (0xffffffff, every bit) changes nothing and stays allowed.
-  p.code.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, static_cast<std::uint32_t>(SYS_personality), 0, 5));
-  p.load(offsetof(seccomp_data, args));
-  p.code.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0xffffffffu, 2, 0));
-  p.code.push_back(BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, READ_IMPLIES_EXEC, 0, 1));
-  p.answer(refuse);
-  p.answer(allow);
+  p.on_bits_except(SYS_personality, 0, READ_IMPLIES_EXEC, 0xffffffffu, refuse);
   p.answer(allow);
 
   sock_fprog program{static_cast<unsigned short>(p.code.size()), p.code.data()};

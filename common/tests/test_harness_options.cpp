@@ -84,6 +84,13 @@ TEST_CASE("a run writes the result file; without a GPU it says so and exits 77")
   std::remove(path.c_str());
 }
 
+TEST_CASE("--profile writes no result file, not even its temporary one") {
+  const std::string path = "harness_test_profile.json";
+  run_with({"--rows", "20", "--profile", "--json", path});
+  CHECK_FALSE(std::ifstream(path).good());
+  CHECK_FALSE(std::ifstream(path + ".tmp").good());
+}
+
 TEST_CASE("a size option's 0 means its default, which --quick changes; a given size stays") {
   auto size_after = [](std::vector<std::string> args) {
     lab::Lesson lesson("99-test", "harness test");

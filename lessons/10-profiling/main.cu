@@ -277,7 +277,10 @@ void record_guarded(lab::Lesson& l, const std::string& variant, const std::strin
   if (o.c.ok)
     for (const std::string& d :
          {p.mean.damage(s), p.inv_std.damage(s), p.score.damage(s), p.workspace.damage(s)})
-      if (!d.empty()) return l.check(variant, case_name, false, d);
+      if (!d.empty()) {
+        l.check(variant, case_name, false, d);
+        return;
+      }
   record(l, variant, case_name, o);
 }
 
