@@ -13,6 +13,9 @@
 #                                  (the grading-time goal; containment line)
 #   scripts/gpu-round.sh alternatives  the solutions with every mutants/alt_*.cu (a legitimately
 #                                  different correct solution) in place, graded: each must pass
+#   scripts/gpu-round.sh ab        BEFORE=<tree of an earlier commit>: both built, every lesson's
+#                                  solution and starter run from each in turn, compared
+#                                  (scripts/compare-runs.py) with the roofline of both sides
 #   scripts/gpu-round.sh shared    lab-check run (LESSONS, solution and starter) while another
 #                                  CUDA process keeps the GPU busy: verdicts read environment
 #   scripts/gpu-round.sh filter    the system-call filter under the tools that inject themselves:
@@ -105,6 +108,37 @@ case $phase in
     done
     step alternatives bash -c "time $build/checker/lab-check ${CHECK_ARGS:-} grade '$root'/sub* --out '$log/alternatives'"
     ;;
+  ab)
+    # BEFORE=<source tree of an earlier commit> (git archive REV | tar -x -C DIR, with a copy of
+    # deps/ in it): its lesson programs built beside this build, then each lesson's KINDS
+    # ("solution starter") of LESSONS ("01 04"; all when unset) run from both builds in turn,
+    # before then after, so that drift hits both alike. Result files in ab/before and ab/after,
+    # compared by scripts/compare-runs.py; the roofline of each side's solutions.
+    before=${BEFORE:?BEFORE=<source tree of the earlier commit>}
+    programs=()
+    for dir in lessons/[0-9][0-9]-*/; do
+      programs+=("$(basename "$dir")-solution" "$(basename "$dir")-starter")
+    done
+    step configure-before bash -c "cd '$before' && cmake --preset release"
+    step build-before cmake --build "$before/build/release" --target "${programs[@]}"
+    mkdir -p "$log/ab/before" "$log/ab/after"
+    for dir in lessons/[0-9][0-9]-*/; do
+      lesson=$(basename "$dir")
+      [[ -z ${LESSONS:-} || " $LESSONS " == *" ${lesson:0:2} "* ]] || continue
+      for kind in ${KINDS:-solution starter}; do
+        step "ab-$lesson-$kind-before" "$before/build/release/lessons/$lesson/$kind" \
+          --json "$log/ab/before/$lesson-$kind.json"
+        step "ab-$lesson-$kind-after" "$build/lessons/$lesson/$kind" \
+          --json "$log/ab/after/$lesson-$kind.json"
+      done
+    done
+    shopt -s nullglob
+    for side in before after; do  # lessons 01 and 02 move no counted bytes
+      step "roofline-$side" "$build/checker/lab-check" roofline "$log/ab/$side"/0[3-9]-*-solution.json \
+        "$log/ab/$side"/1[0-9]-*-solution.json
+    done
+    step compare python3 scripts/compare-runs.py "$log/ab/before" "$log/ab/after"
+    ;;
   shared)
     # The load: a lesson program in a loop, a CUDA process that is not the checker's.
     ( while :; do "$build/lessons/04-coalescing/solution" --quick > /dev/null 2>&1; done ) &
@@ -147,7 +181,7 @@ case $phase in
     step filter-sanitize "$build/checker/lab-check" run 05 --build solution --quick --sanitize --report
     ;;
   *)
-    echo "usage: scripts/gpu-round.sh build|counters|selftest|grade|alternatives|shared|filter|tracer" >&2
+    echo "usage: scripts/gpu-round.sh build|counters|selftest|grade|alternatives|ab|shared|filter|tracer" >&2
     exit 2
     ;;
 esac
