@@ -24,8 +24,8 @@ constexpr unsigned long long kSlowdown = 0x8 | 0x20 | 0x40 | 0x80;  // HW, SW th
                                                                      // power brake slowdowns
 
 // "GPU-..." (a UUID) or an index: the first device CUDA_VISIBLE_DEVICES names, which is the
-// device a lesson program uses (index 0 when unset; CUDA_DEVICE_ORDER=PCI_BUS_ID keeps CUDA's
-// numbering equal to NVML's on machines with several GPUs).
+// device a lesson program uses (index 0 when unset; pin_to_one_gpu makes it the only one, and
+// CUDA_DEVICE_ORDER=PCI_BUS_ID keeps CUDA's numbering equal to NVML's).
 std::string visible_device() {
   const char* v = std::getenv("CUDA_VISIBLE_DEVICES");
   std::string s = v ? v : "";
@@ -34,6 +34,13 @@ std::string visible_device() {
 }
 
 }  // namespace
+
+void pin_to_one_gpu() {
+  const char* v = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (v && *v == '\0') return;  // no GPU at all, on purpose
+  ::setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1);
+  ::setenv("CUDA_VISIBLE_DEVICES", visible_device().c_str(), 1);
+}
 
 struct GpuWatch::Nvml {
   void* lib = nullptr;

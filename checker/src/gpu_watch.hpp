@@ -45,6 +45,14 @@ class GpuWatch {
   std::thread thread_;
 };
 
+/// Makes every program the checker starts see one GPU, the one the watch looks at: the first
+/// that CUDA_VISIBLE_DEVICES names (device 0 when unset; left alone when set empty, which hides
+/// every GPU), numbered in PCI order as NVML numbers them (CUDA_DEVICE_ORDER=PCI_BUS_ID). A
+/// lesson program then times, and the watch observes, the same GPU, and an exercise can reach no
+/// other (its cudaSetDevice can only name the one it is on). Sets the checker's own environment,
+/// which every child inherits: call it first thing, before any thread starts.
+void pin_to_one_gpu();
+
 /// @return a one-off look (no program running): is there a GPU the lessons can use?
 GpuObservation probe_gpu();
 

@@ -525,6 +525,7 @@ int cmd_roofline(const Common& c, const std::vector<std::string>& files, const s
 }  // namespace
 
 int main(int argc, char** argv) {
+  pin_to_one_gpu();
   install_interrupt_cleanup();
   CLI::App app{"lab-check: judges the CUDA Performance Lab's lessons by the rules in each "
                "lessons/NN-topic/check.toml. Lesson programs run as separate processes, each in "

@@ -59,9 +59,10 @@ struct FakeCourse {
     return argv;
   }
 
-  Cli run(std::vector<std::string> args) const {
+  Cli run(std::vector<std::string> args, std::vector<std::string> env = {}) const {
     ProcessOptions p;
     p.argv = command(args);
+    p.env = std::move(env);
     p.timeout_s = 120;
     p.stdout_path = tmp.path() / "cli.out";
     p.stderr_path = tmp.path() / "cli.err";
@@ -120,6 +121,14 @@ TEST_CASE("run: the solution passes (exit 0), the starter fails with its hint (e
   CHECK(fs::last_write_time(starter_program) > long_ago + std::chrono::hours(24));
   const Cli misspelt = course().run({"--baselines", "pristin", "run"});
   CHECK(misspelt.code == 2);
+
+  // Every program sees one GPU, the first the checker was given, numbered as NVML numbers it.
+  const Cli pinned = course().run({"run", "--build", "solution"},
+                                  {"CUDA_VISIBLE_DEVICES=3,1", "LAB_FAKE_EXPECT_GPU=3"});
+  INFO(pinned.out << pinned.err);
+  CHECK(pinned.code == 0);
+  const Cli unpinned = course().run({"run", "--build", "solution"}, {"LAB_FAKE_EXPECT_GPU=1"});
+  CHECK(unpinned.code == 1);  // the stand-in sees GPU 0, not 1: it exits 3, an error
 
   const Cli unknown = course().run({"run", "07"});
   CHECK(unknown.code == 2);

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "gpu_watch.hpp"
 #include "helpers.hpp"
@@ -119,6 +120,26 @@ TEST_CASE("correctness: pass, and fail with the first failing check and the hint
   auto fast = evaluate_rule(make_rule("speedup", RuleKind::speedup, 3.0), result);
   CHECK(fast.verdict == Verdict::fail);
   CHECK(contains(fast.message, "wrong results, so its speed does not count"));
+}
+
+TEST_CASE("every program the checker starts sees one GPU, the one it watches") {
+  // What pin_to_one_gpu leaves for a list, for no list, and for an empty one (no GPU on purpose).
+  auto pinned = [](const char* visible) {
+    if (visible) ::setenv("CUDA_VISIBLE_DEVICES", visible, 1); else ::unsetenv("CUDA_VISIBLE_DEVICES");
+    ::unsetenv("CUDA_DEVICE_ORDER");
+    pin_to_one_gpu();
+    const char* v = std::getenv("CUDA_VISIBLE_DEVICES");
+    const char* order = std::getenv("CUDA_DEVICE_ORDER");
+    return std::string(v ? v : "(unset)") + " " + (order ? order : "(unset)");
+  };
+  const char* before = std::getenv("CUDA_VISIBLE_DEVICES");
+  const std::string saved = before ? before : "";
+  CHECK(pinned("2,0,1") == "2 PCI_BUS_ID");
+  CHECK(pinned("GPU-8a1b,GPU-77c0") == "GPU-8a1b PCI_BUS_ID");
+  CHECK(pinned(nullptr) == "0 PCI_BUS_ID");
+  CHECK(pinned("") == " (unset)");
+  if (before) ::setenv("CUDA_VISIBLE_DEVICES", saved.c_str(), 1); else ::unsetenv("CUDA_VISIBLE_DEVICES");
+  ::unsetenv("CUDA_DEVICE_ORDER");
 }
 
 TEST_CASE("environment: a run the checker saw disturbed judges no timed reading") {

@@ -25,6 +25,7 @@
 // the exercise from such a record (untimed; "replay" in the result) against 1 2 3.
 // Built with -DFAKE_COURSE (checker/tests/fake-course), the default mode and the exercise's time
 // come from the student's exercise.cu instead: const char* exercise_mode(); double exercise_ms().
+// With LAB_FAKE_EXPECT_GPU=X it exits 3 unless it sees GPU X alone (CUDA_VISIBLE_DEVICES=X, PCI order).
 // Where the checker asks for a trace (LAB_TRACE_FILE), it also plays the tracer: with the times it
 // reported, or --trace-exercise-ms / --trace-baseline-ms for the exercise's / the baseline's; --trace none|early|garbage writes none, one
 // without its end line, or a damaged one.
@@ -236,6 +237,16 @@ int main(int argc, char** argv) {
     else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
       return 2;
+    }
+  }
+  // The checker shows a lesson program one GPU (pin_to_one_gpu): LAB_FAKE_EXPECT_GPU names it.
+  if (const char* gpu = std::getenv("LAB_FAKE_EXPECT_GPU")) {
+    const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+    const char* order = std::getenv("CUDA_DEVICE_ORDER");
+    if (!visible || std::strcmp(visible, gpu) != 0 || !order || std::strcmp(order, "PCI_BUS_ID") != 0) {
+      std::fprintf(stderr, "sees CUDA_VISIBLE_DEVICES=%s CUDA_DEVICE_ORDER=%s, not GPU %s alone\n",
+                   visible ? visible : "(unset)", order ? order : "(unset)", gpu);
+      return 3;
     }
   }
 #ifdef FAKE_COURSE
