@@ -133,8 +133,8 @@ int main(int argc, char** argv) {
       l.check(kernels[k], case_name, output_right(steps));
       if (!m || !l.selected("exercise")) continue;
 
-      // How far is your number from the library's? Low/high use the quartiles: a number inside
-      // [q1, q3] is as good as the median.
+      // How far is your number from the library's? Low/high use the median's 95% interval: a
+      // number inside it is as good as the median.
       const lab::Stats& t = m->gpu_ms;
       worst = lab::worst(worst, lab::relative_error(reported, t));
       l.note(lab::text("%-12s yours %s   library %s (median of %zu)   off by %s",

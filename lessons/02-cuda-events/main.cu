@@ -1,7 +1,8 @@
 // Lesson 02 harness: CUDA events. Students read this file; they do not edit it.
 //
-// A vector add, c = a + b on N floats (512 MiB per array), as three phases on one stream:
-// copy-in (a and b, pinned host -> device), the kernel, copy-out (c, device -> pinned host).
+// A vector add, c = a + b on N floats (384-639 MiB per array, picked by the seed; --mib sets
+// it), as three phases on one stream: copy-in (a and b, pinned host -> device), the kernel,
+// copy-out (c, device -> pinned host).
 //
 //   1. The library measures each phase (variants copy_in, kernel, copy_out: cold, median).
 //   2. Your time_phases (exercise.cu) times the same phases with your RegionTimer, 9 calls with

@@ -266,10 +266,10 @@ void add_variants(lab::Variants<Problem>& variants) {
 // which says nothing. Rounding errors are not all worst-case and same-signed, though: Higham and
 // Mary (SIAM J. Sci. Comput., 2019) show that, modelling them as independent, |error| <=
 // lambda sqrt(n) u S1 for any order of addition, with probability at least
-// 1 - 2n exp(-lambda^2 / 2). lambda = 8 makes that failure probability below 1e-5 up to n = 2^31,
+// 1 - 2n exp(-lambda^2 / 2). lambda = 8 makes that failure probability below 1e-4 up to n = 2^31,
 // and one more u S1 pays for rounding the exact sum to a float at the end:
 //     bound = (8 sqrt(n) + 1) u S1,
-// about 2e-6 S at n = 1000003 and 1e-3 S at n = 2^28. A tree, a grid-stride loop, several
+// about 5e-4 S at n = 1000003 and 8e-3 S at n = 2^28. A tree, a grid-stride loop, several
 // accumulators, atomics in any order: all well inside (they measure 1e-7 to 1e-6). One float
 // accumulator walked through 2^28 values in [0, 1) is not: it stops growing at 2^24 (the note
 // under the table shows it).

@@ -8,7 +8,7 @@
 //  * each warp owns a 32 x 64 piece of the tile, 2 x 4 accumulator fragments of 16 x 16 in FP32.
 //    Per 16 along K it loads 2 fragments of A and 4 of B from shared memory and issues 8
 //    tensor-core multiply-accumulates: every fragment loaded is used 4 (A) or 2 (B) times, and
-//    every element fetched from global memory is used by 4 warps (A) or 2 warps (B) of the block
+//    every element fetched from global memory is used by 2 warps (A) or 4 warps (B) of the block
 //    and 8 fragments' worth of FLOPs;
 //  * every tile row is padded by 16 bytes (leading dimensions 40 and 136 BF16), so the 8 rows of
 //    16 bytes that a fragment load reads at once fall in 8 different groups of 4 banks;
