@@ -90,6 +90,8 @@ const std::set<std::string> kAllowedC = {
     "_ZN3lab16throw_cuda_errorE9cudaErrorPKcS2_i", "_ZN3lab11device_infoEv",
     "_ZN3lab10SideStreamC1Ev", "_ZN3lab10SideStreamC2Ev", "_ZN3lab10SideStreamD1Ev",
     "_ZN3lab10SideStreamD2Ev",
+    // a std::mutex or std::call_once around a cache of its own: they block, start nothing
+    "pthread_mutex_lock", "pthread_mutex_unlock", "pthread_mutex_trylock", "pthread_once",
     // the C++ runtime's own plumbing (exceptions, static locals, nvcc's module registration)
     "atexit", "__dso_handle", "__gxx_personality_v0", "_Unwind_Resume", "_GLOBAL_OFFSET_TABLE_"};
 const std::regex kMaths(
@@ -97,10 +99,9 @@ const std::regex kMaths(
     R"(floor|ceil|round|l?lround|trunc|fmod|remainder|fma|fmax|fmin|frexp|ldexp|modf|nextafter|)"
     R"(copysign|erfc?|tgamma|lgamma|l?l?rint|nearbyint|ilogb|logb|scalbn|isnan|isinf|finite|)"
     R"(sincos)[fl]?(_finite)?$)");
-// Threads' plumbing that libstdc++'s headers reference weakly; a weak reference is all they get.
+// Threads' plumbing that libstdc++'s headers reference weakly; a weak reference is all it gets.
 // (Not __cxa_thread_atexit_impl: a handler given to it runs when the main thread exits.)
-const std::set<std::string> kAllowedWeakC = {"__pthread_key_create", "pthread_once",
-                                             "pthread_mutex_lock", "pthread_mutex_unlock"};
+const std::set<std::string> kAllowedWeakC = {"__pthread_key_create"};
 
 // Parts of the C++ library that touch the operating system: files, threads, the environment,
 // leaving the process.
@@ -118,7 +119,7 @@ const std::vector<std::string> kForbiddenStd = {
 // Namespaces whose inline functions and template instances any translation unit may emit.
 const std::vector<std::string> kTemplateNamespaces = {
     "std::", "__gnu_cxx::", "cub::", "thrust::", "cuda::", "cooperative_groups::", "nvcuda::",
-    "__cxxabiv1::"};
+    "nvtx3::", "__cxxabiv1::"};
 
 // "typeinfo for std::x" -> "std::x": what a compiler-made symbol is about.
 std::string subject(const std::string& demangled) {
