@@ -85,9 +85,10 @@ const std::set<std::string> kAllowedC = {
     // (the checker judges exit codes and the result file itself)
     "exit",
     "__assert_fail", "__errno_location", "__libc_single_threaded",
-    // the lab library's error helper (LAB_CHECK), the device's description, and lab::SideStream
-    // (the one way an exercise makes a stream)
-    "_ZN3lab16throw_cuda_errorE9cudaErrorPKcS2_i", "_ZN3lab11device_infoEv",
+    // the lab library's error helper (LAB_CHECK), the device's description, the blocks for a
+    // grid-stride loop (lab::grid_for), and lab::SideStream (the one way an exercise makes a
+    // stream)
+    "_ZN3lab16throw_cuda_errorE9cudaErrorPKcS2_i", "_ZN3lab11device_infoEv", "_ZN3lab8grid_forExxi",
     "_ZN3lab10SideStreamC1Ev", "_ZN3lab10SideStreamC2Ev", "_ZN3lab10SideStreamD1Ev",
     "_ZN3lab10SideStreamD2Ev",
     // a std::mutex or std::call_once around a cache of its own: they block, start nothing
@@ -303,7 +304,9 @@ std::vector<SealFinding> check_seal(const ObjectSymbols& e, const SealContext& c
       e.exit_handler)
     out.push_back({"", "exercise.cu runs code before main or at exit (a global object with a "
                        "constructor or destructor, a non-constant global initializer, "
-                       "__attribute__((constructor/destructor)), or a call of atexit)"});
+                       "__attribute__((constructor/destructor)), or a call of atexit); keep "
+                       "such state in a static variable inside a function, which is made at "
+                       "its first call"});
   if (e.system_call)
     out.push_back({"", "exercise.cu makes system calls of its own (a syscall instruction in "
                        "inline assembly)"});
