@@ -74,8 +74,8 @@ std::string base_call(const std::string& symbol) {
 const std::set<std::string> kAllowedC = {
     "memcpy", "memmove", "memset", "memcmp", "memchr", "strlen", "strcmp", "strncmp", "strchr",
     "strrchr", "strstr", "strcpy", "strncpy", "strcat", "strtol", "strtoll", "strtoul", "strtod",
-    "strtof", "atoi", "atof", "strerror", "printf", "vprintf", "puts", "putchar", "fputs", "fputc", "putc",
-    "fwrite", "fprintf", "vfprintf", "fflush", "snprintf", "sprintf", "vsnprintf", "vsprintf",
+    "strtof", "atoi", "atof", "strerror", "printf", "vprintf", "puts", "putchar", "fputs",
+    "fputc", "putc", "fwrite", "fprintf", "vfprintf", "fflush", "snprintf", "sprintf", "vsnprintf", "vsprintf",
     "__printf_chk", "__fprintf_chk", "__sprintf_chk", "__snprintf_chk", "__vsnprintf_chk",
     "__vfprintf_chk", "__vprintf_chk", "__memcpy_chk", "__memmove_chk", "__memset_chk",
     "__strcpy_chk", "__strcat_chk", "__stack_chk_fail", "__stack_chk_guard", "stdout", "stderr",
@@ -88,7 +88,8 @@ const std::set<std::string> kAllowedC = {
     // the lab library's error helper (LAB_CHECK), the device's description, the blocks for a
     // grid-stride loop (lab::grid_for), and lab::SideStream (the one way an exercise makes a
     // stream)
-    "_ZN3lab16throw_cuda_errorE9cudaErrorPKcS2_i", "_ZN3lab11device_infoEv", "_ZN3lab8grid_forExxi",
+    "_ZN3lab16throw_cuda_errorE9cudaErrorPKcS2_i", "_ZN3lab11device_infoEv",
+    "_ZN3lab8grid_forExxi",
     "_ZN3lab10SideStreamC1Ev", "_ZN3lab10SideStreamC2Ev", "_ZN3lab10SideStreamD1Ev",
     "_ZN3lab10SideStreamD2Ev",
     // a std::mutex or std::call_once around a cache of its own: they block, start nothing
