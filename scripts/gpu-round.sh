@@ -115,16 +115,17 @@ case $phase in
     # before then after, so that drift hits both alike. Result files in ab/before and ab/after,
     # compared by scripts/compare-runs.py; the roofline of each side's solutions.
     before=${BEFORE:?BEFORE=<source tree of the earlier commit>}
-    programs=()
+    lessons=() programs=()
     for dir in lessons/[0-9][0-9]-*/; do
-      programs+=("$(basename "$dir")-solution" "$(basename "$dir")-starter")
+      lesson=$(basename "$dir")
+      [[ -z ${LESSONS:-} || " $LESSONS " == *" ${lesson:0:2} "* ]] || continue
+      lessons+=("$lesson")
+      for kind in ${KINDS:-solution starter}; do programs+=("$lesson-$kind"); done
     done
     step configure-before bash -c "cd '$before' && cmake --preset release"
     step build-before cmake --build "$before/build/release" --target "${programs[@]}"
     mkdir -p "$log/ab/before" "$log/ab/after"
-    for dir in lessons/[0-9][0-9]-*/; do
-      lesson=$(basename "$dir")
-      [[ -z ${LESSONS:-} || " $LESSONS " == *" ${lesson:0:2} "* ]] || continue
+    for lesson in "${lessons[@]}"; do
       for kind in ${KINDS:-solution starter}; do
         step "ab-$lesson-$kind-before" "$before/build/release/lessons/$lesson/$kind" \
           --json "$log/ab/before/$lesson-$kind.json"
@@ -133,9 +134,9 @@ case $phase in
       done
     done
     shopt -s nullglob
-    for side in before after; do  # lessons 01 and 02 move no counted bytes
-      step "roofline-$side" "$build/checker/lab-check" roofline "$log/ab/$side"/0[3-9]-*-solution.json \
-        "$log/ab/$side"/1[0-9]-*-solution.json
+    for side in before after; do  # the solutions' roofline; lessons 01 and 02 move no counted bytes
+      solutions=("$log/ab/$side"/0[3-9]-*-solution.json "$log/ab/$side"/1[0-9]-*-solution.json)
+      [ ${#solutions[@]} -gt 0 ] && step "roofline-$side" "$build/checker/lab-check" roofline "${solutions[@]}"
     done
     step compare python3 scripts/compare-runs.py "$log/ab/before" "$log/ab/after"
     ;;
