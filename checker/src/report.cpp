@@ -91,7 +91,14 @@ std::string xml_escape(const std::string& text) {
   return out;
 }
 
-std::string csv_field(const std::string& s) {
+// A field of the gradebook CSV. A submission's name is the name of its folder, which a student
+// may have chosen: one that starts like a formula ("=HYPERLINK(...)", "+", "-", "@", a tab) would
+// run as one where the instructor opens the gradebook in a spreadsheet, so it gets a leading
+// apostrophe (shown as text there; OWASP's advice for CSV injection).
+std::string csv_field(const std::string& text) {
+  const std::string s = (!text.empty() && std::string("=+-@\t\r").find(text[0]) != std::string::npos)
+                            ? "'" + text
+                            : text;
   if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
   std::string out = "\"";
   for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);

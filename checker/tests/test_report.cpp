@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdlib>
+#include <sstream>
 
 #include "helpers.hpp"
 #include "process.hpp"
@@ -158,6 +159,30 @@ TEST_CASE("merge: a CSV with one column per lesson, and warnings for incomplete 
   CHECK(book.doc["students"].size() == 2);
 
   CHECK_THROWS_WITH_AS(merge_results({dir.path()}), doctest::Contains("no result.json in"), ConfigError);
+}
+
+TEST_CASE("merge: a submission named like a spreadsheet formula is text in the CSV") {
+  TempDir dir;
+  const std::vector<std::string> names = {"=HYPERLINK(\"http://x\",\"y\")", "+1", "-2", "@SUM(A1)",
+                                          "\tcmd"};
+  for (const auto& name : names) {
+    Report r = sample_report();
+    r.name = name;
+    write_report_files(dir.path() / "out" / ("s" + std::to_string(&name - names.data())), r);
+  }
+  const Gradebook book = merge_results({dir.path() / "out"});
+  std::istringstream lines(book.csv);
+  std::string line;
+  std::getline(lines, line);  // the header
+  int rows = 0;
+  while (std::getline(lines, line)) {
+    ++rows;
+    const std::string first = line.front() == '"' ? line.substr(1) : line;
+    CHECK_MESSAGE(first.front() == '\'', line);  // the cell starts with an apostrophe
+  }
+  CHECK(rows == static_cast<int>(names.size()));
+  CHECK(book.csv.find("\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\"") != std::string::npos);
+  CHECK(book.doc["students"].size() == names.size());  // the JSON keeps the names as they are
 }
 
 TEST_CASE("printable() removes escapes, control bytes and invalid UTF-8, keeps valid UTF-8") {
