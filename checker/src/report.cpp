@@ -348,8 +348,14 @@ std::string grade_record_problem(const json& doc) {
     if (auto e = record_field(lessons[i], where, "lesson", t::string, true); !e.empty()) return e;
     if (lessons[i]["lesson"].get<std::string>().empty()) return "\"" + where + "lesson\" is empty";
     for (auto [key, type] : {std::pair{"score", t::number_float}, {"max_score", t::number_float},
-                             {"verdict", t::string}})
+                             {"verdict", t::string}, {"rules", t::array}})
       if (auto e = record_field(lessons[i], where, key, type, false); !e.empty()) return e;
+    const json rules = lessons[i].value("rules", json::array());
+    for (std::size_t j = 0; j < rules.size(); ++j) {
+      const std::string at = where + "rules[" + std::to_string(j) + "]";
+      if (!rules[j].is_object()) return "\"" + at + "\" is not an object";
+      if (auto e = record_field(rules[j], at + ".", "verdict", t::string, false); !e.empty()) return e;
+    }
   }
   return "";
 }
@@ -418,11 +424,21 @@ Gradebook merge_results(const std::vector<fs::path>& dirs) {
     json record = {{"name", name}, {"total", doc.value("score", 0.0)},
                    {"max_score", doc.value("max_score", 0.0)}, {"complete", doc.value("complete", false)},
                    {"lessons", json::object()}, {"source", f.string()}};
+    std::string unjudged;  // lessons with a rule the checker could not judge (the machine's fault)
     for (const auto& l : doc.value("lessons", json::array())) {
       const std::string lesson = l.value("lesson", "");
+      bool environment = l.value("verdict", "") == "environment";
+      for (const auto& rule : l.value("rules", json::array()))
+        environment = environment || rule.value("verdict", "") == "environment";
+      if (environment) unjudged += (unjudged.empty() ? "" : ", ") + lesson;
       record["lessons"][lesson] = {{"score", l.value("score", 0.0)}, {"verdict", l.value("verdict", "")}};
       lesson_max[lesson] = std::max(lesson_max[lesson], l.value("max_score", 0.0));
     }
+    if (!unjudged.empty())
+      book.warnings.push_back(name + ": not judged in " + unjudged +
+                              " (environment: the checker saw the GPU disturbed, no fault of the "
+                              "student's; those rules earned nothing): grade again with --force "
+                              "on a quiet machine");
     students[name] = record;
   }
 

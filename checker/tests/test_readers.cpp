@@ -147,24 +147,29 @@ TEST_SUITE("readers") {
     write_text(out / "carol" / "result.json", wrong_type);
     write_text(out / "dave" / "result.json", std::string(300, '['));
     fs::create_directories(out / "erin" / "result.json");  // a folder where the file should be
+    json rule_damaged = json::parse(grade_record("frank"));
+    rule_damaged["lessons"][0]["rules"] = json::array({{{"id", "correct"}, {"verdict", 3}}});
+    write_text(out / "frank" / "result.json", rule_damaged.dump());
 
     const Gradebook book = merge_results({out});
-    REQUIRE(book.errors.size() == 4);
+    REQUIRE(book.errors.size() == 5);
     CHECK(book.errors[0] == (out / "bob" / "result.json").string() +
                                 ": has a number beyond the range of a double (1e400, line 1, column 7)");
     CHECK(book.errors[1] == (out / "carol" / "result.json").string() +
                                 ": \"lessons[0].score\" is not a number");
     CHECK(contains(book.errors[2], (out / "dave" / "result.json").string() + ": is nested more than 64"));
     CHECK(book.errors[3] == (out / "erin" / "result.json").string() + ": is not a regular file");
+    CHECK(book.errors[4] == (out / "frank" / "result.json").string() +
+                                ": \"lessons[0].rules[0].verdict\" is not a string");
     CHECK(book.csv == "student,90-fake,total\nalice,7,7\n");
-    CHECK(book.doc["errors"].size() == 4);
+    CHECK(book.doc["errors"].size() == 5);
 
     const fs::path csv = dir.path() / "grades.csv";
     Cli c = lab_check(dir, {"merge", out.string(), "--csv", csv.string()});
     CHECK(c.code == 1);
     CHECK(contains(c.err, "lab-check: " + (out / "carol" / "result.json").string() +
                               ": \"lessons[0].score\" is not a number"));
-    CHECK(contains(c.out, "1 students -> " + csv.string() + " (4 record(s) left out: see above)"));
+    CHECK(contains(c.out, "1 students -> " + csv.string() + " (5 record(s) left out: see above)"));
     CHECK(read_text(csv) == book.csv);
 
     // Nothing usable: no gradebook at all.
