@@ -642,6 +642,12 @@ RuleOutcome evaluate_rule(const Rule& rule, const json& result) {
     if (reading.low > *rule.max) v = worse(v, Verdict::fail);
     else if (reading.high > *rule.max) v = worse(v, Verdict::ambiguous);
   }
+  // The benefit of the doubt is bounded (kDoubtMargin): a median far short of the bar fails,
+  // however wide the interval around it.
+  const bool far_short = (rule.min && reading.value < *rule.min * (1 - kDoubtMargin)) ||
+                         (rule.max && reading.value > *rule.max * (1 + kDoubtMargin));
+  const bool doubt_refused = v == Verdict::ambiguous && far_short;
+  if (doubt_refused) v = Verdict::fail;
 
   std::string measured = format_value(rule.kind, reading.value, unit) + what_is_measured(rule.kind);
   if (rule.kind == RuleKind::speedup) {
@@ -660,6 +666,13 @@ RuleOutcome evaluate_rule(const Rule& rule, const json& result) {
     msg = measured + ", between " + format_value(rule.kind, reading.low, unit) + " and " +
           format_value(rule.kind, reading.high, unit) + " (95% interval): too close to " +
           threshold_text(rule, unit) + " to call";
+  if (doubt_refused)
+    msg = measured + " (needs " + threshold_text(rule, unit) + "; its 95% interval, " +
+          format_value(rule.kind, reading.low, unit) + " to " +
+          format_value(rule.kind, reading.high, unit) + ", holds the bar, but the median misses " +
+          "it by more than " + std::to_string(std::lround(100 * kDoubtMargin)) +
+          "%, and the benefit of the doubt covers measurement noise only: a spread that wide " +
+          "comes from calls of very different speeds)";
 
   // Counters do not depend on how trustworthy the run's timings were; every timed reading
   // does, a pass included (a GPU shared with another process can slow a baseline and so make a

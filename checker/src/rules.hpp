@@ -32,6 +32,13 @@ Verdict worse(Verdict a, Verdict b);
 /// Whether a verdict earns the rule's points (pass, and ambiguous: the benefit of the doubt).
 inline bool earns_points(Verdict v) { return v == Verdict::pass || v == Verdict::ambiguous; }
 
+/// How far, relative to the bar, a reading's median may miss it and still have the benefit of
+/// the doubt (`ambiguous`, full points) where its 95% interval holds the bar. The doubt is meant
+/// for measurement noise, a few percent on a quiet GPU; a program can widen its own interval at
+/// will (a minority of calls made slower on purpose leaves the median where it was and stretches
+/// the interval past any bar), so a median further off than this is judged on its median: `fail`.
+inline constexpr double kDoubtMargin = 0.05;
+
 /// A configuration mistake (check.toml, overrides, expected.toml): "file:line: what is wrong".
 struct ConfigError : std::runtime_error {
   using std::runtime_error::runtime_error;

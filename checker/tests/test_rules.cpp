@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 
 #include "gpu_watch.hpp"
@@ -104,6 +105,46 @@ TEST_CASE("metric rules use low/high, with min and max") {
   CHECK(evaluate_rule(make_rule("m", RuleKind::metric, std::nullopt, 0.70), result).verdict == Verdict::fail);
   CHECK(evaluate_rule(make_rule("m", RuleKind::metric, std::nullopt, 0.85), result).verdict == Verdict::pass);
   CHECK(evaluate_rule(make_rule("m", RuleKind::metric, 0.7, 0.81), result).verdict == Verdict::ambiguous);
+}
+
+TEST_CASE("the benefit of the doubt is bounded: a median far off the bar fails, whatever the interval") {
+  json result = sample_result();
+  // A metric of 0.80 whose interval a program stretched to 0.40 .. 1.60.
+  result["metrics"]["overlap_efficiency"] = {{"value", 0.80}, {"low", 0.40}, {"high", 1.60}};
+  CHECK(evaluate_rule(make_rule("m", RuleKind::metric, 0.83), result).verdict == Verdict::ambiguous);
+  auto far = evaluate_rule(make_rule("m", RuleKind::metric, 0.85), result);  // 5.9% short
+  CHECK(far.verdict == Verdict::fail);
+  CHECK(far.points == 0);
+  CHECK(contains(far.message, "holds the bar, but the median misses it by more than 5%"));
+  // The mirror image for a maximum.
+  CHECK(evaluate_rule(make_rule("m", RuleKind::metric, std::nullopt, 0.77), result).verdict ==
+        Verdict::ambiguous);
+  CHECK(evaluate_rule(make_rule("m", RuleKind::metric, std::nullopt, 0.75), result).verdict ==
+        Verdict::fail);
+  // A median on the right side of the bar keeps its benefit, however wide the interval.
+  CHECK(evaluate_rule(make_rule("m", RuleKind::metric, 0.5), result).verdict == Verdict::ambiguous);
+}
+
+TEST_CASE("a speedup whose exercise made a minority of its calls slower on purpose fails") {
+  // The starter's speed (1.0x), and a bar of 1.5x. The exercise keeps its fast calls just ahead
+  // of its slow ones (3x slower): its median is a fast call and its interval reaches the slow
+  // ones. The ratio's interval stays within the medians' own ends, so it cannot reach the bar.
+  json result = sample_result(1.0, 1.0);
+  std::vector<double> base, ex;
+  for (int i = 0; i < 400; ++i) base.push_back(1.0 + 0.001 * (i % 7));
+  int fast = 0, slow = 0;
+  for (int k = 1; k <= 400; ++k) {
+    const bool is_slow = fast - slow >= static_cast<int>(std::ceil(std::sqrt(double(k))));
+    (is_slow ? slow : fast) += 1;
+    ex.push_back((is_slow ? 3.0 : 1.0) * (1.0 + 0.001 * (k % 5)));
+  }
+  result["variants"][0]["samples_ms"] = base;
+  result["variants"][1]["samples_ms"] = ex;
+  const auto out = evaluate_rule(make_rule("speedup", RuleKind::speedup, 1.5), result);
+  REQUIRE(out.reading);
+  CHECK(out.reading->value == doctest::Approx(1.0).epsilon(0.01));
+  CHECK(out.reading->high < 1.1);  // not the 1.7 a symmetric interval on the log scale gave
+  CHECK(out.verdict == Verdict::fail);
 }
 
 TEST_CASE("correctness: pass, and fail with the first failing check and the hint") {

@@ -138,6 +138,13 @@ MedianRatio ratio_of_medians(const Stats& a, const Stats& b, double tie_step, do
   out.value = a.median / b.median;
   out.low = std::max(out.value * std::exp(-half) * down, 0.0);
   out.high = out.value * std::exp(half) * up;
+  // Within the ratio of the medians' own interval ends (each widened by a step): where those are
+  // lopsided (calls of two speeds), the symmetric interval would reach past the fast ones.
+  const double box_low = std::max(a.median_low - step_a, 0.0) / (b.median_high + step_b);
+  const double box_high = b.median_low > step_b ? (a.median_high + step_a) / (b.median_low - step_b)
+                                                : std::numeric_limits<double>::infinity();
+  out.low = std::max(out.low, std::min(box_low, out.value));
+  out.high = std::min(out.high, std::max(box_high, out.value));
   return out;
 }
 

@@ -189,3 +189,29 @@ TEST_CASE("the process's time budget: set, spent, removed") {
   lab::set_time_budget(0);
   CHECK(std::isinf(lab::time_budget_left_s()));
 }
+
+TEST_CASE("the ratio's interval stays within the medians' own ends (a lopsided median interval)") {
+  auto summary = [](double median, double low, double high) {
+    lab::Stats s;
+    s.n = 100;
+    s.median = median;
+    s.median_low = low;
+    s.median_high = high;
+    s.median_coverage = 0.96;
+    s.step = 1e-6;
+    return s;
+  };
+  // The denominator's calls come at two speeds, a minority three times slower: its median is a
+  // fast call, its interval reaches the slow ones. The symmetric log-scale interval would put the
+  // ratio's upper end near 1.7; the medians' own ends allow at most about 1.01.
+  const lab::MedianRatio r =
+      lab::ratio_of_medians(summary(1.0, 0.995, 1.005), summary(1.0, 0.999, 3.0));
+  CHECK(r.value == doctest::Approx(1.0));
+  CHECK(r.high == doctest::Approx(1.005 / 0.999).epsilon(1e-4));
+  CHECK(r.low < 0.7);  // the slow side keeps its width
+  // Symmetric, well-behaved medians: the interval is Price and Bonett's, the ends unused.
+  const lab::MedianRatio even =
+      lab::ratio_of_medians(summary(2.0, 1.98, 2.02), summary(1.0, 0.99, 1.01));
+  CHECK(even.high < 2.0 * 2.02 / 1.98 / 0.99 * 1.01);
+  CHECK(even.high > 2.0 * 1.01);
+}

@@ -102,7 +102,11 @@ struct MedianRatio {
 /// interval's exact coverage), then log(ratio) +- z sqrt(se_a^2 + se_b^2). Widened by one reading
 /// step on each median (Stats::step, or @p tie_step where all readings are equal), in the
 /// direction that widens. Approximate: the checker's tests measure its coverage (within 2 points of
-/// 95% from 20 samples per side). The checker and lab::speedup both use it.
+/// 95% from 20 samples per side). Never past the ratio of the medians' own interval ends
+/// (numerator.median_low / denominator.median_high .. median_high / median_low, each widened by
+/// a step): on the log scale the interval is symmetric, but a median's own interval need not be,
+/// and a program that makes a minority of its calls slower on purpose stretches only its slow
+/// end; the favourable end must not grow with it. The checker and lab::speedup both use it.
 /// @param numerator summary of the numerator's samples (positive)
 /// @param denominator summary of the denominator's samples (positive)
 /// @param tie_step the step to assume for a summary whose readings are all equal
