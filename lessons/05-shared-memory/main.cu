@@ -436,18 +436,19 @@ void validate_gemm(lab::Lesson& l, const lab::Variant<Gemm>& v, Gemm& g, const G
 
 // How the timed calls of exercise_sgemm are prepared and checked. The timing problem has beta ==
 // 0: C is write-only.
-//  * prepare, before every timed call: a new A from the call's seed (drawn by the harness where
-//    the exercise cannot see it; every C[i][j] depends on row i of A, so no earlier answer can be
-//    right) and C poisoned (NaN). B stays as it is.
+//  * prepare, before every timed call: a new A and B from the call's seed (drawn by the harness
+//    where the exercise cannot see it; a new A alone would make every earlier answer wrong, but
+//    an unchanged B could be kept from call to call in another form, rounded or split for the
+//    tensor cores) and C poisoned (NaN).
 //  * verify, after the calls the harness picks once they are done: a 32 x 32 grid of elements,
 //    32 rows and 32 columns of C picked at random only now, against a double-precision reference
 //    from the rows of A and the columns of B regenerated from their seeds (never read back: the
 //    exercise could have written into them), and the whole guard zone. At 4096^3 that is 262 K
 //    values regenerated and 4 M multiply-adds: about 5 ms of host time.
-//  * check_inputs, after timing: A (of the last call) and B still hold what the harness wrote.
+//  * check_inputs, after timing: A and B of the last call still hold what the harness wrote.
 class TimedSgemm : public lab::TimedCalls {
  public:
-  TimedSgemm(lab::Lesson& l, Gemm& g, std::uint64_t b_seed) : l_(l), g_(g), b_seed_(b_seed) {}
+  TimedSgemm(lab::Lesson& l, Gemm& g) : l_(l), g_(g) {}
 
   void check_inputs(cudaStream_t s) {
     if (prepared())
@@ -461,7 +462,9 @@ class TimedSgemm : public lab::TimedCalls {
 
   void prepare(cudaStream_t s, std::uint64_t seed) override {
     seed_ = seed;
+    b_seed_ = seed + 1;
     lab::fill_random(g_.A.data(), g_.A.size(), seed, s);
+    lab::fill_random(g_.B.data(), g_.B.size(), b_seed_, s);
     g_.C.poison(s);
   }
 
@@ -483,8 +486,8 @@ class TimedSgemm : public lab::TimedCalls {
 
   lab::Lesson& l_;
   Gemm& g_;
-  const std::uint64_t b_seed_;  // B as Gemm's constructor made it
-  std::uint64_t seed_ = 0;      // the last timed call's A
+  std::uint64_t seed_ = 0;    // the last timed call's A
+  std::uint64_t b_seed_ = 0;  // and its B
 };
 
 std::string gemm_case(int M, int N, int K, float beta) {
@@ -673,7 +676,7 @@ int main(int argc, char** argv) {
       const int n = static_cast<int>(sgemm_n);
       Gemm g(n, n, n, 1.0f, 0.0f, seed, stream);
       g.C.arm(stream);
-      TimedSgemm timed(l, g, seed + 1);
+      TimedSgemm timed(l, g);
       l.size("C: sgemm, M = N = K = " + std::to_string(n) + " float32, alpha 1, beta 0");
       gemms.measure_all(g, timed.checks());
       if (!profiling) timed.check_inputs(stream);
