@@ -462,9 +462,8 @@ class TimedSgemm : public lab::TimedCalls {
 
   void prepare(cudaStream_t s, std::uint64_t seed) override {
     seed_ = seed;
-    b_seed_ = seed + 1;
-    lab::fill_random(g_.A.data(), g_.A.size(), seed, s);
-    lab::fill_random(g_.B.data(), g_.B.size(), b_seed_, s);
+    b_seed_ = seed + 1;  // as Gemm::fill makes B
+    g_.fill(seed, s);
     g_.C.poison(s);
   }
 

@@ -399,17 +399,18 @@ Accuracy validate(lab::Lesson& l, const GemmVariant& v, Gemm& g, const Reference
 }
 
 // How the exercise's timed calls are prepared and checked.
-//  * prepare, before every timed call: a new A (FP32 data from the call's seed, drawn by the
-//    harness where the exercise cannot see it, and its BF16 copy; every C[i][j] depends on row i
-//    of A, so no earlier answer can be right) and C poisoned. B stays as it is.
+//  * prepare, before every timed call: a new A and B (FP32 data from the call's seed, drawn by
+//    the harness where the exercise cannot see it, and their BF16 copies; a new A alone would
+//    make every earlier answer wrong, but an unchanged B could be kept from call to call in a
+//    layout made once, its conversion left out of the timed calls) and C poisoned.
 //  * verify, after the calls the harness picks once they are done: 32 x 32 elements of C, 32
 //    rows and 32 columns picked at random only now, against an FP64 reference from the BF16
 //    copies of the rows of A and columns of B, regenerated from their seeds (never read back:
 //    the exercise could have written into them), and the whole guard zone.
-//  * check_inputs, after timing: A16 (of the last call) and B16 still hold what the harness wrote.
+//  * check_inputs, after timing: A16 and B16 of the last call still hold what the harness wrote.
 class TimedGemm : public lab::TimedCalls {
  public:
-  TimedGemm(lab::Lesson& l, Gemm& g, std::uint64_t b_seed) : l_(l), g_(g), b_seed_(b_seed) {}
+  TimedGemm(lab::Lesson& l, Gemm& g) : l_(l), g_(g) {}
 
   void check_inputs(cudaStream_t s) {
     if (prepared())
@@ -424,8 +425,8 @@ class TimedGemm : public lab::TimedCalls {
 
   void prepare(cudaStream_t s, std::uint64_t seed) override {
     seed_ = seed;
-    lab::fill_random(g_.A32.data(), g_.A32.size(), seed, s);
-    convert_to_bf16(g_.A32.data(), g_.A16.data(), g_.A16.size(), s);
+    b_seed_ = seed + 1;  // as fill_gemm makes B
+    fill_gemm(g_, seed, s);
     g_.C.poison(s);
   }
 
@@ -450,8 +451,8 @@ class TimedGemm : public lab::TimedCalls {
 
   lab::Lesson& l_;
   Gemm& g_;
-  const std::uint64_t b_seed_;  // B as make_gemm made it
-  std::uint64_t seed_ = 0;      // the last timed call's A
+  std::uint64_t seed_ = 0;    // the last timed call's A
+  std::uint64_t b_seed_ = 0;  // and its B
 };
 
 // The tensor roof of this GPU, measured before any exercise code runs: cuBLAS's BF16 product
@@ -573,7 +574,7 @@ int main(int argc, char** argv) {
     const int n = static_cast<int>(size);
     Gemm g = make_gemm(n, n, n, seed, stream);
     g.C.reset(stream);
-    TimedGemm timed(l, g, seed + 1);
+    TimedGemm timed(l, g);
     l.size("C = A B, M = N = K = " + std::to_string(n) + ": A and B from FP32 data (and its BF16 "
            "copies), C float32");
     gemms.measure_all(g, timed.checks());
