@@ -13,6 +13,8 @@
 #                                  (the grading-time goal; containment line)
 #   scripts/gpu-round.sh alternatives  the solutions with every mutants/alt_*.cu (a legitimately
 #                                  different correct solution) in place, graded: each must pass
+#   scripts/gpu-round.sh mutants   MUTANTS="NN:name ...": those mutants graded as one submission
+#                                  (new mutants checked in minutes, not a whole selftest)
 #   scripts/gpu-round.sh ab        BEFORE=<tree of an earlier commit>: both built, every lesson's
 #                                  solution and starter run from each in turn, compared
 #                                  (scripts/compare-runs.py) with the roofline of both sides
@@ -107,6 +109,20 @@ case $phase in
       echo "sub$k: $lesson <- $alt"
     done
     step alternatives bash -c "time $build/checker/lab-check ${CHECK_ARGS:-} grade '$root'/sub* --out '$log/alternatives'"
+    ;;
+  mutants)
+    # MUTANTS="04:caches_input_copy 11:waits_when_empty": those mutants graded as one submission
+    # (a lesson's first named mutant only), a few lessons in minutes where their selftest takes
+    # half an hour; read each verdict against its expected.toml entry by eye.
+    root=$(mktemp -d)
+    for m in ${MUTANTS:?MUTANTS=\"NN:name ...\"}; do
+      dir=$(ls -d lessons/"${m%%:*}"-*/)
+      lesson=$(basename "$dir")
+      [ -e "$root/sub/$lesson/exercise.cu" ] && continue
+      mkdir -p "$root/sub/$lesson" && cp "$dir/mutants/${m##*:}.cu" "$root/sub/$lesson/exercise.cu"
+      echo "sub: $lesson <- ${m##*:} ($(grep -A2 "^\[${m##*:}\]" "$dir/mutants/expected.toml" | tr '\n' ' '))"
+    done
+    step mutants bash -c "time $build/checker/lab-check ${CHECK_ARGS:-} grade '$root'/sub --out '$log/mutants'"
     ;;
   ab)
     # BEFORE=<source tree of an earlier commit> (git archive REV | tar -x -C DIR, with a copy of
