@@ -11,7 +11,7 @@
 //   * steady: a call costs about as much as the same two kernels launched from a prebuilt module
 //     with a preallocated intermediate: exercise [at least 0.87x as fast](check.toml#steady);
 //   * disk_cache: a new process that finds your cache folder gets its first result
-//     [at least 2x faster](check.toml#disk_cache) than a new process of the harness's that
+//     [at least 1.4x faster](check.toml#disk_cache) than a new process of the harness's that
 //     compiles the same program.
 //
 // Build and run (from the repository root):
