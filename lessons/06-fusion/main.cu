@@ -447,8 +447,10 @@ struct Reference {
 // the slice. Each term carries up to 3 roundings (the difference, the square and the cast), 3u
 // with u = 2^-24. Adding n terms in float, in any order, is off by at most (n - 1) u S in the
 // worst case, but with overwhelming probability by less than lambda sqrt(n) u S with lambda = 4
-// (Higham and Mary, SIAM J. Sci. Comput. 2019): a loop, a grid-stride loop with a shuffle tree,
-// atomics in any order all stay inside it. The mean divides by n (one more rounding) and the
+// (Higham and Mary, SIAM J. Sci. Comput. 2019): a grid-stride loop with a shuffle tree, atomics
+// in any order all stay inside it. One float accumulator over a whole slice does not (2.3x the
+// bound at n = 2^20: its partial sums grow with every term, so their roundings do too), and no
+// design fast enough for the lesson's rules sums that way. The mean divides by n (one more rounding) and the
 // square root halves a relative error: rtol = (4 sqrt(n) + 3) u / 2 + 2u, about 1.2e-4 at
 // n = 2^20, 2e-6 at n = 15. A dropped element, a wrong slice or a stale result is off by far more:
 // the slices' RMSEs differ by up to 8x.
