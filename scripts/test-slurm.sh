@@ -14,8 +14,9 @@
 #    per task (PER_TASK=2) and one task past the end of the list (--array=0-2), so two tasks
 #    grade at once, each with its own grading build;
 # 4. waits for the array (LAB_SLURM_TIMEOUT seconds, default 900), runs lab-check merge, and
-#    checks the gradebook: every submission there and complete, and the verdicts a machine
-#    without a GPU gives (the solution and the starter `environment` (no-gpu), the compile error
+#    checks the gradebook: every submission there and complete, the two that could not be judged
+#    named in its warnings, and the verdicts a machine without a GPU gives (the solution and the
+#    starter `environment` (no-gpu), the compile error
 #    `error` (compile), the refused exercise `error` (forbidden), the other lessons `fail`
 #    (not-submitted), no points);
 #    every task COMPLETED with exit code 0, each task's grading build removed.
@@ -296,8 +297,13 @@ book=$work/gradebook.json
 students=$(jq -r '[.students[].name] | sort | join(" ")' "$book")
 [[ $students == "broken good sealed starter" ]] ||
   die "the gradebook has the students '$students' instead of 'broken good sealed starter'"
-problems=$(jq -r '(.warnings + .errors)[]' "$book")
+# Without a GPU the solution and the starter are judged `environment`: merge names those two (not
+# judged, grade again) and reports nothing else.
+problems=$(jq -r '.errors[], (.warnings[] | select(test("^(good|starter): not judged in ") | not))' "$book")
 [[ -z $problems ]] || die "lab-check merge reported: $(tr '\n' ' ' <<<"$problems")"
+unjudged=$(jq -r '[.warnings[] | select(test(": not judged in .*[(]no-gpu[)]")) | split(":")[0]] | sort | join(" ")' "$book")
+[[ $unjudged == "good starter" ]] ||
+  die "merge named '$unjudged' as not judged (no GPU), not 'good starter'"
 declare -A want=([good]=environment:no-gpu [starter]=environment:no-gpu [broken]=error:compile [sealed]=error:forbidden)
 for student in good starter broken sealed; do
   record=$work/graded/$student/result.json

@@ -427,18 +427,23 @@ Gradebook merge_results(const std::vector<fs::path>& dirs) {
     std::string unjudged;  // lessons with a rule the checker could not judge (the machine's fault)
     for (const auto& l : doc.value("lessons", json::array())) {
       const std::string lesson = l.value("lesson", "");
-      bool environment = l.value("verdict", "") == "environment";
+      const bool whole = l.value("verdict", "") == "environment";
+      bool environment = whole;
       for (const auto& rule : l.value("rules", json::array()))
         environment = environment || rule.value("verdict", "") == "environment";
-      if (environment) unjudged += (unjudged.empty() ? "" : ", ") + lesson;
+      const std::string why = whole && l.contains("reason") && l["reason"].is_string()
+                                  ? l["reason"].get<std::string>()
+                                  : std::string();
+      if (environment)
+        unjudged += (unjudged.empty() ? "" : ", ") + lesson + " (" +
+                    (why.empty() ? std::string("the GPU was disturbed") : why) + ")";
       record["lessons"][lesson] = {{"score", l.value("score", 0.0)}, {"verdict", l.value("verdict", "")}};
       lesson_max[lesson] = std::max(lesson_max[lesson], l.value("max_score", 0.0));
     }
     if (!unjudged.empty())
       book.warnings.push_back(name + ": not judged in " + unjudged +
-                              " (environment: the checker saw the GPU disturbed, no fault of the "
-                              "student's; those rules earned nothing): grade again with --force "
-                              "on a quiet machine");
+                              ": the machine's doing, not the student's, and those rules earned "
+                              "nothing; grade again with --force on a quiet machine with a GPU");
     students[name] = record;
   }
 

@@ -156,7 +156,7 @@ TEST_CASE("merge: a CSV with one column per lesson, and warnings for incomplete 
   // bob's grading is incomplete; alice's 92-env was disturbed: its timed rules earned nothing,
   // which the gradebook must not pass off as her score without saying so
   REQUIRE(book.warnings.size() == 2);
-  CHECK(contains(book.warnings[0], "alice: not judged in 92-env"));
+  CHECK(contains(book.warnings[0], "alice: not judged in 92-env (the GPU was disturbed)"));
   CHECK(contains(book.warnings[0], "--force"));
   CHECK(contains(book.warnings[1], "grading is incomplete"));
   CHECK(book.doc["max_total"] == 30);
