@@ -1037,19 +1037,20 @@ void cache_tests(lab::Lesson& l, const fs::path& root, const std::string& arch, 
   }
   const lab::Stats a = lab::summarize(compiled), b = lab::summarize(warm);
   l.metric("first_call_compiled_ms", a.median, a.min, a.max, " ms");
+  std::string empty_folder = "-";
   if (!cold.empty()) {
     const lab::Stats c = lab::summarize(cold);
     l.metric("first_call_cold_ms", c.median, c.min, c.max, " ms");
+    empty_folder = lab::fixed(c.median, 2);
   }
   l.metric("first_call_filled_ms", b.median, b.min, b.max, " ms");
   const lab::MedianRatio r = lab::ratio_of_medians(a, b);  // lab::speedup's interval, for Stats
   l.metric("first_call_speedup", r.value, r.low, r.high, "x");
   l.note("first call in a new process, n = " + std::to_string(kFirstCallN) + ", median of " +
          std::to_string(processes) + ": compiled by the harness " + lab::fixed(a.median, 2) +
-         " ms, yours on an empty cache folder " +
-         (cold.empty() ? std::string("-") : lab::fixed(lab::summarize(cold).median, 2)) +
-         " ms, on the filled folder " + lab::fixed(b.median, 2) + " ms: " +
-         lab::fixed(a.median / b.median, 1) + "x faster than compiling (the checker wants >= 2x)");
+         " ms, yours on an empty cache folder " + empty_folder + " ms, on the filled folder " +
+         lab::fixed(b.median, 2) + " ms: " + lab::fixed(a.median / b.median, 1) +
+         "x faster than compiling (the bar: disk_cache in check.toml)");
 
   const fs::path filled = root / "first-call-0";
   if (files_in(filled).empty()) {
