@@ -198,7 +198,7 @@ CounterRun run_under_ncu(const fs::path& program, const std::string& variant,
   for (const auto& m : metrics) list += (list.empty() ? "" : ",") + m;
   const fs::path log = work / ("ncu-" + variant + ".csv");
   // Unmodified clocks (no locking: the lesson's own timing is not disturbed); only the
-  // cudaProfilerStart/Stop range of --profile, where the variant runs once after a warm-up.
+  // cudaProfilerStart/Stop range of --profile: one call of the variant.
   for (const auto& a : {std::string("--clock-control"), std::string("none"),
                         std::string("--profile-from-start"), std::string("off"),
                         std::string("--metrics"), list, std::string("--csv"), std::string("--page"),
@@ -206,9 +206,15 @@ CounterRun run_under_ncu(const fs::path& program, const std::string& variant,
                         std::string("--log-file"), log.string(), program.string()})
     p.argv.push_back(a);
   for (const auto& a : opt.program_args) p.argv.push_back(a);
-  for (const auto& a : {std::string("--profile"), std::string("--quick"), std::string("--variant"),
-                        variant, std::string("--seed"), std::to_string(random_seed())})
+  run.result = work / ("ncu-" + variant + "-result.json");
+  run.nonce = random_hex(16);
+  run.seed = random_seed();
+  for (const auto& a : {std::string("--profile"), std::string("--variant"), variant,
+                        std::string("--seed"), std::to_string(run.seed), std::string("--json"),
+                        run.result.string(), std::string("--nonce"), run.nonce})
     p.argv.push_back(a);
+  if (opt.quick) p.argv.push_back("--quick");
+  p.record_path = opt.record;
   p.workdir = work;
   p.timeout_s = opt.timeout_s;
   p.stdout_path = p.stderr_path = work / ("ncu-" + variant + "-output.txt");
@@ -227,7 +233,17 @@ CounterRun run_under_ncu(const fs::path& program, const std::string& variant,
   std::string text = read_file_limited(log, 16u << 20, why).value_or("");
   // Errors ncu hit before it opened its log (a bad option, no driver) went to its own output.
   if (text.empty()) text = read_file_limited(p.stdout_path, 1u << 20, why).value_or("");
-  return interpret_ncu_log(text, r.exited_ok(), describe(r, opt.timeout_s));
+  CounterRun read = interpret_ncu_log(text, r.exited_ok(), describe(r, opt.timeout_s));
+  // Exit 1 says a check failed, which the result file tells; anything else stopped the run.
+  if (read.status == CounterRun::Status::measured &&
+      (r.signal != 0 || (r.exit_code != 0 && r.exit_code != 1))) {
+    read.status = CounterRun::Status::failed;
+    read.message = "the program failed under ncu (" + describe(r, opt.timeout_s) + ")";
+  }
+  read.result = run.result;
+  read.nonce = run.nonce;
+  read.seed = run.seed;
+  return read;
 }
 
 json counter_readings(const CounterRun& run, const std::vector<std::string>& measures) {

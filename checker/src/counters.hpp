@@ -5,6 +5,7 @@
 // where a time can only judge the outcome.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -59,6 +60,10 @@ struct CounterRun {
   std::string message;                 ///< why, when not measured
   std::map<std::string, double> sums;  ///< summed metrics (measured)
   int kernels = 0;
+  // What the profiled run wrote, for the checks of its profiled call (judge.cpp):
+  fs::path result;         ///< its result file (--json), checked against `nonce`
+  std::string nonce;
+  std::uint32_t seed = 0;  ///< of its inputs (a replay of its record uses the same)
 };
 
 /// Decides what an ncu log (and the way ncu ended) means: ERR_NVGPUCTRPERM and "not supported"
@@ -69,10 +74,14 @@ struct CounterOptions {
   std::vector<std::string> ncu_cmd = {"ncu"};  ///< the tool (tests swap in a fake)
   double timeout_s = 300;
   std::vector<std::string> program_args;       ///< the lesson's extra args (check.toml `args`)
+  bool quick = false;  ///< the program's --quick (the checker's own tests); else graded sizes
+  fs::path record;     ///< where the program writes its record (--record-fd); "" for none
 };
 
-/// Runs `program --profile --quick --variant <variant>` under ncu, collecting `metrics`, with
-/// its log in `work`. Never throws for anything the program or ncu does.
+/// Runs `program --profile --variant <variant>` under ncu, collecting `metrics`, with its log,
+/// its output and its result file in `work`: the program makes a few of the variant's calls as
+/// it would when timed, at the graded size, and ncu reads one of them, picked at random and
+/// always checked. Never throws for anything the program or ncu does.
 CounterRun run_under_ncu(const fs::path& program, const std::string& variant,
                          const std::vector<std::string>& metrics, const CounterOptions& options,
                          const fs::path& work);

@@ -436,11 +436,71 @@ void run_sanitizers(const LessonConfig& lesson, const fs::path& program, const J
   out.sanitizer = line;
 }
 
+// Copies the student's record where the pristine program can read it: "" or why it cannot be
+// replayed (missing, larger than a harness writes, not copied).
+std::string stage_record(const fs::path& record, const fs::path& copy) {
+  std::error_code ec;
+  const std::uintmax_t bytes = fs::file_size(record, ec);
+  if (ec) return "its record is missing (" + ec.message() + ")";
+  if (bytes > kMaxRecordBytes)
+    return "its record holds " + std::to_string(bytes >> 20) + " MiB, more than a harness writes "
+           "(at most " + std::to_string(kMaxRecordBytes >> 20) + ")";
+  fs::copy_file(record, copy, fs::copy_options::overwrite_existing, ec);
+  // Readable by the pristine program, whatever user it runs as.
+  if (!ec) fs::permissions(copy, fs::perms::owner_read | fs::perms::owner_write |
+                                     fs::perms::group_read | fs::perms::others_read, ec);
+  return ec ? "its record could not be copied for the course's program (" + ec.message() + ")" : "";
+}
+
+// Where a lesson's runs keep what the pristine program needs to check them out of process.
+struct OutOfProcess {
+  fs::path records;   // the checker's own folder for the student's records ("" for none)
+  fs::path pristine;  // the pristine program's work folder
+};
+
+// The call ncu read must have been right, like any timed call: in the program's own result
+// file, and, where the lesson is replayed, checked again by the course's program from the
+// record. Marks `run` failed (the student's doing) or unavailable (the course's) when not.
+void check_profiled_call(const LessonConfig& lesson, const std::string& variant, const JudgeOptions& opt,
+                         const OutOfProcess& oop, const fs::path& record, double timeout, CounterRun& run) {
+  auto fail = [&run](CounterRun::Status status, const std::string& why) {
+    run.status = status;
+    run.message = why;
+  };
+  const LoadedResult own = load_result(run.result, run.nonce, lesson.name);
+  if (!own.ok) return fail(CounterRun::Status::failed, "the run under ncu: " + own.error);
+  const json* v = find_variant(own.doc, variant);
+  if (!v || !v->value("correct", false))
+    return fail(CounterRun::Status::failed, "the call ncu read gave wrong results (the program "
+                                            "under ncu said so), so its counters do not count");
+  if (oop.records.empty()) return;  // judged in the program's own process, like its timed runs
+  const fs::path copy = oop.pristine / ("record-ncu-" + variant + ".txt");
+  if (const std::string bad = stage_record(record, copy); !bad.empty())
+    return fail(CounterRun::Status::failed, "unverified result of the call ncu read: " + bad);
+  const Attempt p = run_once(lesson, opt.pristine, opt, Tracing{}, oop.pristine, 0, timeout,
+                             "pristine-ncu-" + variant + "-",
+                             {"--profile", "--variant", variant, "--replay", copy.string()}, run.seed);
+  if (!p.ok)
+    return fail(CounterRun::Status::unavailable,
+                "the course's program could not check the call ncu read (" + p.reason + ": " +
+                    p.message + ")");
+  json checked = {{"variants", json::array({{{"name", variant}, {"checks", json::array()}}})}};
+  if (const std::string wrong = use_replayed_checks(checked, p.doc); !wrong.empty())
+    return fail(CounterRun::Status::failed, "unverified result of the call ncu read: " + wrong);
+  const json& mine = checked["variants"][0];
+  if (!mine.value("correct", true))
+    return fail(CounterRun::Status::failed, "the call ncu read gave wrong results (checked by the "
+                                            "course's program from its record: " +
+                                                mine["checks"][0].value("message", std::string()) +
+                                                "), so its counters do not count");
+}
+
 // Counter rules: one ncu run per judged variant (only if it is correct: wrong code's counters
-// do not count), then those rules judged again with the readings in result["counters"].
+// do not count) and the check of the call it read, then those rules judged again with the
+// readings in result["counters"].
 void judge_counters(const LessonConfig& lesson, const fs::path& program, const JudgeOptions& opt,
-                    const fs::path& work, double timeout, const json& combined,
-                    std::vector<RuleOutcome>& outcomes) {
+                    const fs::path& work, const OutOfProcess& oop, double timeout,
+                    const json& combined, std::vector<RuleOutcome>& outcomes) {
   std::map<std::string, std::vector<std::string>> measures;  // variant -> measures
   for (const auto& rule : lesson.rules)
     if (rule.kind == RuleKind::counter) measures[rule.variant].push_back(rule.counter);
@@ -456,10 +516,14 @@ void judge_counters(const LessonConfig& lesson, const fs::path& program, const J
         if (std::find(metrics.begin(), metrics.end(), m) == metrics.end()) metrics.push_back(m);
     CounterOptions co;
     co.ncu_cmd = opt.ncu_cmd;
-    co.timeout_s = timeout;
+    co.timeout_s = 2 * timeout;
     co.program_args = lesson.args;  // unfiltered: ncu's code in the program opens files then
-    judged["counters"][variant] =
-        counter_readings(run_under_ncu(program, variant, metrics, co, work), names);
+    co.quick = opt.quick;
+    if (!oop.records.empty()) co.record = oop.records / ("record-ncu-" + variant + ".txt");
+    CounterRun run = run_under_ncu(program, variant, metrics, co, work);
+    if (run.status == CounterRun::Status::measured)
+      check_profiled_call(lesson, variant, opt, oop, co.record, timeout, run);
+    judged["counters"][variant] = counter_readings(run, names);
   }
   for (std::size_t i = 0; i < lesson.rules.size(); ++i)
     if (lesson.rules[i].kind == RuleKind::counter) outcomes[i] = evaluate_rule(lesson.rules[i], judged);
@@ -703,26 +767,6 @@ void finalize(LessonOutcome& out, const LessonConfig& lesson) {
   out.max_score = out.rules.empty() ? lesson.max_points() : max_score;
 }
 
-namespace {
-
-// Copies the student's record where the pristine program can read it: "" or why it cannot be
-// replayed (missing, larger than a harness writes, not copied).
-std::string stage_record(const fs::path& record, const fs::path& copy) {
-  std::error_code ec;
-  const std::uintmax_t bytes = fs::file_size(record, ec);
-  if (ec) return "its record is missing (" + ec.message() + ")";
-  if (bytes > kMaxRecordBytes)
-    return "its record holds " + std::to_string(bytes >> 20) + " MiB, more than a harness writes "
-           "(at most " + std::to_string(kMaxRecordBytes >> 20) + ")";
-  fs::copy_file(record, copy, fs::copy_options::overwrite_existing, ec);
-  // Readable by the pristine program, whatever user it runs as.
-  if (!ec) fs::permissions(copy, fs::perms::owner_read | fs::perms::owner_write |
-                                     fs::perms::group_read | fs::perms::others_read, ec);
-  return ec ? "its record could not be copied for the course's program (" + ec.message() + ")" : "";
-}
-
-}  // namespace
-
 LessonOutcome judge_program(const LessonConfig& lesson, const fs::path& program, const JudgeOptions& opt) {
   if (!fs::exists(program))
     return lesson_outcome(lesson, opt.build, Verdict::error, reason::missing,
@@ -836,7 +880,9 @@ LessonOutcome judge_program(const LessonConfig& lesson, const fs::path& program,
     if (!needs_rerun(out.rules, split) || a.untraceable) break;
   }
   if (!runs.empty() && out.reason.empty())
-    judge_counters(lesson, program, opt, work.path(), 2 * timeout, combine_runs(runs), out.rules);
+    judge_counters(lesson, program, opt, work.path(),
+                   {records ? records->path() : fs::path(), pristine_work ? pristine_work->path() : fs::path()},
+                   timeout, combine_runs(runs), out.rules);
   if (!runs.empty()) {
     const json& last = runs.back();
     out.device = last.value("device", json::object());

@@ -55,13 +55,14 @@ json with_counters(const json& readings) {
   return doc;
 }
 
-// A stand-in ncu: finds --log-file, writes `content` there, then exits with `code`.
+// A stand-in ncu: finds --log-file, writes `content` there, runs the program (the rest of its
+// command line, which inherits the record's descriptor), then exits with `code`.
 fs::path fake_ncu(const fs::path& dir, const std::string& content, int code = 0) {
   const fs::path data = dir / "ncu-output.txt";
   write_text(data, content);
   const fs::path tool = dir / "fake-ncu";
   write_text(tool, "#!/bin/sh\nwhile [ \"$1\" != \"--log-file\" ]; do shift; done\ncp '" +
-                       data.string() + "' \"$2\"\nexit " + std::to_string(code) + "\n");
+                       data.string() + "' \"$2\"\nshift 2\n\"$@\"\nexit " + std::to_string(code) + "\n");
   fs::permissions(tool, fs::perms::owner_all);
   return tool;
 }
@@ -227,6 +228,33 @@ TEST_CASE("judging with a stand-in ncu: readings, the permission fallback, and -
   LessonOutcome off = judge_program(fake_lesson({"--mode", "result"}, rules), kFake, opt);
   CHECK(off.rules[3].verdict == Verdict::skipped);
   CHECK(contains(off.rules[3].message, "--no-counters"));
+}
+
+TEST_CASE("the call ncu reads is checked like a timed call: in its run, and again out of process") {
+  TempDir dir;
+  std::vector<Rule> rules = standard_rules();
+  rules.push_back(counter_rule("global_load_efficiency", 0.2, std::nullopt));  // 2/9 passes
+  JudgeOptions opt;
+  opt.inspect = false;  // a stand-in program: no object files to inspect
+  opt.ncu_cmd = {fake_ncu(dir.path(), kLog).string()};
+  auto counter = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"--mode", "result"});
+    return judge_program(fake_lesson(args, rules), kFake, opt).rules[3];
+  };
+  CHECK(counter({}).verdict == Verdict::pass);
+
+  // Right in every timed run, wrong in the call ncu read: its counters do not count.
+  const RuleOutcome wrong = counter({"--when-profiled", "wrong"});
+  CHECK(wrong.verdict == Verdict::fail);
+  CHECK(contains(wrong.message, "the call ncu read gave wrong results (the program under ncu said so)"));
+
+  // Its own process says right, its record of that call does not: the course's program decides.
+  opt.pristine = kFake;
+  CHECK(counter({}).verdict == Verdict::pass);
+  const RuleOutcome forged = counter({"--when-profiled", "forged"});
+  CHECK(forged.verdict == Verdict::fail);
+  CHECK(contains(forged.message, "the call ncu read gave wrong results (checked by the course's "
+                                 "program from its record: 1 of 3 elements differ"));
 }
 
 }  // TEST_SUITE

@@ -310,6 +310,10 @@ TEST_CASE("the system-call filter is asked for under compute-sanitizer, not unde
   // ncu's code in the program opens a lock file once profiling starts: no filter there.
   REQUIRE(lines("ncu").size() == 1);
   CHECK_FALSE(contains(lines("ncu")[0], "--restrict-syscalls"));
+  // ncu reads a call at the graded size, and the program writes its checks of it.
+  CHECK(contains(lines("ncu")[0], " --profile --variant exercise "));
+  CHECK(contains(lines("ncu")[0], " --json "));
+  CHECK_FALSE(contains(lines("ncu")[0], "--quick"));
 
   // A lesson that opts out (11) is not filtered there either.
   fs::remove(dir.path() / "sanitizer.args");

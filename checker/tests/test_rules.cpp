@@ -437,6 +437,14 @@ TEST_CASE("expected.toml: parsing and matching") {
   racy.rules[0].verdict = Verdict::fail;
   CHECK(expectation_holds(e[1], racy, why));
 
+  // A counter rule expected to fail holds where ncu may not read the counters (skipped), and
+  // only a counter rule.
+  Expectation counter_fails{"coalesced_when_small", "correct", Verdict::fail, "", 0, ""};
+  racy.rules[0].verdict = Verdict::skipped;
+  CHECK_FALSE(expectation_holds(counter_fails, racy, why));
+  racy.rules[0].kind = "counter";
+  CHECK(expectation_holds(counter_fails, racy, why));
+
   write_text(file, "[x]\nverdict = \"failed\"\n");
   CHECK_THROWS_WITH_AS(load_expectations(file), doctest::Contains("unknown verdict \"failed\""), ConfigError);
   write_text(file, "[x]\nverdict = \"error\"\nreason = \"slow\"\n");

@@ -104,8 +104,9 @@ Lesson::Lesson(std::string id, std::string title) : state_(std::make_unique<Stat
   s.app.add_option("--nonce", s.result.nonce, "Text copied into the result file (the checker's)");
   s.app.add_flag("--quick", s.result.quick, "Small sizes and short timing (tests, quick looks)");
   s.app.add_flag("--profile", s.profile,
-                 "Run each selected variant once inside cudaProfilerStart/Stop for nsys/ncu, "
-                 "no timing (and no result file)");
+                 "For nsys/ncu: each selected variant makes a few calls as if timed, and one of "
+                 "them, picked at random, runs inside cudaProfilerStart/Stop; no timing, no table "
+                 "(--json writes the checks)");
   s.app.add_option("--variant", s.only, "Run only these variants (repeatable; see --list)");
   s.app.add_option("--skip-variant", s.skipped,
                    "Leave these variants out (repeatable): lab-check grade times the speedup "
@@ -121,8 +122,8 @@ Lesson::Lesson(std::string id, std::string title) : state_(std::make_unique<Stat
                    "this open file descriptor (the checker passes it)");
   s.app.add_option("--replay", s.replay_path,
                    "Check the exercise's results from the values in this record, not from its own "
-                   "calls (the course's program, run by the checker); selects every exercise and, "
-                   "of the rest, only what --variant names");
+                   "calls (the course's program, run by the checker); selects every exercise (or "
+                   "those --variant names) and, of the rest, only what --variant names");
   s.app.add_option("--budget-s", s.budget_s,
                    "Seconds the whole run may take (the checker passes it): measurements share "
                    "80% of it and stop, marked not converged, when their share is spent")
@@ -177,9 +178,15 @@ bool Lesson::selected(const std::string& variant) const {
   const auto& only = state_->only;
   const auto& skipped = state_->skipped;
   if (std::find(skipped.begin(), skipped.end(), variant) != skipped.end()) return false;
-  // A --replay run checks every exercise, and of the rest only what --variant names.
-  if (state_->replaying() && state_->variant(variant).role == Role::Exercise) return true;
   const bool named = std::find(only.begin(), only.end(), variant) != only.end();
+  // A --replay run checks every exercise, unless --variant names some (the checker's replay of
+  // a profiled call), and of the rest only what --variant names.
+  if (state_->replaying() && state_->variant(variant).role == Role::Exercise) {
+    const bool some_exercise_named = std::any_of(only.begin(), only.end(), [this](const std::string& n) {
+      return state_->variant(n).role == Role::Exercise;
+    });
+    return named || !some_exercise_named;
+  }
   return named || (only.empty() && !state_->replaying());
 }
 
@@ -276,15 +283,19 @@ const Measurement* Lesson::measure(const std::string& variant, Work work,
   v.bytes = work.bytes;
   v.flops = work.flops;
   v.host_link = work.host_link;
-  if (state_->profile) {
-    profile_once(launch, stream(), variant);
-    return nullptr;
-  }
   if (state_->replaying() && v.role == Role::Exercise) {
     replay_timed_calls(variant, checks);
     return nullptr;
   }
-  if (state_->result.mode != Mode::Cold) options.mode = state_->result.mode;
+  // --profile: the profiler sees one timed call, made like any other (same size, new inputs, L2
+  // flushed, lead-in) and checked, so that an exercise cannot tell it from the graded ones.
+  const bool profile = state_->profile;
+  if (profile) {
+    options.mode = Mode::Cold;  // one call per sample
+    options.profiled_sample = static_cast<int>(fresh_seed() % 8);
+  } else if (state_->result.mode != Mode::Cold) {
+    options.mode = state_->result.mode;
+  }
   if (quick()) {  // tests: a rough number is enough
     options.timeout_s = std::min(options.timeout_s, 1.0);
     options.stop.min_samples = std::min<std::size_t>(options.stop.min_samples, 10);
@@ -332,6 +343,7 @@ const Measurement* Lesson::measure(const std::string& variant, Work work,
     options.after_sample = [&](cudaStream_t s, int sample) {
       const std::string name = sample < 0 ? "(warm-up " + std::to_string(++warm_ups) + ")"
                                           : std::to_string(sample);
+      if (profile && sample == options.profiled_sample) return verify(s, "the profiled call " + name);
       if (fresh_seed() % 8 != 0) return;
       verify(s, "timed call " + name);
     };
@@ -339,6 +351,7 @@ const Measurement* Lesson::measure(const std::string& variant, Work work,
   Measurement m = benchmark(launch, stream(), options);
   if (checks.verify && verified == 0) verify(stream(), "the last timed call");
   LAB_CHECK(cudaDeviceSynchronize());
+  if (profile) return nullptr;  // a profiled run's times are the profiler's, not a measurement
   if (share_s > 0 && m.stop_reason == "timeout") {
     m.stop_reason = "budget";
     m.diagnostics.push_back("its share of the run's time budget (--budget-s " +
@@ -574,8 +587,8 @@ int Lesson::run(int argc, char** argv, const std::function<void(Lesson&)>& body)
   }
   // The result file is opened now, as PATH.tmp, and renamed into place when written: a folder
   // it cannot be written to fails here, not after the whole measurement, and with the system
-  // calls restricted no file could be opened at the end. (--profile writes none.)
-  if (!s.json_path.empty() && !s.profile) {
+  // calls restricted no file could be opened at the end.
+  if (!s.json_path.empty()) {
     std::error_code ec;
     const bool folder = std::filesystem::is_directory(s.json_path, ec);
     s.json_file = folder ? nullptr : open_for_atomic_write(s.json_path);
@@ -620,10 +633,11 @@ int Lesson::run(int argc, char** argv, const std::function<void(Lesson&)>& body)
     r.diagnostics.push_back(std::string("stopped by an error: ") + e.what());
     code = kExitCudaError;
   }
-  if (s.profile) return code;  // no table, no result file
   if (s.replaying()) summarize_replay();
-  assess_environment(r);
-  print_table(r, s.title, s.notes);
+  if (!s.profile) {  // under a profiler the times mean nothing: no table, no verdict on them
+    assess_environment(r);
+    print_table(r, s.title, s.notes);
+  }
   for (const VariantResult& v : r.variants)
     if (selected(v.name) && !v.correct() && code == kExitOk) code = kExitIncorrect;
   try {

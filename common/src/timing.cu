@@ -308,6 +308,8 @@ Measurement benchmark(const std::function<void(cudaStream_t)>& launch, cudaStrea
     }
     start.record(stream);
     HostTimer host;
+    const bool profiled = slot >= 0 && slot == options.profiled_sample;
+    if (profiled) LAB_CHECK(cudaProfilerStart());
     {
       OpenSample open(stream, start.get());
       if (batched && graph) {
@@ -319,6 +321,7 @@ Measurement benchmark(const std::function<void(cudaStream_t)>& launch, cudaStrea
     }
     enqueue_us = host.elapsed_ms() * 1e3;
     LAB_CHECK(cudaGetLastError());  // a bad launch configuration is reported here, by name
+    if (profiled) LAB_CHECK(cudaProfilerStop());
     stop.record(stream);
     // After the stop event, so it adds nothing to the timed window, yet its window holds it.
     if (lead_in_us > 0) {
@@ -417,6 +420,10 @@ Measurement benchmark(const std::function<void(cudaStream_t)>& launch, cudaStrea
         break;
       }
     }
+    if (options.profiled_sample >= 0 && n > static_cast<std::size_t>(options.profiled_sample)) {
+      result.stop_reason = "profiled";
+      break;
+    }
     if (n >= options.max_samples) {
       result.stop_reason = "samples";
       break;
@@ -433,7 +440,7 @@ Measurement benchmark(const std::function<void(cudaStream_t)>& launch, cudaStrea
   result.enqueue_us = summarize(enqueue_us).median;
 
   const Stats& t = result.gpu_ms;
-  if (!result.converged) {
+  if (!result.converged && result.stop_reason != "profiled") {
     const std::string why =
         result.stop_reason == "budget"    ? "the process's time budget ran out"
         : result.stop_reason == "samples" ? "the cap of " + std::to_string(options.max_samples) +
@@ -463,18 +470,6 @@ Measurement benchmark(const std::function<void(cudaStream_t)>& launch, cudaStrea
                                  " us of GPU time: does it synchronize, allocate or copy "
                                  "pageable memory?");
   return result;
-}
-
-void profile_once(const std::function<void(cudaStream_t)>& launch, cudaStream_t stream,
-                  const std::string& name) {
-  launch(stream);  // warm-up: module loading stays out of the profile
-  LAB_CHECK(cudaStreamSynchronize(stream));
-  nvtx3::scoped_range range{name};
-  LAB_CHECK(cudaProfilerStart());
-  launch(stream);
-  LAB_CHECK(cudaGetLastError());
-  LAB_CHECK(cudaStreamSynchronize(stream));
-  LAB_CHECK(cudaProfilerStop());
 }
 
 }  // namespace lab

@@ -84,11 +84,27 @@ TEST_CASE("a run writes the result file; without a GPU it says so and exits 77")
   std::remove(path.c_str());
 }
 
-TEST_CASE("--profile writes no result file, not even its temporary one") {
+TEST_CASE("--profile --json writes the result file: the checks of the profiled calls, no times") {
+  // The checker runs the program under ncu with --json and judges the call ncu read by it.
   const std::string path = "harness_test_profile.json";
-  run_with({"--rows", "20", "--profile", "--json", path});
-  CHECK_FALSE(std::ifstream(path).good());
+  const int code = run_with({"--rows", "20", "--profile", "--nonce", "p1", "--json", path});
+  std::ifstream in(path);
+  REQUIRE(in.good());
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string error;
+  const auto doc = lab::read_result(text.str(), error);
+  REQUIRE_MESSAGE(doc, error);
+  CHECK((*doc)["nonce"] == "p1");
+  for (const auto& v : (*doc)["variants"]) CHECK_FALSE(v.contains("time_ms"));
   CHECK_FALSE(std::ifstream(path + ".tmp").good());
+  if (lab::gpu_available()) {
+    CHECK(code == lab::kExitOk);
+    CHECK((*doc)["variants"][1]["checks"].size() == 1);
+  } else {
+    CHECK(code == lab::kExitNoGpu);
+  }
+  std::remove(path.c_str());
 }
 
 TEST_CASE("a size option's 0 means its default, which --quick changes; a given size stays") {

@@ -23,6 +23,8 @@
 // writes 1 2 4 while the result says right, --record none writes nothing, --record huge adds
 // 65 MiB of blank lines. --replay PATH checks
 // the exercise from such a record (untimed; "replay" in the result) against 1 2 3.
+// --profile is taken as the run under ncu (the checker's counters); there --when-profiled wrong
+// makes the exercise incorrect and --when-profiled forged forges its record, as above.
 // Built with -DFAKE_COURSE (checker/tests/fake-course), the default mode and the exercise's time
 // come from the student's exercise.cu instead: const char* exercise_mode(); double exercise_ms().
 // With LAB_FAKE_EXPECT_GPU=X it exits 3 unless it sees GPU X alone (CUDA_VISIBLE_DEVICES=X, PCI order).
@@ -62,6 +64,8 @@ std::vector<std::string> arg_only;  // --variant: empty, every variant
 std::vector<std::string> arg_skipped;  // --skip-variant
 int arg_record_fd = -1;
 std::string arg_record = "right", arg_replay;
+bool arg_profile = false;
+std::string arg_when_profiled;  // wrong, forged
 
 bool wanted(const std::string& variant) {
   if (std::find(arg_skipped.begin(), arg_skipped.end(), variant) != arg_skipped.end()) return false;
@@ -234,6 +238,8 @@ int main(int argc, char** argv) {
     else if (a == "--record") arg_record = next();
     else if (a == "--replay") arg_replay = next();
     else if (a == "--restrict-syscalls") arg_restrict = true;
+    else if (a == "--profile") arg_profile = true;
+    else if (a == "--when-profiled") arg_when_profiled = next();
     else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
       return 2;
@@ -249,6 +255,8 @@ int main(int argc, char** argv) {
       return 3;
     }
   }
+  if (arg_profile && arg_when_profiled == "wrong") arg_wrong = true;
+  if (arg_profile && arg_when_profiled == "forged") arg_record = "forged";
 #ifdef FAKE_COURSE
   arg_mode = exercise_mode();
   arg_exercise = std::to_string(exercise_ms());

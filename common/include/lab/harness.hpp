@@ -122,7 +122,8 @@ class Lesson {
   /// @param variant a declared variant (an undeclared name throws std::logic_error)
   /// @return false if --variant left it out or --skip-variant named it
   bool selected(const std::string& variant) const;
-  /// @return true in --profile mode (measure() then runs the work once for the profiler)
+  /// @return true in --profile mode (measure() then makes a few calls as if timing them and runs
+  ///         one of them, picked at random, between cudaProfilerStart/Stop)
   bool profiling() const;
 
   /// @brief Records the problem sizes for the table and the result file.
@@ -191,8 +192,10 @@ class Lesson {
   void check(const std::string& variant, const std::string& case_name, bool ok,
              const std::string& message);
 
-  /// @brief Measures @p launch with lab::benchmark and records it for @p variant (or, with
-  /// --profile, runs it once between cudaProfilerStart/Stop). Work is per launch.
+  /// @brief Measures @p launch with lab::benchmark and records it for @p variant. With --profile
+  /// it makes the same calls but stops after one of the first eight samples, picked at random,
+  /// which runs between cudaProfilerStart/Stop and is always verified; nothing is recorded as
+  /// measured. Work is per launch.
   /// @param variant a declared variant
   /// @param work bytes and FLOPs of one launch
   /// @param launch enqueues the variant's work once on the given stream

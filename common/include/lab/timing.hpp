@@ -78,6 +78,10 @@ struct BenchmarkOptions {
   /// with the sample's index (-1 in warm-up): a harness checks that very call's outputs here, on a
   /// sample it chooses only now, after the call could no longer know.
   std::function<void(cudaStream_t, int sample)> after_sample;
+  /// For profilers (--profile): when >= 0, that sample's launch, and nothing else of the sample,
+  /// runs between cudaProfilerStart and cudaProfilerStop, and the measurement ends after it
+  /// (`ncu --profile-from-start off` sees one call made exactly like a timed one).
+  int profiled_sample = -1;
 };
 
 /// @brief Sets a time budget for all of this process's measurements: from now on no
@@ -111,15 +115,6 @@ double time_budget_left_s();
 /// @return the measurement; GPU time per launch in milliseconds
 Measurement benchmark(const std::function<void(cudaStream_t)>& launch, cudaStream_t stream,
                       const BenchmarkOptions& options = {});
-
-/// @brief For profilers: one warm-up launch, then exactly one launch between cudaProfilerStart
-/// and cudaProfilerStop, so `nsys --capture-range=cudaProfilerApi` and
-/// `ncu --profile-from-start off` see one clean launch.
-/// @param launch enqueues the work once on the given stream
-/// @param stream the stream to use
-/// @param name the NVTX range pushed around the measured launch
-void profile_once(const std::function<void(cudaStream_t)>& launch, cudaStream_t stream,
-                  const std::string& name);
 
 /// @brief A kernel that runs for @p microseconds on one thread (spins on %globaltimer). Used for
 /// lead-ins, tests of the timer, and by lessons as a kernel of known duration.
