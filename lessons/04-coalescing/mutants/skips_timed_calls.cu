@@ -2,9 +2,11 @@
 // scalars and pointers as the call before) and by a fingerprint of eight elements of A, taken on
 // the device; when both match, its kernel returns at once: "y already holds the answer". The
 // validated calls all compute (other sizes, other pointers, or A refilled after timing), so the
-// old harness passed it, timed at a few microseconds. Now every timed call gets a new x and a
-// new starting y (A stays), and a random sample of the timed calls is checked: y is wrong there.
-// Expected: rule "correct" fails (on "timed call ...").
+// old harness passed it, timed at a few microseconds. Then every timed call got a new x and a
+// new starting y (A stayed), and a random sample of the timed calls was checked: y was wrong
+// there. Since 2026-11-28 A is new in every timed call too, so the fingerprint never repeats and
+// the kernel does the work in every call: the attack never fires, and what is timed is earned.
+// Expected: rule "correct" passes (were A kept again, the skipped calls would fail it).
 #include <cstdint>
 
 #include "exercise.cuh"

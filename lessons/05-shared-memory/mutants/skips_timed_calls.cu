@@ -2,9 +2,11 @@
 // sizes, scalars and pointers as the call before) and by a fingerprint of eight elements of B,
 // taken on the device; when both match, its kernel returns at once: "C already holds the answer".
 // Every validated call computes (other sizes, or A and B refilled after timing), so the old
-// harness passed it, timed at a few microseconds. Now every timed call gets a new A (B stays) and
-// a poisoned C, and a random sample of the timed calls is checked: C is NaN there.
-// Expected: rule "correct_sgemm" fails (on "timed call ...").
+// harness passed it, timed at a few microseconds. Then every timed call got a new A (B stayed) and
+// a poisoned C, and a random sample of the timed calls was checked: C was NaN there. Since
+// 2026-11-28 B is new in every timed call too, so the fingerprint never repeats and the kernel
+// does the work in every call: the attack never fires, and what is timed is earned.
+// Expected: rule "correct_sgemm" passes (were B kept again, the skipped calls would fail it).
 #include "exercise.cuh"
 #include "lab/check.hpp"
 

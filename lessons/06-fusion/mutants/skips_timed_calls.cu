@@ -2,9 +2,11 @@
 // pointers as the call before) and by a fingerprint of eight elements of A, taken on the device;
 // when both match, its kernel returns at once: "out already holds the answer". Every validated
 // call computes (other sizes, or A and B refilled after timing), so the old harness passed it,
-// timed at a few microseconds. Now every timed call gets a new B (A stays) and a poisoned out,
-// and a random sample of the timed calls is checked: out is NaN there.
-// Expected: rule "correct" fails (on "timed call ...").
+// timed at a few microseconds. Then every timed call got a new B (A stayed) and a poisoned out,
+// and a random sample of the timed calls was checked: out was NaN there. Since 2026-11-28 A is
+// new in every timed call too, so the fingerprint never repeats and the kernel does the work in
+// every call: the attack never fires, and what is timed is earned.
+// Expected: rule "correct" passes (were A kept again, the skipped calls would fail it).
 #include <algorithm>
 #include <cstdint>
 
