@@ -6,10 +6,12 @@
 // that gives about the right numbers (plus the cost of a launch and of the wake-up after the
 // sync). But cudaDeviceSynchronize waits for EVERY stream on the device: while an unrelated
 // kernel runs on another stream, this timer waits for that kernel too, and reports its time as
-// yours. Run it and read the "busy" line under the table.
+// yours. Run it and read the "busy" line under the table. And its clock starts when the host
+// reads it, not when the GPU reaches the region: with work already queued on your stream, the
+// copy-in time holds that work too (the "queued" line).
 //
-// Goal: time on the GPU's own clock with CUDA events on the stream you are given, and wait for
-// your stop event only.
+// Goal: time on the GPU's own clock with CUDA events on the stream you are given, wait for your
+// stop event only, and never wait when a timer starts.
 #include <chrono>
 
 #include "exercise.cuh"

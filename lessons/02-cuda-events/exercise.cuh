@@ -33,6 +33,12 @@
 //   accurate-while-busy  the same while an unrelated kernel runs on ANOTHER stream
 //   does-not-wait        time_phases returns while that unrelated kernel is still running: your
 //                        timer waits for your stream's work, never for the whole device
+//   accurate-when-queued the same as accurate with 50 ms of work already queued on YOUR stream
+//                        when time_phases is called: a region starts where the GPU reaches it
+//   starts-without-waiting
+//                        with that work queued, time_phases enqueues copy_in before it has
+//                        finished: a timer must not wait when it starts (a synchronize in the
+//                        constructor gives right times, but stalls the host at every region)
 //
 // The unrelated work runs on an ordinary stream made with cudaStreamCreate (a "blocking" stream,
 // like the one you are given). Both are ordered with the legacy default stream 0.

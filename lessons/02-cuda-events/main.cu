@@ -7,9 +7,11 @@
 //   1. The library measures each phase (variants copy_in, kernel, copy_out: cold, median).
 //   2. Your time_phases (exercise.cu) times the same phases with your RegionTimer, 9 calls with
 //      nothing else on the GPU, then 9 calls while an unrelated one-thread kernel (lab::spin,
-//      100+ ms) runs on ANOTHER stream. Right after each of your calls the harness runs the
-//      phases once more between events of its own; the rules compare your times with those,
-//      call by call, and ask whether your call returned while the other stream was still busy.
+//      100+ ms) runs on ANOTHER stream, then 9 calls with 50 ms of work already queued on YOUR
+//      stream. Right after each of your calls the harness runs the phases once more between
+//      events of its own; the rules compare your times with those, call by call, and ask whether
+//      your call returned while the other stream was still busy, and whether it waited for the
+//      queued work before it enqueued its first phase.
 //   3. Notes under the table: the event timer's floor and resolution, events vs a host clock,
 //      CPU time vs GPU time of one call, and the pipeline end to end next to a CPU vector add.
 #include <cuda_profiler_api.h>
@@ -22,6 +24,12 @@ namespace {
 
 constexpr std::size_t kOddN = 1'000'003;  // validation size: not a multiple of the block size
 constexpr int kBlock = 256;
+
+// The queued round: work on your own stream before each call (a one-thread spin). Long enough
+// that no host can miss it (time_phases reaches its first phase microseconds after it is
+// called; a grading machine may stall a process for milliseconds, not for 50), short so that the
+// round (9 calls, each also running the pipeline twice) costs about a second.
+constexpr double kQueuedMs = 50;
 
 std::string time_text(double ms) {
   if (ms >= 1.0) return lab::text("%.2f ms", ms);
@@ -160,14 +168,27 @@ double phase_ms(const l02::PhaseTimes& t, int phase) {
 }
 
 // One call of your time_phases: what it reported, how long it took on the host clock, whether
-// the other stream's kernel was still running when it returned, and the harness's own times of
-// the same phases right after it.
+// the other stream's kernel was still running when it returned, whether the work queued on your
+// stream had finished when it enqueued copy_in, and the harness's own times of the same phases
+// right after it.
 struct Call {
   l02::PhaseTimes times;
   l02::PhaseTimes reference;
   double host_ms = 0;
   bool other_still_busy = false;
+  bool waited_at_start = false;
 };
+
+// The answer of cudaStreamQuery or cudaEventQuery: finished, or not yet ("not ready" is an
+// answer, not an error).
+bool finished(cudaError_t query) {
+  if (query == cudaErrorNotReady) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  LAB_CHECK(query);
+  return true;
+}
 
 // The pipeline once more, each phase timed by the harness (lab::BetweenCalls: between events of
 // its own, behind a short spin so that no launch latency falls inside a phase, and waited for).
@@ -210,45 +231,67 @@ struct Round {
     for (const Call& c : calls) v.push_back(c.host_ms);
     return median_of(v);
   }
-  int still_busy() const {
+  // In how many calls `flag` was set.
+  int count(bool Call::*flag) const {
     int k = 0;
-    for (const Call& c : calls) k += c.other_still_busy;
+    for (const Call& c : calls) k += c.*flag;
     return k;
   }
 };
 
 class Student {
  public:
-  Student(lab::Lesson& l, cudaStream_t other) : l_(l), other_(other) {}
+  Student(lab::Lesson& l, cudaStream_t other) : l_(l), other_(other) {
+    LAB_CHECK(cudaEventCreateWithFlags(&queued_, cudaEventDisableTiming));  // asked, never timed
+  }
+  ~Student() { cudaEventDestroy(queued_); }
+  Student(const Student&) = delete;
+  Student& operator=(const Student&) = delete;
 
-  // Poisons, optionally starts the unrelated kernel on the other stream, calls your time_phases,
-  // notes whether the other stream is still busy, validates c, and, with_reference, times the
-  // same phases with the harness's events (not in the profiled call: the capture would hold them).
+  // Poisons, optionally starts the unrelated kernel on the other stream or queues queued_ms of
+  // work on your stream, calls your time_phases, notes whether the other stream is still busy,
+  // validates c, and, with_reference, times the same phases with the harness's events (not in
+  // the profiled call: the capture would hold them).
   Call call(const VectorAdd& d, const std::string& case_name, double busy_ms,
-            bool with_reference = false) {
+            bool with_reference = false, double queued_ms = 0) {
     const cudaStream_t s = l_.stream();
     d.poison(s);
     if (busy_ms > 0) lab::spin(busy_ms * 1e3, other_);
     Call c;
     try {
-      const l02::Pipeline pipeline = d.pipeline();
+      l02::Pipeline pipeline = d.pipeline();
+      asked_ = false;
+      if (queued_ms > 0) {
+        // Your stream is busy when your first timer starts. copy_in first asks whether that work
+        // has finished: if it has, something in time_phases before its first phase waited for
+        // the stream (or the device). An error of yours not checked so far is kept aside, so
+        // that clearing "not ready" does not hide it.
+        lab::spin(queued_ms * 1e3, s);
+        LAB_CHECK(cudaEventRecord(queued_, s));
+        pipeline.copy_in = [this, copy_in = pipeline.copy_in](cudaStream_t st) {
+          if (!asked_) {
+            asked_ = true;
+            earlier_error_ = cudaGetLastError();
+            queued_done_ = finished(cudaEventQuery(queued_));
+          }
+          copy_in(st);
+        };
+      }
       lab::HostTimer wall;
       {
         // Exactly your call, for nsys (nvtx_sum): its host time is how long your timer waited.
-        nvtx3::scoped_range range{busy_ms > 0 ? "time_phases, other stream busy" : "time_phases"};
+        nvtx3::scoped_range range{busy_ms > 0     ? "time_phases, other stream busy"
+                                  : queued_ms > 0 ? "time_phases, work queued on its stream"
+                                                  : "time_phases"};
         c.times = l02::time_phases(pipeline, s);
       }
       c.host_ms = wall.elapsed_ms();
-      const cudaError_t unchecked = cudaGetLastError();  // an error in your code nobody checked
-      if (busy_ms > 0) {
-        const cudaError_t q = cudaStreamQuery(other_);
-        if (q == cudaErrorNotReady) {
-          c.other_still_busy = true;
-          (void)cudaGetLastError();  // "not ready" is an answer, not an error
-        } else {
-          LAB_CHECK(q);
-        }
+      cudaError_t unchecked = cudaGetLastError();  // an error in your code nobody checked
+      if (asked_) {
+        if (unchecked == cudaSuccess) unchecked = earlier_error_;
+        c.waited_at_start = queued_done_;
       }
+      if (busy_ms > 0) c.other_still_busy = !finished(cudaStreamQuery(other_));
       lab::check(unchecked, "an earlier CUDA call in time_phases (its error was not checked)",
                  __FILE__, __LINE__);
       LAB_CHECK(cudaStreamSynchronize(s));
@@ -270,6 +313,10 @@ class Student {
  private:
   lab::Lesson& l_;
   cudaStream_t other_;
+  cudaEvent_t queued_ = nullptr;  // recorded right after the queued work on your stream
+  // What copy_in's first call in the queued round saw (set inside your time_phases).
+  bool asked_ = false, queued_done_ = false;
+  cudaError_t earlier_error_ = cudaSuccess;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -582,7 +629,7 @@ int main(int argc, char** argv) {
         LAB_CHECK(cudaProfilerStop());
         return;
       }
-      Round alone, busy;
+      Round alone, busy, queued;
       {
         nvtx3::scoped_range range{"exercise: alone"};
         for (long long k = 0; k < calls; ++k)
@@ -596,40 +643,59 @@ int main(int argc, char** argv) {
               student.call(big, lab::text("other stream busy, call %lld", k + 1), busy_ms,
                            /*with_reference=*/true));
       }
+      {
+        // Last, so the earlier rounds' calls stay where they were (waits_sometimes counts them).
+        nvtx3::scoped_range range{"exercise: work queued on its stream"};
+        for (long long k = 0; k < calls; ++k)
+          queued.calls.push_back(student.call(big, lab::text("work queued, call %lld", k + 1), 0,
+                                              /*with_reference=*/true, kQueuedMs));
+      }
 
       // Your medians next to the reference's (the harness's events right after each call), and
       // the error the rules judge: per call, then the median over the round.
-      lab::Reading worst_alone, worst_busy;
-      std::string line[2] = {"  alone:     ", "  busy:      "};
-      const Round* rounds[2] = {&alone, &busy};
-      for (int r = 0; r < 2; ++r) {
+      const Round* rounds[3] = {&alone, &busy, &queued};
+      const char* const metrics[3] = {"phase_error", "busy_phase_error", "queued_phase_error"};
+      std::string line[3] = {"  alone:     ", "  busy:      ", "  queued:    "};
+      for (int r = 0; r < 3; ++r) {
+        lab::Reading worst;
         for (int i = 0; i < 3; ++i) {
           const std::vector<double> e = rounds[r]->errors(i);
-          lab::Reading& worst = r == 0 ? worst_alone : worst_busy;
           worst = lab::worst(worst, median_error(e));
           line[r] += lab::text("%s %s / %s (%+.1f%%)  ", kPhaseNames[i],
                                time_text(rounds[r]->median_ms(i)).c_str(),
                                time_text(rounds[r]->median_ms(i, &Call::reference)).c_str(),
                                100 * median_of(e));
         }
+        lab::metric(l, metrics[r], worst);
       }
-      lab::metric(l, "phase_error", worst_alone);
-      lab::metric(l, "busy_phase_error", worst_busy);
       l.note(lab::text("Your time_phases, median of %lld calls per round / the harness's events "
                        "around the same phases right after each call (median error per call):",
                        calls));
       l.note(line[0]);
       l.note(line[1] + lab::text("(another stream ran a %.0f ms kernel)", busy_ms));
-      const double waited = 1.0 - double(busy.still_busy()) / double(calls);
+      l.note(line[2] +
+             lab::text("(%.0f ms of work queued on your stream before each call)", kQueuedMs));
+      const int still_busy = busy.count(&Call::other_still_busy);
+      const double waited = 1.0 - double(still_busy) / double(calls);
       l.metric("waited_for_other_stream", waited, waited, waited);
       l.note(lab::text(
           "  with the other stream busy, time_phases took %s on the host clock (alone: %s); "
           "the other stream's kernel was still running when it returned in %d of %lld "
           "calls%s",
           time_text(busy.median_host_ms()).c_str(), time_text(alone.median_host_ms()).c_str(),
-          busy.still_busy(), calls,
-          busy.still_busy() == calls ? " (good: you did not wait for it)"
-                                     : " (your timer waited for work that is not yours)"));
+          still_busy, calls,
+          still_busy == calls ? " (good: you did not wait for it)"
+                              : " (your timer waited for work that is not yours)"));
+      const int waited_first = queued.count(&Call::waited_at_start);
+      const double at_start = double(waited_first) / double(calls);
+      l.metric("waited_at_start", at_start, at_start, at_start);
+      l.note(lab::text(
+          "  with work queued on your stream, it had already finished when time_phases enqueued "
+          "copy_in in %d of %lld calls%s",
+          waited_first, calls,
+          waited_first == 0 ? " (good: your timer starts without waiting)"
+                            : " (something before the first phase waited for the stream: a "
+                              "synchronize in your timer's constructor?)"));
     }
     if (l.profiling() || !demos) return;
 
