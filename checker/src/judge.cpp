@@ -90,10 +90,16 @@ std::string implausible_rates(const json& doc) {
   auto ceiling = [&](const char* key) {
     return ceilings.contains(key) && ceilings[key].is_number() ? ceilings[key].get<double>() : 0.0;
   };
-  // The compute roof is the FP32 FMA rate, or the tensor-core rate where the lesson measured
-  // one (lesson 12): a rate past the higher of the two is past every pipe of the GPU.
+  // The compute roof is the FP32 FMA rate, or a tensor-core rate where the lesson measured one
+  // (lesson 12 BF16, lesson 05 TF32 from FP32 inputs): a rate past the highest is past every
+  // pipe the lesson's data can use.
   const double copy = ceiling("copy_gbs");
-  const double flops_roof = std::max(ceiling("fp32_gflops"), ceiling("bf16_tensor_gflops"));
+  const double fp32 = ceiling("fp32_gflops"), bf16 = ceiling("bf16_tensor_gflops"),
+               tf32 = ceiling("tf32_tensor_gflops");
+  const double flops_roof = std::max({fp32, bf16, tf32});
+  const char* roof_name = flops_roof == fp32 ? "FP32 roof"
+                          : flops_roof == bf16 ? "BF16 tensor roof"
+                                               : "TF32 tensor roof";
   // The link is full duplex: copies in and out at once (lesson 07's overlap) may add up.
   const double link = ceiling("h2d_pinned_gbs") + ceiling("d2h_pinned_gbs");
   for (const auto& v : doc.value("variants", json::array())) {
@@ -120,9 +126,7 @@ std::string implausible_rates(const json& doc) {
       return say(gbs, "GB/s", copy, "copy ceiling", kCopyMargin);
     }
     if (flops_roof > 0 && gflops > kFlopsMargin * flops_roof)
-      return say(gflops, "GFLOP/s", flops_roof,
-                 ceiling("bf16_tensor_gflops") > ceiling("fp32_gflops") ? "tensor roof" : "FP32 roof",
-                 kFlopsMargin);
+      return say(gflops, "GFLOP/s", flops_roof, roof_name, kFlopsMargin);
   }
   return "";
 }

@@ -248,7 +248,15 @@ TEST_CASE("implausible: faster than a ceiling of the same run is an error, not a
   flops["ceilings"]["bf16_tensor_gflops"] = 600000.0;  // lesson 12: tensor cores do 100 TFLOP/s
   CHECK(implausible_rates(flops).empty());
   flops["variants"][1]["flops"] = 1e12;  // 1000 TFLOP/s: past the tensor roof too
-  CHECK(contains(implausible_rates(flops), "1.67x the tensor roof"));
+  CHECK(contains(implausible_rates(flops), "1.67x the BF16 tensor roof"));
+  // Lesson 05: an FP32 product on the tensor cores (3xTF32) may pass the FP32 roof, not the TF32.
+  json sgemm = sample_result(1.0);
+  sgemm["ceilings"]["fp32_gflops"] = 60000.0;
+  sgemm["variants"][1]["flops"] = 1e11;  // 100 TFLOP/s
+  sgemm["ceilings"]["tf32_tensor_gflops"] = 400000.0;
+  CHECK(implausible_rates(sgemm).empty());
+  sgemm["variants"][1]["flops"] = 5e11;  // 500 TFLOP/s
+  CHECK(contains(implausible_rates(sgemm), "1.25x the TF32 tensor roof"));
 }
 
 TEST_CASE("error: a rule naming a variant the lesson does not report") {

@@ -397,7 +397,8 @@ void Lesson::replay_timed_calls(const std::string& variant, const TimedCallCheck
   }
 }
 
-void Lesson::measure_tensor_roof(const std::function<void(cudaStream_t)>& gemm, double flops) {
+void Lesson::measure_tensor_roof(TensorInput input, const std::function<void(cudaStream_t)>& gemm,
+                                 double flops) {
   if (state_->profile || !state_->result.ceilings) return;
   // As the FP32 roof (lab::ceilings): back to back, a short rule; a big product is steady.
   BenchmarkOptions hot;
@@ -409,7 +410,9 @@ void Lesson::measure_tensor_roof(const std::function<void(cudaStream_t)>& gemm, 
   hot.warmup_runs = 1;
   hot.warmup_ms = 0;
   const Measurement m = benchmark(gemm, stream(), hot);
-  state_->result.ceilings->bf16_tensor_gflops = flops / (m.gpu_ms.median * 1e6);
+  Ceilings& c = *state_->result.ceilings;
+  (input == TensorInput::bf16 ? c.bf16_tensor_gflops : c.tf32_tensor_gflops) =
+      flops / (m.gpu_ms.median * 1e6);
 }
 
 void Lesson::metric(const std::string& name, double value, double low, double high,
@@ -505,6 +508,9 @@ void print_table(const Result& r, const std::string& title, const std::vector<st
   if (r.ceilings && r.ceilings->bf16_tensor_gflops > 0)
     std::printf("tensor roof (BF16 in, FP32 accumulate) %.1f TFLOP/s\n",
                 r.ceilings->bf16_tensor_gflops * 1e-3);
+  if (r.ceilings && r.ceilings->tf32_tensor_gflops > 0)
+    std::printf("tensor roof (TF32 from FP32 inputs) %.1f TFLOP/s\n",
+                r.ceilings->tf32_tensor_gflops * 1e-3);
   for (const std::string& s : r.sizes) std::printf("size: %s\n", s.c_str());
   std::printf("\n%-22s %-9s %-7s %12s %8s %9s %7s %9s %8s\n", "variant", "role", "correct",
               "median", "spread", "GB/s", "%copy", "GFLOP/s", "speedup");

@@ -160,7 +160,8 @@ std::string to_json_text(const Result& r) {
                        {"h2d_pageable_gbs", c.h2d_pageable_gbs},
                        {"d2h_pageable_gbs", c.d2h_pageable_gbs}, {"launch_us", c.launch_us},
                        {"fp32_gflops", c.fp32_gflops},
-                       {"bf16_tensor_gflops", c.bf16_tensor_gflops}};
+                       {"bf16_tensor_gflops", c.bf16_tensor_gflops},
+                       {"tf32_tensor_gflops", c.tf32_tensor_gflops}};
   }
   doc["config"] = {{"seed", r.seed}, {"quick", r.quick}, {"mode", to_string(r.mode)},
                    {"sizes", r.sizes}};

@@ -78,7 +78,8 @@ const Field kCeilingFields[] = {
     {"d2h_pageable_gbs", Type::number_or_null, false, &kGbs},
     {"launch_us", Type::number_or_null, false, &kMicroseconds},
     {"fp32_gflops", Type::number_or_null, false, &kGflops},
-    {"bf16_tensor_gflops", Type::number_or_null, false, &kGflops}};
+    {"bf16_tensor_gflops", Type::number_or_null, false, &kGflops},
+    {"tf32_tensor_gflops", Type::number_or_null, false, &kGflops}};
 const Field kConfigFields[] = {{"seed", Type::number},
                                {"quick", Type::boolean},
                                {"mode", Type::mode},

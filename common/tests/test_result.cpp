@@ -37,7 +37,7 @@ lab::Result sample_result() {
   d.driver_version = 13000;
   d.runtime_version = 13000;
   r.device = d;
-  r.ceilings = lab::Ceilings{2800, 55, 54, 12, 9, 2.5, 61000, 750000};
+  r.ceilings = lab::Ceilings{2800, 55, 54, 12, 9, 2.5, 61000, 750000, 380000};
   r.seed = 42;
   r.mode = lab::Mode::Hot;
   r.sizes = {"16384x16384"};
@@ -110,6 +110,7 @@ TEST_CASE("the writer's document reads back with the one reader, every value in 
   CHECK(d["ceilings"]["copy_gbs"] == 2800);
   CHECK(d["ceilings"]["fp32_gflops"] == 61000);
   CHECK(d["ceilings"]["bf16_tensor_gflops"] == 750000);
+  CHECK(d["ceilings"]["tf32_tensor_gflops"] == 380000);
   CHECK(d["config"]["seed"] == 42);
   CHECK(d["config"]["mode"] == "hot");
   CHECK(d["config"]["sizes"] == json::array({"16384x16384"}));
@@ -229,6 +230,7 @@ TEST_CASE("a file written before the median interval and the samples still reads
   v.erase("stop_reason");
   doc["ceilings"].erase("fp32_gflops");
   doc["ceilings"].erase("bf16_tensor_gflops");  // before lesson 12's tensor roof
+  doc["ceilings"].erase("tf32_tensor_gflops");  // before lesson 05's
   CHECK(doc_error(doc) == "ok");
 }
 

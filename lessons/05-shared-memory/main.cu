@@ -338,6 +338,28 @@ void cublas_sgemm(const lab::CublasHandle& cublas, Gemm& g, cudaStream_t s) {
                                g.B.data(), g.N, g.A.data(), g.K, &g.beta, g.C.data(), g.N));
 }
 
+// The TF32 tensor roof of this GPU, measured before any exercise code runs: cuBLAS's SGEMM with
+// TF32 tensor ops, n^3 on random FP32 data, back to back. No FP32 product can get more out of
+// the tensor cores (3xTF32 does three TF32 products for each one), so it is the checker's bound
+// on a plausible SGEMM rate where a student's kernel uses them; it is not a bar.
+void measure_tf32_roof(lab::Lesson& l, const lab::CublasHandle& cublas, int n) {
+  cudaStream_t s = l.stream();
+  const std::size_t nn = static_cast<std::size_t>(n) * n;
+  lab::DeviceBuffer<float> A(nn), B(nn), C(nn);
+  lab::fill_random(A.data(), nn, l.seed() * 64 + 61, s);
+  lab::fill_random(B.data(), nn, l.seed() * 64 + 62, s);
+  const float one = 1.0f, zero = 0.0f;
+  LAB_CUBLAS_CHECK(cublasSetMathMode(cublas.get(), CUBLAS_TF32_TENSOR_OP_MATH));
+  l.measure_tensor_roof(
+      lab::TensorInput::tf32,
+      [&](cudaStream_t st) {
+        LAB_CUBLAS_CHECK(cublasSgemm(cublas.on(st), CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one,
+                                     A.data(), n, B.data(), n, &zero, C.data(), n));
+      },
+      2.0 * nn * n);
+  LAB_CUBLAS_CHECK(cublasSetMathMode(cublas.get(), CUBLAS_PEDANTIC_MATH));  // the reference's
+}
+
 // A kernel of part C, a thread per element of C in 32 x 32 blocks; @p x_along_rows: threadIdx.x
 // runs along the rows of C (sgemm_naive), else along its columns.
 template <void (*Kernel)(int, int, int, float, const float*, const float*, float, float*),
@@ -540,7 +562,7 @@ int main(int argc, char** argv) {
   gemms.add({"sgemm_coalesced", lab::Role::Baseline,
              "C: SGEMM, thread per element of C, threadIdx.x along columns",
              launch_elementwise<sgemm_coalesced, false>, gemm_work});
-  std::unique_ptr<lab::CublasHandle> cublas;  // made in run() when cublas is selected
+  std::unique_ptr<lab::CublasHandle> cublas;  // made in run() when cublas or the SGEMM is selected
   gemms.add({"cublas", lab::Role::Reference, "C: cublasSgemm, pedantic float32 (no TF32)",
              [&cublas](Gemm& g, cudaStream_t s) { cublas_sgemm(*cublas, g, s); }, gemm_work});
   gemms.add({"exercise_sgemm", lab::Role::Exercise, "C: your SGEMM (exercise.cu)",
@@ -560,6 +582,14 @@ int main(int argc, char** argv) {
     if (gemv_n > 32768 || transpose_n > 32768 || sgemm_n > 16384)
       throw std::invalid_argument("sizes are limited to 32768 (gemv, transpose), 16384 (sgemm)");
     const bool profiling = l.profiling();
+    // First, before any exercise code: the handle (pedantic FP32, see cublas_sgemm), and with the
+    // exercise's SGEMM the TF32 roof its rate is bounded by.
+    if (l.selected("cublas") || l.selected("exercise_sgemm")) {
+      cublas = std::make_unique<lab::CublasHandle>();
+      LAB_CUBLAS_CHECK(cublasSetMathMode(cublas->get(), CUBLAS_PEDANTIC_MATH));
+    }
+    if (l.selected("exercise_sgemm") && !profiling)
+      measure_tf32_roof(l, *cublas, l.quick() ? 2048 : 4096);
     // Each part's inputs come from seeds of its own, whatever ran before it: a run of some
     // variants only (--variant, the checker's --replay) sees the same inputs as a whole run.
     std::uint64_t seed = l.seed() * 64 + 1;
@@ -646,11 +676,6 @@ int main(int argc, char** argv) {
     // Part C.
     seed = l.seed() * 64 + 41;
     if (gemms.any_selected()) {
-      if (l.selected("cublas")) {
-        cublas = std::make_unique<lab::CublasHandle>();
-        LAB_CUBLAS_CHECK(cublasSetMathMode(cublas->get(), CUBLAS_PEDANTIC_MATH));
-      }
-
       // 1. Validation at sizes that are not multiples of any tile (nor of 4, except 300x644x260,
       //    which takes the float4 paths with partial tiles), beta == 0 (C NaN on entry) among them.
       if (!profiling) {

@@ -468,6 +468,7 @@ void measure_tensor_roof(lab::Lesson& l, const lab::CublasHandle& cublas, int n)
   lab::fill_random(C.data(), nn, l.seed() * 64 + 62, s);
   convert_to_bf16(C.data(), B.data(), nn, s);
   l.measure_tensor_roof(
+      lab::TensorInput::bf16,
       [&](cudaStream_t st) {
         cublas_gemm(cublas, n, n, n, A.data(), B.data(), CUDA_R_16BF, C.data(), CUBLAS_COMPUTE_32F,
                     st);

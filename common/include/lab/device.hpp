@@ -59,6 +59,9 @@ struct Ceilings {
   /// BF16 tensor-core matrix-multiply throughput with FP32 accumulation (the tensor roof); 0
   /// unless the lesson measured it (Lesson::measure_tensor_roof: lesson 12)
   double bf16_tensor_gflops = 0;
+  /// TF32 tensor-core throughput on FP32 data (the most an FP32 product can get from the tensor
+  /// cores, 3xTF32 and the like included); 0 unless the lesson measured it (lesson 05)
+  double tf32_tensor_gflops = 0;
 };
 
 /// @return the ceilings, measured on first call (well under a second) and then cached

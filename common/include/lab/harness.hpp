@@ -63,6 +63,9 @@ struct TimedCallChecks {
 /// file, and no debugger can attach to a running program (one that starts it still can).
 void close_process_memory();
 
+/// What a tensor-core roof multiplies (Lesson::measure_tensor_roof).
+enum class TensorInput { bf16, tf32 };
+
 /// Exit codes of a lesson program (also in docs/result-file.md).
 enum ExitCode : int {
   kExitOk = 0,          ///< every variant correct
@@ -208,14 +211,17 @@ class Lesson {
                              const std::function<void(cudaStream_t)>& launch,
                              BenchmarkOptions options = {}, const TimedCallChecks& checks = {});
 
-  /// @brief Measures the tensor-core roof of this run: @p gemm, a large BF16 matrix product with
-  /// FP32 accumulation doing @p flops per launch (a library's, e.g. cuBLAS), timed back to back;
-  /// its rate becomes ceilings().bf16_tensor_gflops in the table and the result file. Only
-  /// lessons about tensor cores call it (it costs tens of milliseconds), first thing in their
-  /// body, before any exercise code has run. Does nothing with --profile.
+  /// @brief Measures a tensor-core roof of this run: @p gemm, a large matrix product on the
+  /// tensor cores doing @p flops per launch (a library's, e.g. cuBLAS), timed back to back; its
+  /// rate becomes ceilings().bf16_tensor_gflops or tf32_tensor_gflops in the table and the result
+  /// file, and the checker's bound on a plausible FLOP rate. Only lessons whose exercise may use
+  /// the tensor cores call it (it costs tens of milliseconds), first thing in their body, before
+  /// any exercise code has run. Does nothing with --profile.
+  /// @param input BF16 inputs (FP32 accumulation), or TF32 from FP32 inputs
   /// @param gemm enqueues one product on the given stream
   /// @param flops floating-point operations of one product (2 M N K)
-  void measure_tensor_roof(const std::function<void(cudaStream_t)>& gemm, double flops);
+  void measure_tensor_roof(TensorInput input, const std::function<void(cudaStream_t)>& gemm,
+                           double flops);
 
   /// @brief Records a lesson-specific number for the checker's rules.
   /// @param name e.g. "overlap_efficiency"
