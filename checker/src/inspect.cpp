@@ -149,12 +149,22 @@ bool in_template_namespace(const std::string& demangled) {
   return in_namespaces(demangled, kTemplateNamespaces);
 }
 
+// Whether `symbol` (or its base call: cudaX_v2 is cudaX) is one of `names` ("name" or "prefix*").
+bool named_in(const std::string& symbol, const std::vector<std::string>& names) {
+  for (const auto& p : names)
+    for (const std::string& s : {symbol, base_call(symbol)})
+      if (!p.empty() && (p.back() == '*' ? starts_with(s, p.substr(0, p.size() - 1)) : s == p))
+        return true;
+  return false;
+}
+
 std::string forbidden_call(const std::string& symbol, bool weak_reference,
-                           const std::vector<std::string>& extra) {
+                           const std::vector<std::string>& extra, const std::vector<std::string>& refused) {
   const std::string d = demangle(symbol);
-  for (const auto& p : extra)
-    if (!p.empty() && (p.back() == '*' ? starts_with(symbol, p.substr(0, p.size() - 1)) : symbol == p))
-      return "";
+  if (named_in(symbol, refused))
+    return "calls " + symbol + ", which this lesson does not allow (its check.toml, "
+           "forbidden_calls; its exercise.cuh says why)";
+  if (named_in(symbol, extra)) return "";
   if (starts_with(symbol, "__cuda")) return "";  // nvcc's launch and registration plumbing
   if (starts_with(symbol, "cuda")) {
     if (contains(symbol, "StreamCreate"))
@@ -289,7 +299,7 @@ std::vector<SealFinding> check_seal(const ObjectSymbols& e, const SealContext& c
     return true;
   };
   auto refused = [&](const std::string& s, bool weak) {
-    const std::string why = forbidden_call(s, weak, c.extra_calls);
+    const std::string why = forbidden_call(s, weak, c.extra_calls, c.refused_calls);
     if (why.empty()) return why;
     if (only_from_groups(s, [&](const std::string& g) { return c.harness.groups.count(g) || c.library.groups.count(g); }))
       return std::string();  // never runs: the pristine group is kept
@@ -607,7 +617,8 @@ std::optional<ProgramObjects> program_objects(const fs::path& program, std::stri
 }
 
 std::vector<SealFinding> inspect_program(const fs::path& program,
-                                         const std::vector<std::string>& extra_calls) {
+                                         const std::vector<std::string>& extra_calls,
+                                         const std::vector<std::string>& refused_calls) {
   std::string why;
   const auto objects = program_objects(program, why);
   if (!objects) throw ConfigError("cannot inspect " + program.string() + ": " + why);
@@ -639,6 +650,7 @@ std::vector<SealFinding> inspect_program(const fs::path& program,
   }
   c.interface = cached(objects->interface);
   c.extra_calls = extra_calls;
+  c.refused_calls = refused_calls;
   std::string stem = objects->source.filename().string();
   if (stem.size() > 3 && stem.compare(stem.size() - 3, 3, ".cu") == 0) stem.resize(stem.size() - 3);
   c.exercise_stem = stem;

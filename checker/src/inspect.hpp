@@ -56,6 +56,7 @@ struct SealContext {
   std::string exercise_stem;  ///< the exercise file's name without ".cu" (nvcc's anonymous-
                               ///< namespace tags carry it)
   std::vector<std::string> extra_calls;  ///< imports this lesson also allows (check.toml)
+  std::vector<std::string> refused_calls;  ///< imports this lesson refuses (check.toml)
   /// what the linked program exports: the functions its shared libraries call and it provides
   std::set<std::string> exported;
 };
@@ -84,7 +85,8 @@ std::optional<ProgramObjects> program_objects(const fs::path& program, std::stri
 /// Reads the program's objects and checks its exercise. Empty: sealed.
 /// @throws ConfigError when the files cannot be read
 std::vector<SealFinding> inspect_program(const fs::path& program,
-                                         const std::vector<std::string>& extra_calls = {});
+                                         const std::vector<std::string>& extra_calls = {},
+                                         const std::vector<std::string>& refused_calls = {});
 
 /// @return one paragraph: the findings, at most @p max of them, and what to do
 std::string describe_findings(const std::vector<SealFinding>& findings, std::size_t max = 8);

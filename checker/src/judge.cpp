@@ -779,7 +779,7 @@ LessonOutcome judge_program(const LessonConfig& lesson, const fs::path& program,
     // Before anything of the exercise runs: what it defines and calls, from its object file.
     std::vector<SealFinding> findings;
     try {
-      findings = inspect_program(program, lesson.allowed_calls);
+      findings = inspect_program(program, lesson.allowed_calls, lesson.forbidden_calls);
     } catch (const ConfigError& e) {
       return lesson_outcome(lesson, opt.build, Verdict::error, reason::missing, e.what());
     }

@@ -240,6 +240,11 @@ LessonConfig load_lesson(const fs::path& check_toml) {
         config_error(check_toml, node, "\"allowed_calls\" must be an array of strings");
       for (auto&& a : *node.as_array())
         lesson.allowed_calls.push_back(get_string(check_toml, a, "allowed_calls"));
+    } else if (key == "forbidden_calls") {
+      if (!node.is_array())
+        config_error(check_toml, node, "\"forbidden_calls\" must be an array of strings");
+      for (auto&& a : *node.as_array())
+        lesson.forbidden_calls.push_back(get_string(check_toml, a, "forbidden_calls"));
     } else if (key == "replay") {
       if (!node.is_boolean()) config_error(check_toml, node, "\"replay\" must be true or false");
       lesson.replay = *node.value<bool>();
@@ -284,7 +289,7 @@ LessonConfig load_lesson(const fs::path& check_toml) {
       }
     } else {
       config_error(check_toml, node, "unknown key \"" + key + "\" (keys: lesson, title, "
-                   "timeout_s, args, allowed_calls, replay, syscall_filter, [[rule]])");
+                   "timeout_s, args, allowed_calls, forbidden_calls, replay, syscall_filter, [[rule]])");
     }
   }
   if (lesson.name.empty())

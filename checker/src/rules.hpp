@@ -66,6 +66,8 @@ struct LessonConfig {
   std::vector<std::string> args;  ///< extra arguments for the lesson program
   std::vector<std::string> allowed_calls;  ///< what the exercise may call beyond the course-wide
                                            ///< list (inspect.cpp); "name" or "prefix*"
+  std::vector<std::string> forbidden_calls;  ///< what this lesson's exercise may not call though
+                                             ///< the course-wide list allows it (same form)
   /// The exercise's array comparisons checked again in a pristine program from the values the
   /// student's program recorded (lab/record.hpp); false for a lesson whose exercise checks are
   /// facts the harness observes in the process (a timer's readings, files), not arrays.

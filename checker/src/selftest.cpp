@@ -263,7 +263,7 @@ std::vector<SelftestCheck> seal_lesson(const LessonConfig& lesson, const fs::pat
   auto check = [&](const std::string& subject, const fs::path& program, bool refused) {
     SelftestCheck c{lesson.name, subject, refused ? "refused by the seal" : "passes the seal", false, ""};
     try {
-      const auto findings = inspect_program(program, lesson.allowed_calls);
+      const auto findings = inspect_program(program, lesson.allowed_calls, lesson.forbidden_calls);
       c.held = findings.empty() != refused;
       c.detail = findings.empty() ? "passed the seal" : describe_findings(findings);
     } catch (const ConfigError& e) {

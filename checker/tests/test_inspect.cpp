@@ -178,6 +178,24 @@ TEST_SUITE("inspect") {
     CHECK(check_seal(e, c).empty());
   }
 
+  TEST_CASE("a lesson may refuse calls the course allows, by name or prefix, under any suffix") {
+    SealContext c = lesson();
+    c.refused_calls = {"cudaGraphKernelNodeGetParams", "cudaGraphNodeGetParams*"};
+    ObjectSymbols e = clean();
+    e.undefined.insert({"cudaGraphInstantiate", "cudaGraphLaunch", "cudaGraphGetNodes"});
+    CHECK(check_seal(e, c).empty());  // replaying a capture stays allowed
+    for (const char* call : {"cudaGraphKernelNodeGetParams", "cudaGraphKernelNodeGetParams_v2",
+                             "cudaGraphNodeGetParams"}) {
+      ObjectSymbols reads = clean();
+      reads.undefined.insert(call);
+      const auto findings = check_seal(reads, c);
+      INFO(call);
+      REQUIRE(findings.size() == 1);
+      CHECK(findings[0].why.find("this lesson does not allow") != std::string::npos);
+      CHECK(check_seal(reads, lesson()).empty());  // the course allows it elsewhere
+    }
+  }
+
   TEST_CASE("a call only made from a COMDAT group the pristine code also has never runs") {
     SealContext c = lesson();
     c.library.weak.insert("nvtxInitOnce_v3");

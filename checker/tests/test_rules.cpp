@@ -326,6 +326,9 @@ TEST_CASE("check.toml: a valid file") {
   CHECK(l.syscall_filter);  // by default the program filters its system calls
   write_text(file, std::string(kHead) + "syscall_filter = false\n[[rule]]\nid = \"correct\"\nkind = \"correct\"\nvariant = \"exercise\"\n");
   CHECK_FALSE(load_lesson(file).syscall_filter);
+  write_text(file, std::string(kHead) + "forbidden_calls = [\"cudaGraphKernelNodeGetParams\", \"cudaGraphNodeGetParams*\"]\n"
+             "[[rule]]\nid = \"correct\"\nkind = \"correct\"\nvariant = \"exercise\"\n");
+  CHECK(load_lesson(file).forbidden_calls.size() == 2);
 }
 
 TEST_CASE("check.toml: mistakes give file:line and what to fix") {

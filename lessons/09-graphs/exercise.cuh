@@ -10,8 +10,10 @@
 namespace exercise {
 
 /// @brief Enqueues step @p i of the chain (one small kernel) on @p stream. The harness provides
-/// it. It only enqueues: no synchronization, no allocation, no copy, so it can be called while
-/// the stream is being captured into a CUDA graph. The kernel it launches reads its inputs
+/// it, and it is opaque: capture it and replay what it enqueued, but do not read the captured
+/// node's parameters (the checker refuses cudaGraphKernelNodeGetParams and its kin here). It
+/// only enqueues: no synchronization, no allocation, no copy, so it can be called while the
+/// stream is being captured into a CUDA graph. The kernel it launches reads its inputs
 /// through device pointers that never change for the lifetime of a Chain; the harness changes
 /// the values behind them between calls, so a graph captured once stays valid.
 using Step = std::function<void(int i, cudaStream_t stream)>;
