@@ -55,8 +55,10 @@ std::optional<double> measure_value(const CounterMeasure& m, const std::map<std:
 struct CounterRun {
   /// measured: readings are in `values`; unavailable: ncu is missing or may not read the
   /// counters here (not the student's doing: the rule is skipped); failed: the program failed
-  /// under ncu or ncu saw no kernel (the student's doing: the rule fails).
-  enum class Status { measured, unavailable, failed } status = Status::failed;
+  /// under ncu or ncu saw no kernel (the student's doing: the rule fails); unchecked: the
+  /// course's program could not check the call ncu read (the rule is `environment`: no points,
+  /// grade again).
+  enum class Status { measured, unavailable, failed, unchecked } status = Status::failed;
   std::string message;                 ///< why, when not measured
   std::map<std::string, double> sums;  ///< summed metrics (measured)
   int kernels = 0;
@@ -87,7 +89,7 @@ CounterRun run_under_ncu(const fs::path& program, const std::string& variant,
                          const fs::path& work);
 
 /// The readings of one variant's measures for the rules: {"<measure>": {"value": v}} when
-/// measured, {"<measure>": {"unavailable": why}} or {"<measure>": {"failed": why}} otherwise.
+/// measured, {"<measure>": {"unavailable" | "failed" | "unchecked": why}} otherwise.
 json counter_readings(const CounterRun& run, const std::vector<std::string>& measures);
 
 }  // namespace lab

@@ -464,7 +464,7 @@ struct OutOfProcess {
 
 // The call ncu read must have been right, like any timed call: in the program's own result
 // file, and, where the lesson is replayed, checked again by the course's program from the
-// record. Marks `run` failed (the student's doing) or unavailable (the course's) when not.
+// record. Marks `run` failed (the student's doing) or unchecked (the course's) when not.
 void check_profiled_call(const LessonConfig& lesson, const std::string& variant, const JudgeOptions& opt,
                          const OutOfProcess& oop, const fs::path& record, double timeout, CounterRun& run) {
   auto fail = [&run](CounterRun::Status status, const std::string& why) {
@@ -485,7 +485,7 @@ void check_profiled_call(const LessonConfig& lesson, const std::string& variant,
                              "pristine-ncu-" + variant + "-",
                              {"--profile", "--variant", variant, "--replay", copy.string()}, run.seed);
   if (!p.ok)
-    return fail(CounterRun::Status::unavailable,
+    return fail(CounterRun::Status::unchecked,
                 "the course's program could not check the call ncu read (" + p.reason + ": " +
                     p.message + ")");
   json checked = {{"variants", json::array({{{"name", variant}, {"checks", json::array()}}})}};

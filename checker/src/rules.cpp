@@ -547,6 +547,10 @@ RuleOutcome evaluate_rule(const Rule& rule, const json& result) {
     if (reading.contains("failed"))
       return finish(Verdict::fail, rule.counter + " could not be measured: " +
                                        reading["failed"].get<std::string>());
+    // Not the student's doing, and no skip either (a skip would drop the rule from the total).
+    if (reading.contains("unchecked"))
+      return finish(Verdict::environment, reading["unchecked"].get<std::string>() +
+                                              "; grade again with --force");
   }
 
   Reading reading;

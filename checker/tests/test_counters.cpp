@@ -255,6 +255,19 @@ TEST_CASE("the call ncu reads is checked like a timed call: in its run, and agai
   CHECK(forged.verdict == Verdict::fail);
   CHECK(contains(forged.message, "the call ncu read gave wrong results (checked by the course's "
                                  "program from its record: 1 of 3 elements differ"));
+
+  // The course's program fails to check that call: not the student's doing, and no skip either
+  // (a skip would take the rule out of the total): environment, no points.
+  const fs::path failing = dir.path() / "pristine-fails-when-profiled";
+  write_text(failing, "#!/bin/sh\nfor a in \"$@\"; do [ \"$a\" = --profile ] && exit 3; done\nexec \"" +
+                          kFake + "\" \"$@\"\n");
+  fs::permissions(failing, fs::perms::owner_all);
+  opt.pristine = failing;
+  const RuleOutcome unchecked = counter({});
+  CHECK(unchecked.verdict == Verdict::environment);
+  CHECK(unchecked.max_points == 2);
+  CHECK(unchecked.points == 0);
+  CHECK(contains(unchecked.message, "the course's program could not check the call ncu read"));
 }
 
 }  // TEST_SUITE
