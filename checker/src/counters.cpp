@@ -19,6 +19,14 @@ constexpr const char* kSharedLoadWaves = "l1tex__data_pipe_lsu_wavefronts_mem_sh
 constexpr const char* kSharedStoreWaves = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum";
 constexpr const char* kSharedLoadConflicts = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum";
 constexpr const char* kSharedStoreConflicts = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum";
+// cp.async (LDGSTS), Ampere on: bytes the threads asked for and sectors, for both its forms (the
+// L1-caching .ca and the bypassing .cg; the SASS-level counts cover both, the l1tex__ ones only
+// .ca); its shared-memory side, wavefronts and bank conflicts. Checked with `ncu --query-metrics
+// --chip gh100` (ncu 2025.3, on the H200, session 21).
+constexpr const char* kAsyncLoadBytes = "smsp__sass_data_bytes_mem_global_op_ldgsts.sum";
+constexpr const char* kAsyncLoadSectors = "smsp__sass_l1tex_t_sectors_pipe_lsu_mem_global_op_ldgsts.sum";
+constexpr const char* kAsyncSharedWaves = "smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldgsts.sum";
+constexpr const char* kAsyncSharedConflicts = "smsp__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts.sum";
 // Warp-level instructions: those the tensor cores execute (HMMA: mma.sync, which WMMA compiles
 // to), and all of them. Not yet checked with `ncu --query-metrics` on the H100 (lesson 12).
 constexpr const char* kTensorInstructions = "sm__inst_executed_pipe_tensor_op_hmma.sum";
@@ -67,22 +75,29 @@ const std::vector<CounterMeasure>& counter_measures() {
       {"global_load_efficiency",
        "bytes the threads asked for per byte of the 32-byte sectors fetched for them, over all "
        "global loads (1 = fully coalesced; 0.125 = one float used per sector)",
-       CounterMeasure::Formula::bytes_per_sector, {kLoadBytes, kLoadSectors}, "global loads"},
+       CounterMeasure::Formula::bytes_per_sector, {kLoadBytes, kLoadSectors},
+       {kAsyncLoadBytes, kAsyncLoadSectors}, "global loads"},
       {"global_store_efficiency",
        "bytes the threads wrote per byte of the 32-byte sectors written, over all global stores "
        "(1 = fully coalesced)",
-       CounterMeasure::Formula::bytes_per_sector, {kStoreBytes, kStoreSectors}, "global stores"},
+       CounterMeasure::Formula::bytes_per_sector, {kStoreBytes, kStoreSectors}, {}, "global stores"},
       {"shared_bank_conflicts",
        "extra shared-memory wavefronts (bank conflicts) per wavefront the accesses needed "
        "(0 = conflict-free; 31 = every access a 32-way conflict)",
        CounterMeasure::Formula::conflicts_per_needed,
        {kSharedLoadWaves, kSharedStoreWaves, kSharedLoadConflicts, kSharedStoreConflicts},
-       "shared-memory accesses"},
+       {kAsyncSharedWaves, kAsyncSharedConflicts}, "shared-memory accesses"},
       {"tensor_instruction_share",
        "tensor-core (HMMA) instructions per instruction executed, warp-wide (how much of what the "
        "kernel issues feeds the tensor cores, rather than loading, storing and indexing for them)",
-       CounterMeasure::Formula::share, {kTensorInstructions, kInstructions}, "instructions"},
+       CounterMeasure::Formula::share, {kTensorInstructions, kInstructions}, {}, "instructions"},
   };
+  return all;
+}
+
+std::vector<std::string> CounterMeasure::requested(int cc_major) const {
+  std::vector<std::string> all = metrics;
+  if (cc_major == 0 || cc_major >= 8) all.insert(all.end(), async_metrics.begin(), async_metrics.end());
   return all;
 }
 
@@ -121,28 +136,23 @@ std::optional<double> measure_value(const CounterMeasure& m, const std::map<std:
       why = "ncu did not report " + metric + " (a different ncu version or GPU?)";
       return std::nullopt;
     }
-  if (m.formula == CounterMeasure::Formula::bytes_per_sector) {
-    const double sectors = sums.at(m.metrics[1]);
-    if (sectors <= 0) {
-      why = "the kernels made no " + m.accesses;
-      return std::nullopt;
+  // Each half summed, with its cp.async counterpart where ncu reported one.
+  double a = 0, b = 0;
+  for (const auto* list : {&m.metrics, &m.async_metrics})
+    for (std::size_t i = 0; i < list->size(); ++i) {
+      const auto it = sums.find((*list)[i]);
+      if (it != sums.end()) (i < list->size() / 2 ? a : b) += it->second;
     }
-    return sums.at(m.metrics[0]) / (32.0 * sectors);
+  if (m.formula == CounterMeasure::Formula::conflicts_per_needed) {
+    const double needed = a - b;
+    return needed <= 0 ? 0.0 : b / needed;  // no such traffic: nothing to conflict
   }
-  if (m.formula == CounterMeasure::Formula::share) {
-    const double all = sums.at(m.metrics[1]);
-    if (all <= 0) {
-      why = "the kernels executed no " + m.accesses;
-      return std::nullopt;
-    }
-    return sums.at(m.metrics[0]) / all;
+  if (b <= 0) {
+    why = std::string("the kernels ") + (m.formula == CounterMeasure::Formula::share ? "executed" : "made") +
+          " no " + m.accesses;
+    return std::nullopt;
   }
-  double waves = 0, conflicts = 0;  // the first half are wavefronts, the second conflicts
-  const std::size_t half = m.metrics.size() / 2;
-  for (std::size_t i = 0; i < m.metrics.size(); ++i) (i < half ? waves : conflicts) += sums.at(m.metrics[i]);
-  const double needed = waves - conflicts;
-  if (needed <= 0) return 0.0;  // no such traffic: nothing to conflict
-  return conflicts / needed;
+  return m.formula == CounterMeasure::Formula::bytes_per_sector ? a / (32.0 * b) : a / b;
 }
 
 CounterRun interpret_ncu_log(const std::string& log, bool exited_ok, const std::string& how_it_ended) {

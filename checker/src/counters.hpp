@@ -23,13 +23,21 @@ using json = nlohmann::json;
 struct CounterMeasure {
   std::string name;     ///< as written in check.toml
   std::string meaning;  ///< what the number says
-  /// bytes_per_sector: metrics = {bytes asked for, sectors fetched}, value bytes / (32 sectors);
-  /// conflicts_per_needed: metrics = {wavefronts..., conflicts...} (as many of each), value
-  /// conflicts / (wavefronts - conflicts);
-  /// share: metrics = {some instructions, all instructions}, value some / all.
+  /// The metrics come in two halves, A then B (as many of each), each half summed:
+  /// bytes_per_sector: A = bytes asked for, B = sectors fetched; value A / (32 B);
+  /// conflicts_per_needed: A = wavefronts, B = bank conflicts; value B / (A - B);
+  /// share: A = some instructions, B = all instructions; value A / B.
   enum class Formula { bytes_per_sector, conflicts_per_needed, share } formula;
   std::vector<std::string> metrics;  ///< the ncu metrics it needs (summed over the kernels)
+  /// The same halves for the copies cp.async makes (LDGSTS: global to shared without a
+  /// register), which the plain load and shared-store metrics leave out. Asked for on GPUs that
+  /// have them (compute capability 8.0 on), added to their halves; absent, they count 0.
+  std::vector<std::string> async_metrics;
   std::string accesses;              ///< "global loads", for "the kernels made no ..."
+
+  /// @return the metrics to ask ncu for on a GPU of compute capability @p cc_major (0: not
+  /// known, taken as a current GPU)
+  std::vector<std::string> requested(int cc_major) const;
 };
 
 /// The measures the checker knows: global_load_efficiency, global_store_efficiency,

@@ -50,6 +50,7 @@ struct GpuWatch::Nvml {
   int (*by_uuid)(const char*, Device*) = nullptr;
   int (*processes)(Device, unsigned*, ProcessInfo*) = nullptr;
   int (*reasons)(Device, unsigned long long*) = nullptr;
+  int (*capability)(Device, int*, int*) = nullptr;  // optional (older drivers lack it)
   Device device = nullptr;
   std::string error;
 
@@ -69,6 +70,7 @@ struct GpuWatch::Nvml {
     void* r = get("nvmlDeviceGetCurrentClocksEventReasons");
     reasons = reinterpret_cast<int (*)(Device, unsigned long long*)>(
         r ? r : get("nvmlDeviceGetCurrentClocksThrottleReasons"));
+    capability = reinterpret_cast<int (*)(Device, int*, int*)>(get("nvmlDeviceGetCudaComputeCapability"));
     if (!init || !shutdown || !by_index || !by_uuid || !processes || !reasons) {
       error = "the NVIDIA driver's NVML lacks the calls the watch needs";
       return;
@@ -125,6 +127,10 @@ GpuWatch::GpuWatch(int period_ms) : nvml_(std::make_shared<Nvml>()), period_ms_(
   seen_.watched = nvml_->init != nullptr;
   seen_.gpu_present = nvml_->device != nullptr;
   seen_.why_not = nvml_->error;
+  int major = 0, minor = 0;
+  if (seen_.gpu_present && nvml_->capability &&
+      nvml_->capability(nvml_->device, &major, &minor) == 0)
+    seen_.cc_major = major;
   if (!seen_.gpu_present || period_ms <= 0) return;
   thread_ = std::thread([this] {
     while (running_) {

@@ -18,6 +18,7 @@ struct GpuObservation {
   int samples = 0;
   int throttled_samples = 0;  ///< thermal or hardware slowdown reported by the driver
   std::vector<unsigned> other_processes;  ///< PIDs on the GPU that are not the checker's descendants
+  int cc_major = 0;           ///< the GPU's compute capability (major), 0 when NVML did not say
   std::string why_not;        ///< when !watched: why (no driver, no NVML)
 
   /// @return "" when nothing outside the student's control disturbed the run, else the reason

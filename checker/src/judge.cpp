@@ -511,12 +511,14 @@ void judge_counters(const LessonConfig& lesson, const fs::path& program, const J
   if (measures.empty()) return;
   json judged = combined;
   judged["counters"] = json::object();
+  // The checker's own look at the GPU (never the result file's), for the metrics it has.
+  const int cc_major = opt.counters ? probe_gpu().cc_major : 0;
   for (const auto& [variant, names] : measures) {
     const json* v = find_variant(combined, variant);
     if (!opt.counters || !v || !v->value("correct", false)) continue;
     std::vector<std::string> metrics;
     for (const auto& name : names)
-      for (const auto& m : find_counter_measure(name)->metrics)
+      for (const auto& m : find_counter_measure(name)->requested(cc_major))
         if (std::find(metrics.begin(), metrics.end(), m) == metrics.end()) metrics.push_back(m);
     CounterOptions co;
     co.ncu_cmd = opt.ncu_cmd;
@@ -827,7 +829,9 @@ LessonOutcome judge_program(const LessonConfig& lesson, const fs::path& program,
     if (a.ok && pristine_work) {
       // Right after the student's run, in a process of course code only, on the same inputs:
       // the baselines timed, and the exercise's results checked from its record.
+      // No roofs: the rules read the student's run's (measured before any exercise code ran).
       std::vector<std::string> args = variant_args;
+      args.push_back("--no-ceilings");
       std::string bad_record;
       if (replay) {
         const fs::path copy = pristine_work->path() / ("record-" + std::to_string(i) + ".txt");
@@ -839,6 +843,7 @@ LessonOutcome judge_program(const LessonConfig& lesson, const fs::path& program,
                                        pristine_work->path(), i, timeout, "pristine-", args, a.seed)
                             : Attempt{};
       program_s += p.program_s;
+      out.pristine_s += p.program_s;
       const std::string why = (p.reason.empty() ? "" : "(" + p.reason + ") ") + p.message;
       if (!overs.empty()) use_pristine_baselines(a.doc, p.ok, p.doc, why, overs);
       if (replay) {
@@ -872,6 +877,7 @@ LessonOutcome judge_program(const LessonConfig& lesson, const fs::path& program,
       LessonOutcome failed = lesson_outcome(lesson, opt.build, a.verdict, a.reason, a.message + when);
       failed.output = a.output;
       failed.runs = out.runs;
+      failed.pristine_s = out.pristine_s;
       failed.corroboration = std::move(out.corroboration);
       failed.results_checked = std::move(out.results_checked);
       out = std::move(failed);
@@ -883,10 +889,12 @@ LessonOutcome judge_program(const LessonConfig& lesson, const fs::path& program,
     // A tracer that cannot run here will not run on a re-run either.
     if (!needs_rerun(out.rules, split) || a.untraceable) break;
   }
+  const auto counters_t0 = std::chrono::steady_clock::now();
   if (!runs.empty() && out.reason.empty())
     judge_counters(lesson, program, opt, work.path(),
                    {records ? records->path() : fs::path(), pristine_work ? pristine_work->path() : fs::path()},
                    timeout, combine_runs(runs), out.rules);
+  out.counters_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - counters_t0).count();
   if (!runs.empty()) {
     const json& last = runs.back();
     out.device = last.value("device", json::object());

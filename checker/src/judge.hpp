@@ -59,6 +59,8 @@ struct LessonOutcome {
   int runs = 0;
   double wall_s = 0;            ///< judging it: its runs, reading and judging their results
   double program_s = 0;         ///< of which the lesson program's own runs (sanitizer excluded)
+  double pristine_s = 0;        ///< of program_s, the course's pristine program (baselines, replays)
+  double counters_s = 0;        ///< of wall_s, the runs under ncu and the checks of their calls
   double build_s = 0;           ///< compiling the submission (grade only)
   double score = 0, max_score = 0;
   std::string output;           ///< the program's (or compiler's) last output, for feedback

@@ -85,6 +85,15 @@ std::string points(double v) {
   return buf;
 }
 
+// Where a graded lesson's time went: "12.3 s (build 2.0, program 5.1, pristine 4.0, ncu 3.2)".
+std::string seconds_split(const LessonOutcome& o) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "%.1f s (build %.1f, program %.1f, pristine %.1f, ncu %.1f)",
+                o.build_s + o.wall_s, o.build_s, o.program_s - o.pristine_s, o.pristine_s,
+                o.counters_s);
+  return buf;
+}
+
 std::string threshold(const Rule& r) {
   std::string s;
   if (r.min) s += ">= " + format_value(r.kind, *r.min);
@@ -316,7 +325,8 @@ int cmd_grade(const Common& c, const std::vector<std::string>& submissions, cons
     std::string v = to_string(o.verdict);
     if (colour) v = std::string(o.verdict == Verdict::pass ? "\033[32m" : "\033[31m") + v + "\033[0m";
     std::cout << "  " << name << "  " << o.lesson << "  " << v << "  " << points(o.score) << "/"
-              << points(o.max_score) << (o.reason.empty() ? "" : "  (" + o.reason + ")") << "\n" << std::flush;
+              << points(o.max_score) << (o.reason.empty() ? "" : "  (" + o.reason + ")") << "  "
+              << seconds_split(o) << "\n" << std::flush;
   };
   if (table)
     std::cout << "containment: " << containment << "\nbaselines: " << opt.baselines

@@ -114,6 +114,7 @@ json outcome_json(const LessonOutcome& l) {
             {"verdict", to_string(l.verdict)}, {"reason", l.reason}, {"message", l.message},
             {"score", l.score}, {"max_score", l.max_score}, {"runs", l.runs},
             {"wall_s", l.wall_s}, {"program_s", l.program_s}, {"build_s", l.build_s},
+            {"pristine_s", l.pristine_s}, {"counters_s", l.counters_s},
             {"rules", rules}, {"diagnostics", l.diagnostics}, {"device", l.device},
             {"output", l.output}, {"corroboration", l.corroboration},
             {"results_checked", l.results_checked}};

@@ -1,6 +1,8 @@
 // Counter rules: reading ncu's CSV, the measures, the fallbacks, and judging with a stand-in ncu.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "counters.hpp"
 #include "helpers.hpp"
 #include "judge.hpp"
@@ -116,6 +118,47 @@ TEST_CASE("the measures: coalescing of loads and stores, bank conflicts, tensor 
   tensor["smsp__inst_executed.sum"] = 0;
   CHECK_FALSE(measure_value(*find_counter_measure("tensor_instruction_share"), tensor, why));
   CHECK(why == "the kernels executed no instructions");
+}
+
+TEST_CASE("cp.async copies count with the loads and the shared-memory accesses they are") {
+  // A kernel whose plain loads are coalesced and whose cp.async copies take one float from each
+  // of 32 rows: before, the copies were not counted and it read 1.0.
+  const std::string async_bytes = "smsp__sass_data_bytes_mem_global_op_ldgsts.sum";
+  const std::string async_sectors = "smsp__sass_l1tex_t_sectors_pipe_lsu_mem_global_op_ldgsts.sum";
+  std::map<std::string, double> mixed = {{"smsp__sass_data_bytes_mem_global_op_ld.sum", 1 << 20},
+                                         {"l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", 1 << 15},
+                                         {async_bytes, 1 << 20},
+                                         {async_sectors, 1 << 18}};
+  CHECK(value_of("global_load_efficiency", mixed) == doctest::Approx(2.0 / 9.0));
+  // All copies, no plain load: judged on the copies (before: "made no global loads").
+  std::map<std::string, double> copies_only = {{"smsp__sass_data_bytes_mem_global_op_ld.sum", 0},
+                                               {"l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", 0},
+                                               {async_bytes, 1 << 20},
+                                               {async_sectors, 1 << 15}};
+  CHECK(value_of("global_load_efficiency", copies_only) == doctest::Approx(1.0));
+  // Where the GPU has no cp.async (before Ampere) they are not asked for, and count 0.
+  const CounterMeasure& loads = *find_counter_measure("global_load_efficiency");
+  auto asks = [&](int cc, const std::string& metric) {
+    const auto r = loads.requested(cc);
+    return std::find(r.begin(), r.end(), metric) != r.end();
+  };
+  CHECK_FALSE(asks(7, async_bytes));
+  CHECK(asks(8, async_bytes));
+  CHECK(asks(9, async_sectors));
+  CHECK(asks(0, async_bytes));  // not known: a current GPU
+  CHECK(asks(7, "smsp__sass_data_bytes_mem_global_op_ld.sum"));
+  mixed.erase(async_bytes);
+  mixed.erase(async_sectors);
+  CHECK(value_of("global_load_efficiency", mixed) == doctest::Approx(1.0));
+  // The shared side of the copies: 4-way conflicted stores add their extra wavefronts.
+  std::map<std::string, double> shared = {
+      {"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", 1000},
+      {"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum", 0},
+      {"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum", 0},
+      {"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum", 0},
+      {"smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldgsts.sum", 4000},
+      {"smsp__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts.sum", 3000}};
+  CHECK(value_of("shared_bank_conflicts", shared) == doctest::Approx(3000.0 / 2000.0));
 }
 
 TEST_CASE("what an ncu log means: counters, no permission, nothing profiled, a failed program") {

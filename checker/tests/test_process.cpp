@@ -330,7 +330,10 @@ TEST_CASE("judge: with a pristine program, a baseline slowed in the student's pr
   // pristine program, the same lesson with no student code, times it at 2 ms (2x: a fail).
   TempDir dir;
   const fs::path pristine = dir.path() / "pristine";
-  write_text(pristine, "#!/bin/sh\nexec \"" + kFake + "\" \"$@\" --baseline-ms 2\n");
+  // It is asked to measure no roofs (the rules use the student's run's): without --no-ceilings
+  // it fails, and the speedup rule would be environment.
+  write_text(pristine, "#!/bin/sh\ncase \" $* \" in *\" --no-ceilings \"*) ;; *) exit 3 ;; esac\n"
+                       "exec \"" + kFake + "\" \"$@\" --baseline-ms 2\n");
   fs::permissions(pristine, fs::perms::owner_all);
   const LessonConfig lesson =
       fake_lesson({"--mode", "result", "--baseline-ms", "40"}, standard_rules());

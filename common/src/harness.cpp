@@ -35,6 +35,7 @@ struct Lesson::State {
   std::vector<std::string> skipped;  // --skip-variant
   bool list = false;
   bool profile = false;
+  bool no_ceilings = false;  // --no-ceilings
   double budget_s = 0;  // --budget-s: the whole run's time limit (0: none)
   std::string mode = to_string(Mode::Cold);  // --mode, read into result.mode
   std::unique_ptr<Stream> stream;
@@ -128,6 +129,9 @@ Lesson::Lesson(std::string id, std::string title) : state_(std::make_unique<Stat
                    "Seconds the whole run may take (the checker passes it): measurements share "
                    "80% of it and stop, marked not converged, when their share is spent")
       ->check(CLI::PositiveNumber);
+  s.app.add_flag("--no-ceilings", s.no_ceilings,
+                 "Measure no roofs (copy, host link, FP32, tensor): the checker's runs of the "
+                 "course's own program, which time baselines or check a record, need none");
   s.app.add_flag("--restrict-syscalls", s.restrict_syscalls,
                  "From the first exercise call on, allow no new files, threads, processes or "
                  "executable memory (lab/syscall_filter.hpp; the checker passes it)");
@@ -166,7 +170,9 @@ bool Lesson::quick() const { return state_->result.quick; }
 std::uint64_t Lesson::seed() const { return state_->result.seed; }
 cudaStream_t Lesson::stream() const { return state_->stream->get(); }
 const Ceilings& Lesson::ceilings() const {
-  return state_->result.ceilings ? *state_->result.ceilings : lab::ceilings();
+  static const Ceilings none;  // --no-ceilings: every roof 0, so that no note divides by one
+  if (state_->result.ceilings) return *state_->result.ceilings;
+  return state_->no_ceilings ? none : lab::ceilings();
 }
 bool Lesson::profiling() const { return state_->profile; }
 const Result& Lesson::result() const { return state_->result; }
@@ -359,7 +365,7 @@ const Measurement* Lesson::measure(const std::string& variant, Work work,
                             std::to_string(int(share_s * 1e3)) +
                             " ms: this machine is too slow to measure it in the time allowed");
   }
-  const double copy = lab::ceilings().copy_gbs;
+  const double copy = state_->result.ceilings ? state_->result.ceilings->copy_gbs : 0.0;
   const Rates rates = rates_of(work.bytes, work.flops, work.host_link, m.gpu_ms.median, copy, 0);
   if (rates.fraction_of_copy && *rates.fraction_of_copy > 1.05)
     m.diagnostics.push_back("faster than the copy ceiling (" + std::to_string(int(rates.gbs)) +
@@ -623,7 +629,7 @@ int Lesson::run(int argc, char** argv, const std::function<void(Lesson&)>& body)
   try {
     r.device = device_info();
     s.stream = std::make_unique<Stream>();
-    if (!s.profile) r.ceilings = lab::ceilings();
+    if (!s.profile && !s.no_ceilings) r.ceilings = lab::ceilings();
     if (s.restrict_syscalls) {
       other_gpu_processes();  // loads and opens NVML now, for the question asked at the end
       std::string why;

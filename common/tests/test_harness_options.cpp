@@ -107,6 +107,33 @@ TEST_CASE("--profile --json writes the result file: the checks of the profiled c
   std::remove(path.c_str());
 }
 
+TEST_CASE("--no-ceilings: the checker's pristine runs measure no roofs, and notes read them as 0") {
+  // The ceilings take most of a second of each process; a run that only times baselines or
+  // checks a record needs none (the rules use the student's run's).
+  const std::string path = "harness_test_no_ceilings.json";
+  lab::Lesson lesson("99-test", "harness test");
+  lesson.declare("exercise", lab::Role::Exercise, "yours");
+  std::vector<std::string> args = {"/some/dir/solution", "--no-ceilings", "--json", path};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  double copy = -1;
+  const int code = lesson.run(static_cast<int>(argv.size()), argv.data(), [&](lab::Lesson& l) {
+    copy = l.ceilings().copy_gbs;
+    l.check("exercise", "trivial", true, "");
+  });
+  std::ifstream in(path);
+  REQUIRE(in.good());
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  CHECK_FALSE(doc.contains("ceilings"));
+  if (lab::gpu_available()) {
+    CHECK(code == lab::kExitOk);
+    CHECK(copy == 0);  // not measured on demand either
+  } else {
+    CHECK(code == lab::kExitNoGpu);
+  }
+  std::remove(path.c_str());
+}
+
 TEST_CASE("a size option's 0 means its default, which --quick changes; a given size stays") {
   auto size_after = [](std::vector<std::string> args) {
     lab::Lesson lesson("99-test", "harness test");

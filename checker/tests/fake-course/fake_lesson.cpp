@@ -65,6 +65,7 @@ std::vector<std::string> arg_skipped;  // --skip-variant
 int arg_record_fd = -1;
 std::string arg_record = "right", arg_replay;
 bool arg_profile = false;
+bool arg_no_ceilings = false;  // --no-ceilings: no "ceilings" in the result
 std::string arg_when_profiled;  // wrong, forged
 
 bool wanted(const std::string& variant) {
@@ -157,7 +158,8 @@ void write_result(const std::string& nonce, double exercise_ms, bool wrong) {
     << "\", \"build\": \"fake\", \"nonce\": \"" << nonce << "\", \"complete\": true,\n"
     << "  \"device\": {\"name\": \"Fake GPU\", \"cc\": \"9.0\", \"sms\": 132, \"l2_bytes\": 52428800,"
        " \"peak_bandwidth_gbs\": 3352.3, \"driver\": 13000, \"runtime\": 13000, \"debug_build\": false},\n"
-    << "  \"ceilings\": {\"copy_gbs\": " << copy_gbs << ", \"launch_us\": 2.3},\n"
+    << (arg_no_ceilings ? std::string()
+                        : "  \"ceilings\": {\"copy_gbs\": " + std::to_string(copy_gbs) + ", \"launch_us\": 2.3},\n")
     << "  \"config\": {\"seed\": " << arg_seed << ", \"quick\": " << (arg_quick ? "true" : "false") << "},\n"
     << "  \"variants\": [\n";
   std::ostringstream naive, exercise;
@@ -239,6 +241,7 @@ int main(int argc, char** argv) {
     else if (a == "--replay") arg_replay = next();
     else if (a == "--restrict-syscalls") arg_restrict = true;
     else if (a == "--profile") arg_profile = true;
+    else if (a == "--no-ceilings") arg_no_ceilings = true;
     else if (a == "--when-profiled") arg_when_profiled = next();
     else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());

@@ -120,7 +120,8 @@ class Lesson {
   std::uint64_t seed() const;
   /// @return the stream every variant runs on
   cudaStream_t stream() const;
-  /// @return the ceilings measured in this process (with the tensor roof, once measured)
+  /// @return the ceilings measured in this process (with the tensor roof, once measured); every
+  /// roof 0 under --no-ceilings (a note that divides by one checks for 0 first)
   const Ceilings& ceilings() const;
   /// @param variant a declared variant (an undeclared name throws std::logic_error)
   /// @return false if --variant left it out or --skip-variant named it
