@@ -239,6 +239,25 @@ TEST_CASE("no trace, or a tracer that could not set up, leaves the times unavail
   CHECK(contains(c.message, "not one this checker reads"));
 }
 
+TEST_CASE("a run that measured no ceilings and timed nothing has nothing to corroborate") {
+  // The checker's run of the course's program that only checks a record (--no-ceilings).
+  json replay_only = sample_result();
+  replay_only.erase("ceilings");
+  for (auto& v : replay_only["variants"]) v.erase("time_ms");
+  CorroborationResult c = check(replay_only, "lab-trace 2\nE 0\n");
+  CHECK(c.state == Corroboration::agrees);
+  CHECK(c.message == "nothing was timed");
+  // With its ceilings (a program's own run, which measures them before any exercise code), an
+  // empty trace still says the tracer did not work.
+  json no_times = sample_result();
+  for (auto& v : no_times["variants"]) v.erase("time_ms");
+  CHECK(check(no_times, "lab-trace 2\nE 0\n").state == Corroboration::unavailable);
+  // A run that reports a time with no ceilings is held to its samples as ever.
+  json timed = sample_result();
+  timed.erase("ceilings");
+  CHECK(check(timed, "lab-trace 2\nE 0\n").state == Corroboration::unavailable);
+}
+
 TEST_CASE("a damaged or truncated trace is not corroboration") {
   const std::string good = TraceWriter::lesson().text();
   CorroborationResult c = check(sample_result(), TraceWriter::lesson().text(/*end=*/false));

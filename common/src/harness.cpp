@@ -108,10 +108,14 @@ Lesson::Lesson(std::string id, std::string title) : state_(std::make_unique<Stat
                  "For nsys/ncu: each selected variant makes a few calls as if timed, and one of "
                  "them, picked at random, runs inside cudaProfilerStart/Stop; no timing, no table "
                  "(--json writes the checks)");
-  s.app.add_option("--variant", s.only, "Run only these variants (repeatable; see --list)");
+  s.app.add_option("--variant", s.only,
+                   "Run only these variants (repeatable, or comma-separated; see --list)")
+      ->delimiter(',');
   s.app.add_option("--skip-variant", s.skipped,
-                   "Leave these variants out (repeatable): lab-check grade times the speedup "
-                   "rules' baselines in a run of the course's own program instead");
+                   "Leave these variants out (repeatable, or comma-separated): lab-check grade "
+                   "times the speedup rules' baselines in a run of the course's own program "
+                   "instead, and a lesson's check.toml args may leave out what no rule reads")
+      ->delimiter(',');
   std::vector<std::string> modes;
   for (Mode m : kModes) modes.push_back(to_string(m));
   s.app.add_option("--mode", s.mode, "Measurement mode: cold (default; L2 flushed), hot "

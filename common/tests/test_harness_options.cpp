@@ -43,12 +43,15 @@ TEST_CASE("usage errors exit 2 and never run the lesson") {
   CHECK(run_with({"--seed", "not-a-number"}, &ran) == lab::kExitUsage);
   CHECK(run_with({"--variant", "nope"}, &ran) == lab::kExitUsage);
   CHECK(run_with({"--skip-variant", "nope"}, &ran) == lab::kExitUsage);  // a misspelt baseline
+  CHECK(run_with({"--skip-variant", "baseline,nope"}, &ran) == lab::kExitUsage);  // in a list too
   CHECK_FALSE(ran);
 }
 
 TEST_CASE("--list and --help exit 0 without a GPU and without running the lesson") {
   bool ran = false;
   CHECK(run_with({"--list"}, &ran) == lab::kExitOk);
+  CHECK(run_with({"--skip-variant", "baseline,exercise", "--list"}, &ran) == lab::kExitOk);
+  CHECK(run_with({"--variant", "baseline,exercise", "--list"}, &ran) == lab::kExitOk);
   CHECK(run_with({"--help"}, &ran) == lab::kExitOk);
   CHECK_FALSE(ran);
 }
