@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <regex>
 #include <thread>
 
 #include "gpu_watch.hpp"
@@ -180,6 +181,14 @@ TEST_CASE("grade: builds each student's files against the pristine harness, surv
   // Both lessons' results judged out of process, 91-other's too, which has no speedup rule.
   for (const json& lesson : alice_record["lessons"])
     CHECK(lesson["results_checked"][0]["state"] == "replayed");
+  // Where each lesson's time went: on its table line, and in the record.
+  CHECK(std::regex_search(r.out, std::regex("alice  90-fake  pass  [0-9.]+/[0-9.]+  [0-9.]+ s \\(build [0-9.]+, "
+                                            "program [0-9.]+, pristine [0-9.]+, ncu [0-9.]+\\)")));
+  for (const json& lesson : alice_record["lessons"]) {
+    CHECK(lesson["pristine_s"].get<double>() > 0);  // the course's program replayed the record
+    CHECK(lesson["pristine_s"].get<double>() <= lesson["program_s"].get<double>());
+    CHECK(lesson.contains("counters_s"));
+  }
 
   const json bob = json::parse(read_text(out / "bob" / "result.json"));
   CHECK(bob["complete"] == true);
