@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <set>
+#include <sstream>
 
 // Debian's toml++ 3.3 ships toml.h; releases from 3.4 on also have toml.hpp.
 #if __has_include(<toml++/toml.hpp>)
@@ -217,6 +218,20 @@ void check_rule(const fs::path& file, const toml::node& node, const Rule& r) {
     config_error(file, node, name + " has min > max: nothing could pass");
 }
 
+// The variants a lesson's args name with --skip-variant (repeated, comma-separated, or "=").
+std::vector<std::string> skipped_by(const std::vector<std::string>& args) {
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string list;
+    if (args[i] == "--skip-variant" && i + 1 < args.size()) list = args[++i];
+    else if (args[i].rfind("--skip-variant=", 0) == 0) list = args[i].substr(15);
+    else continue;
+    std::stringstream parts(list);
+    for (std::string name; std::getline(parts, name, ',');) names.push_back(name);
+  }
+  return names;
+}
+
 }  // namespace
 
 LessonConfig load_lesson(const fs::path& check_toml) {
@@ -299,6 +314,13 @@ LessonConfig load_lesson(const fs::path& check_toml) {
                       "\" but the folder is \"" + folder + "\"");
   if (lesson.rules.empty()) throw ConfigError(check_toml.string() + ": no [[rule]] tables");
   if (lesson.title.empty()) lesson.title = lesson.name;
+  // Every run passes the args, the course's pristine one too: a variant they leave out that a
+  // rule reads (its variant, or the baseline it divides by) would be missing from every grade.
+  for (const std::string& name : skipped_by(lesson.args))
+    for (const Rule& r : lesson.rules)
+      if (r.variant == name || r.over == name)
+        throw ConfigError(check_toml.string() + ": args leave out \"" + name + "\" (--skip-variant), "
+                          "which rule \"" + r.id + "\" reads");
   return lesson;
 }
 

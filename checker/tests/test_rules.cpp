@@ -331,6 +331,19 @@ TEST_CASE("check.toml: a valid file") {
   CHECK(load_lesson(file).forbidden_calls.size() == 2);
 }
 
+TEST_CASE("check.toml: args may not leave out a variant a rule reads") {
+  // Every run passes the args, the pristine one too: a skipped baseline would be missing from
+  // every grade.
+  const std::string rules = "[[rule]]\nid = \"speedup\"\nkind = \"speedup\"\nvariant = \"exercise\"\n"
+                            "over = \"naive\"\nmin = 3\npoints = 1\n";
+  CHECK(toml_error(std::string(kHead) + "args = [\"--skip-variant\", \"views,naive\"]\n" + rules) ==
+        "check.toml: args leave out \"naive\" (--skip-variant), which rule \"speedup\" reads");
+  CHECK(toml_error(std::string(kHead) + "args = [\"--skip-variant=exercise\"]\n" + rules) ==
+        "check.toml: args leave out \"exercise\" (--skip-variant), which rule \"speedup\" reads");
+  CHECK(toml_error(std::string(kHead) + "args = [\"--skip-variant\", \"views\", \"--demos\", \"0\"]\n" +
+                   rules) == "no error");
+}
+
 TEST_CASE("check.toml: mistakes give file:line and what to fix") {
   CHECK(toml_error(std::string(kHead) + "[[rule]]\nid = \"x\"\nkind = \"speedup\"\nvariant = \"e\"\nmni = 3\n") ==
         "check.toml:7: unknown key \"mni\" in a rule (keys: id, kind, variant, over, metric, counter, min, max, points, hint)");
