@@ -4,7 +4,7 @@
 #                                  libraries), build, the GPU and unit tests, every lesson's
 #                                  starter and solution with result files, the roofline of
 #                                  the solutions (table + SVG), ncu agreement (NCU=0 skips it)
-#   scripts/gpu-round.sh counters  the counter rules through ncu: lessons 04, 05 and 10 judged
+#   scripts/gpu-round.sh counters  the counter rules through ncu: lessons 04, 05, 10 and 12 judged
 #                                  (solution and starter), then once more as an unprivileged
 #                                  user, where ncu may be refused the counters (the fallback)
 #   scripts/gpu-round.sh selftest  the checker's selftest: solutions pass, starters fail,
@@ -64,7 +64,7 @@ case $phase in
     ;;
   counters)
     for kind in solution starter; do
-      step "counters-$kind" "$build/checker/lab-check" run ${LESSONS:-04 05 10} --build "$kind" --report
+      step "counters-$kind" "$build/checker/lab-check" run ${LESSONS:-04 05 10 12} --build "$kind" --report
     done
     # The fallback, for real: a user without profiling rights (if the driver restricts counters
     # to administrators, ncu answers ERR_NVGPUCTRPERM and the counter rules are skipped).
