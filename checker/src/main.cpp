@@ -144,7 +144,7 @@ int cmd_list(const Common& c, const std::string& overrides) {
         rules.push_back(j);
       }
       out.push_back({{"lesson", l.name}, {"title", l.title}, {"timeout_s", l.timeout_s},
-                     {"max_score", l.max_points()}, {"rules", rules}});
+                     {"args", l.args}, {"max_score", l.max_points()}, {"rules", rules}});
     }
     std::cout << dump_json(out);
     return kOk;
@@ -154,6 +154,11 @@ int cmd_list(const Common& c, const std::string& overrides) {
     total += l.max_points();
     std::cout << l.name << "  " << l.title << "  (" << points(l.max_points()) << " points, timeout "
               << points(l.timeout_s) << " s)\n";
+    if (!l.args.empty()) {  // every run of the lesson's programs gets them
+      std::cout << "    args:";
+      for (const auto& a : l.args) std::cout << " " << a;
+      std::cout << "\n";
+    }
     for (const auto& r : l.rules) {
       std::string what = to_string(r.kind);
       if (r.kind == RuleKind::metric) what += " " + r.metric;

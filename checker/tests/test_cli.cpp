@@ -88,6 +88,9 @@ TEST_CASE("list shows lessons, rules and points") {
   CHECK(contains(r.out, "90-fake  A fake lesson  (10 points, timeout 20 s)"));
   CHECK(contains(r.out, "speedup: speedup of exercise over naive >= 3.00x  [3 pt]"));
   CHECK(contains(r.out, "2 lessons, 12 points"));
+  // The args every run of a lesson gets (none in the fake course), as the lesson-args test reads them.
+  const Cli j = course().run({"--format", "json", "list"});
+  CHECK(json::parse(j.out)[0]["args"] == json::array());
 }
 
 TEST_CASE("run: the solution passes (exit 0), the starter fails with its hint (exit 1)") {
