@@ -32,8 +32,10 @@ struct Attempt {
   std::uint32_t seed = 0;    // of its inputs
 };
 
-// The tracer for one lesson's runs: the library copied into the work folder (a lesson program
-// sees nothing of the checker's own folders), or why there is none.
+// The tracer for one run: the library copied into the work folder (a lesson program sees nothing
+// of the checker's own folders), or why there is none. Copied again before every run: the folder
+// is the program's, and a program that may write files (lesson 11) could put a library of its own
+// in the copy's place for the next run to load.
 struct Tracing {
   fs::path library;
   std::string missing;
@@ -48,7 +50,8 @@ Tracing stage_tracer(const JudgeOptions& opt, const fs::path& work) {
   }
   std::error_code ec;
   const fs::path copy = work / "lab-tracer.so";
-  fs::copy_file(opt.tracer, copy, fs::copy_options::overwrite_existing, ec);
+  fs::remove_all(copy, ec);  // whatever is there (a link, a folder) goes; the copy is a new file
+  if (!ec) fs::copy_file(opt.tracer, copy, ec);
   if (ec) t.missing = "its tracer " + opt.tracer.string() + " could not be copied: " + ec.message();
   else t.library = copy;
   return t;
@@ -792,7 +795,6 @@ LessonOutcome judge_program(const LessonConfig& lesson, const fs::path& program,
   const double timeout = opt.timeout_s > 0 ? opt.timeout_s : lesson.timeout_s;
   TempDir work("lab-check-" + lesson.name);
   const auto t0 = std::chrono::steady_clock::now();
-  const Tracing tracing = stage_tracer(opt, work.path());
 
   LessonOutcome out;
   out.lesson = lesson.name;
@@ -815,15 +817,12 @@ LessonOutcome judge_program(const LessonConfig& lesson, const fs::path& program,
   // writes its record through the descriptor it is handed.
   const bool replay = !opt.pristine.empty() && lesson.replay;
   std::optional<TempDir> pristine_work, records;
-  Tracing pristine_tracing;
-  if (!opt.pristine.empty() && (!overs.empty() || replay)) {
+  if (!opt.pristine.empty() && (!overs.empty() || replay))
     pristine_work.emplace("lab-check-" + lesson.name + "-pristine");
-    pristine_tracing = stage_tracer(opt, pristine_work->path());
-  }
   if (replay) records.emplace("lab-check-" + lesson.name + "-records");
   for (int i = 0; i < max_runs; ++i) {
     const fs::path record = records ? records->path() / ("record-" + std::to_string(i) + ".txt") : fs::path();
-    Attempt a = run_once(lesson, program, opt, tracing, work.path(), i, timeout, "",
+    Attempt a = run_once(lesson, program, opt, stage_tracer(opt, work.path()), work.path(), i, timeout, "",
                          pristine_work ? skip_args : std::vector<std::string>{}, {}, record);
     program_s += a.program_s;
     if (a.ok && pristine_work) {
@@ -839,7 +838,7 @@ LessonOutcome judge_program(const LessonConfig& lesson, const fs::path& program,
         args.insert(args.end(), {"--replay", copy.string()});
       }
       const Attempt p = bad_record.empty()
-                            ? run_once(lesson, opt.pristine, opt, pristine_tracing,
+                            ? run_once(lesson, opt.pristine, opt, stage_tracer(opt, pristine_work->path()),
                                        pristine_work->path(), i, timeout, "pristine-", args, a.seed)
                             : Attempt{};
       program_s += p.program_s;

@@ -424,6 +424,18 @@ TEST_CASE("judge: a wrong variant's contradicted time is judged as wrong, and no
   CHECK(forged.reason == reason::unverified_time);
 }
 
+TEST_CASE("judge: every run loads the checker's tracer, whatever an earlier run left in its place") {
+  // Found by a red-team pass: the tracer was copied into the work folder once per lesson, and a
+  // program that may write files could rename a library of its own over it for the re-runs.
+  TempDir dir;
+  const std::string counter = (dir.path() / "count").string();
+  const LessonOutcome o = judge_traced({"--mode", "sequence", "--baseline-ms", "2.8", "--exercise-ms",
+                                        "1.0", "--counter", counter, "--swap-tracer"});
+  CHECK(o.runs == 3);  // 2.8x is within 10% of the 3x bar: re-run twice
+  REQUIRE(o.rules.size() == 3);
+  CHECK(o.rules[0].verdict == Verdict::pass);  // no run found the file an earlier one left
+}
+
 TEST_CASE("judge: a trace gone where the tracer works is the program's doing (an error, not environment)") {
   // Lesson 11's exercise may open, rename and remove files: it could remove the trace file from
   // its work folder, and a run with no trace would read `environment`. A program of the course's,

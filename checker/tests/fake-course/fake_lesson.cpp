@@ -67,6 +67,7 @@ std::string arg_record = "right", arg_replay;
 bool arg_profile = false;
 bool arg_no_ceilings = false;  // --no-ceilings: no "ceilings" in the result
 std::string arg_when_profiled;  // wrong, forged
+bool arg_swap_tracer = false;   // --swap-tracer: puts a file of its own where the tracer was
 
 bool wanted(const std::string& variant) {
   if (std::find(arg_skipped.begin(), arg_skipped.end(), variant) != arg_skipped.end()) return false;
@@ -243,6 +244,7 @@ int main(int argc, char** argv) {
     else if (a == "--profile") arg_profile = true;
     else if (a == "--no-ceilings") arg_no_ceilings = true;
     else if (a == "--when-profiled") arg_when_profiled = next();
+    else if (a == "--swap-tracer") arg_swap_tracer = true;
     else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
       return 2;
@@ -257,6 +259,15 @@ int main(int argc, char** argv) {
                    visible ? visible : "(unset)", order ? order : "(unset)", gpu);
       return 3;
     }
+  }
+  // Lesson 11's exercise may write files: one that puts its own library where the checker staged
+  // its tracer, for the next run to load. This one answers wrong in a run that finds its own file.
+  if (const char* tracer = std::getenv("CUDA_INJECTION64_PATH"); arg_swap_tracer && tracer) {
+    std::string first;
+    std::getline(std::ifstream(tracer), first);
+    if (first == "swapped tracer") arg_wrong = true;
+    std::remove(tracer);
+    std::ofstream(tracer) << "swapped tracer\n";
   }
   if (arg_profile && arg_when_profiled == "wrong") arg_wrong = true;
   if (arg_profile && arg_when_profiled == "forged") arg_record = "forged";
