@@ -176,6 +176,14 @@ TEST_SUITE("inspect") {
     e.undefined.insert("nvrtcCompileProgram");
     e.undefined.insert("getenv");
     CHECK(check_seal(e, c).empty());
+    // What the lesson allows is named where it refuses something else: lesson 11 allows fopen,
+    // not <fstream>.
+    c.extra_calls = {"fopen", "rename"};
+    ObjectSymbols stream = clean();
+    stream.undefined.insert("_ZNSt14basic_ofstreamIcSt11char_traitsIcEEC1EPKcSt13_Ios_Openmode");
+    const auto findings = check_seal(stream, c);
+    REQUIRE(findings.size() == 1);
+    CHECK(findings[0].why.find("this lesson also allows fopen, rename") != std::string::npos);
   }
 
   TEST_CASE("a lesson may refuse calls the course allows, by name or prefix, under any suffix") {

@@ -7,12 +7,14 @@
 // Goal (what the checker measures, in the same run):
 //   * correct: bit for bit the same program compiled once ahead of time, on fresh inputs and odd
 //     sizes, for several programs (same source with other options, another architecture), in
-//     new processes that find your cache folder, and after the harness damaged its files;
+//     new processes that find your cache folder, and after the harness damaged its files (keep
+//     every file in that folder: one written elsewhere fails; files through fopen, fread,
+//     fwrite, rename and remove: <fstream> and <filesystem> are refused);
 //   * steady: a call costs about as much as the same two kernels launched from a prebuilt module
 //     with a preallocated intermediate: exercise [at least 0.87x as fast](check.toml#steady);
 //   * disk_cache: a new process that finds your cache folder gets its first result
 //     [at least 1.4x faster](check.toml#disk_cache) than a new process of the harness's that
-//     compiles the same program.
+//     compiles the same program (with no file in the folder, it reads 0).
 //
 // Build and run (from the repository root):
 //   cmake --workflow --preset lab                                  # builds everything

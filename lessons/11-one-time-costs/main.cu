@@ -39,6 +39,7 @@
 #include <nvrtc.h>
 #include <poll.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -50,6 +51,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <random>
+#include <set>
 #include <type_traits>
 
 #include "exercise.cuh"
@@ -698,25 +701,19 @@ void child_cublas() {
   report("cublas_destroy_ms", t.elapsed_ms());
 }
 
-// Program @p program_index of programs() with -DALPHA=@p alpha: the cache tests draw ALPHA for
-// each run, so no compiled code made before the run (a cubin written into exercise.cu) can
-// answer them.
-exercise::Program cache_test_program(int program_index, const std::string& alpha) {
-  const std::vector<NamedProgram> all = programs();
-  if (program_index < 0 || program_index >= static_cast<int>(all.size()))
-    throw std::invalid_argument("no program " + std::to_string(program_index));
-  exercise::Program p = all[program_index].program;
-  p.options = {"-DALPHA=" + alpha};
-  return p;
+// A cache test's program: the operator with the drawn @p expression, compiled with
+// -DALPHA=@p alpha (see cache_tests_for).
+exercise::Program cache_test_program(const std::string& expression, const std::string& alpha) {
+  return {operator_source(expression), {"-DALPHA=" + alpha}};
 }
 
 // Child: the harness's own first call in a new process, compiled as Prebuilt does (NVRTC, load,
 // launch): what a first call costs without a cache, the disk cache rule's reference. Timed like
 // child_first_call's, so the two differ only in whose code ran.
-void child_compile_first_call(const std::string& arch, int program_index, std::uint64_t seed,
-                              const std::string& alpha) {
+void child_compile_first_call(const std::string& arch, const std::string& expression,
+                              std::uint64_t seed, const std::string& alpha) {
   LAB_CHECK(cudaFree(nullptr));
-  const exercise::Program p = cache_test_program(program_index, alpha);
+  const exercise::Program p = cache_test_program(expression, alpha);
   lab::Stream stream;
   Buffers b(kFirstCallN);
   b.fresh(seed, stream);
@@ -732,10 +729,10 @@ void child_compile_first_call(const std::string& arch, int program_index, std::u
 
 // Child: the exercise's first call in a new process on cache folder @p dir, then a check of its
 // result against the reference (compiled only after the timed call).
-void child_first_call(const std::string& dir, const std::string& arch, int program_index,
-                      std::uint64_t seed, const std::string& alpha) {
+void child_first_call(const std::string& dir, const std::string& arch,
+                      const std::string& expression, std::uint64_t seed, const std::string& alpha) {
   LAB_CHECK(cudaFree(nullptr));
-  const exercise::Program p = cache_test_program(program_index, alpha);
+  const exercise::Program p = cache_test_program(expression, alpha);
   lab::Stream stream;
   Buffers b(kFirstCallN);
   b.fresh(seed, stream);
@@ -773,9 +770,9 @@ int child_main(int argc, char** argv) {
     else if (role == "cublas" && a.size() == 1)
       child_cublas();
     else if (role == "first-call" && a.size() == 6)
-      child_first_call(a[1], a[2], std::stoi(a[3]), std::stoull(a[4]), a[5]);
+      child_first_call(a[1], a[2], a[3], std::stoull(a[4]), a[5]);
     else if (role == "compile-first-call" && a.size() == 5)
-      child_compile_first_call(a[1], std::stoi(a[2]), std::stoull(a[3]), a[4]);
+      child_compile_first_call(a[1], a[2], std::stoull(a[3]), a[4]);
     else
       throw std::invalid_argument("unknown child role (this flag is the harness's own)");
   } catch (const std::exception& e) {
@@ -906,28 +903,55 @@ void one_time_costs(lab::Lesson& l, int processes, const std::string& arch, std:
 // ---------------------------------------------------------------------------------------------
 // Part B's cache tests in new processes.
 
-// The cache tests' programs: program 0 and 1 of programs(), each with an ALPHA of this run's.
+// The cache tests' two programs: one expression, drawn for this run, with two ALPHAs (the same
+// source with other options, as programs 0 and 1 of programs() are).
 struct CacheTests {
   std::string arch;
+  std::string expression;
   std::string alpha[2];
 };
 
-CacheTests cache_tests_for(const std::string& arch, std::uint64_t run_seed) {
-  CacheTests t{arch, {}};
+// Draws the cache tests' programs from entropy of the moment, once no exercise code is left in
+// this process: the expression nests five steps, each one of ten forms with constants of its own
+// (10^5 shapes), so no code written or compiled before the draw can answer them. Only a process
+// of the test that compiled the program can leave something for the next one (see
+// writes_outside). Every value stays finite and small for x in [-1, 1).
+CacheTests cache_tests_for(const std::string& arch) {
+  std::mt19937_64 rng(std::random_device{}());
+  auto constant = [&](double low, double high) {
+    return lab::text("%.4ff", low + (high - low) * std::uniform_real_distribution<>(0, 1)(rng));
+  };
+  CacheTests t{arch, "v", {}};
+  for (int step = 0; step < 5; ++step) {
+    const std::string v = "(" + t.expression + ")";
+    switch (rng() % 10) {
+      case 0: t.expression = v + " * " + constant(0.5, 1.5) + " + " + constant(-0.5, 0.5); break;
+      case 1: t.expression = "sinf(" + constant(0.5, 2) + " * " + v + ")"; break;
+      case 2: t.expression = "tanhf(ALPHA * " + v + ")"; break;
+      case 3: t.expression = "expf(-" + constant(0.1, 1) + " * " + v + ")"; break;
+      case 4: t.expression = "fmaxf(" + v + ", " + constant(-0.5, 0.5) + ")"; break;
+      case 5: t.expression = "sqrtf(fabsf" + v + " + " + constant(0.1, 1) + ")"; break;
+      case 6: t.expression = "cosf(" + v + " + " + constant(-1, 1) + ")"; break;
+      case 7: t.expression = v + " * ALPHA - " + constant(0, 1); break;
+      case 8: t.expression = "rsqrtf(fabsf" + v + " + " + constant(0.1, 1) + ")"; break;
+      default: t.expression = "fminf(" + v + " * ALPHA, " + constant(0, 1) + ")"; break;
+    }
+  }
+  t.expression = "ALPHA * " + t.expression + " + v";  // ALPHA always counts
   for (int k = 0; k < 2; ++k)  // in [0.25, 0.75) and [1.25, 1.75): never the same
-    t.alpha[k] = lab::text("%.6ff", k + 0.25 + 0.5 * lab::uniform01(run_seed, 9000 + k));
+    t.alpha[k] = constant(k + 0.25, k + 0.75);
   return t;
 }
 
 // A new process's first call of program @p program on cache folder @p dir (child_first_call).
 Child first_call(const fs::path& dir, const CacheTests& t, int program, std::uint64_t seed) {
-  return run_child({"first-call", dir.string(), t.arch, std::to_string(program),
-                    std::to_string(seed), t.alpha[program]});
+  return run_child({"first-call", dir.string(), t.arch, t.expression, std::to_string(seed),
+                    t.alpha[program]});
 }
 
 // The harness's own first call of program 0 in a new process (child_compile_first_call).
 Child compile_first_call(const CacheTests& t, std::uint64_t seed) {
-  return run_child({"compile-first-call", t.arch, "0", std::to_string(seed), t.alpha[0]});
+  return run_child({"compile-first-call", t.arch, t.expression, std::to_string(seed), t.alpha[0]});
 }
 
 std::string read_bytes(const fs::path& p) {
@@ -999,9 +1023,81 @@ fs::path largest_file(const fs::path& dir) {
   return best;
 }
 
+// Files this process held before any exercise code ran (what the checker handed it: its output
+// and its record), by device and inode: they change while it runs, by the harness's own hand.
+std::set<std::pair<dev_t, ino_t>> harness_files;
+
+void note_harness_files() {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc/self/fd", ec)) {
+    struct stat st {};
+    if (stat(e.path().c_str(), &st) == 0) harness_files.insert({st.st_dev, st.st_ino});
+  }
+}
+
+// The folders the cache tests hand to new processes (cache_tests below).
+std::set<fs::path> cache_test_folders(const fs::path& root, int processes) {
+  std::set<fs::path> out{root / "truncated", root / "flipped", root / "stale"};
+  for (int k = 0; k < processes; ++k) out.insert(root / ("first-call-" + std::to_string(k)));
+  return out;
+}
+
+// Every regular file of this program's user where a graded run can write (the work folder, and
+// /tmp, /dev/shm, /var/tmp and /run/lock, which every machine lets it write), with its size and
+// time of change; the cache tests' @p folders, the checker's trace file, the harness's own
+// files and the CUDA driver's compute cache (which the driver writes in every process) left out.
+// The damage tests reach only those folders: a cache kept anywhere else (next to them included)
+// would escape them.
+using FileStamps = std::map<fs::path, std::pair<off_t, long long>>;
+FileStamps files_outside(const std::set<fs::path>& folders) {
+  FileStamps out;
+  const char* trace = std::getenv("LAB_TRACE_FILE");
+  const char* home = std::getenv("HOME");
+  const char* driver_cache = std::getenv("CUDA_CACHE_PATH");
+  std::error_code canonical;
+  const fs::path driver = fs::weakly_canonical(
+      driver_cache ? fs::path(driver_cache)
+      : home       ? fs::path(home) / ".nv" / "ComputeCache"
+                   : fs::path(),
+      canonical);
+  for (const fs::path& top : {fs::current_path(), fs::path("/tmp"), fs::path("/dev/shm"),
+                             fs::path("/var/tmp"), fs::path("/run/lock")}) {
+    std::error_code ec;
+    fs::recursive_directory_iterator it(top, fs::directory_options::skip_permission_denied, ec);
+    for (int seen = 0; !ec && it != fs::recursive_directory_iterator() && seen < 200000;
+         it.increment(ec), ++seen) {
+      const fs::path& p = it->path();
+      if (folders.count(p) || p == driver) {
+        it.disable_recursion_pending();
+        continue;
+      }
+      struct stat st {};
+      if (lstat(p.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid()) continue;
+      if ((trace && p == trace) || harness_files.count({st.st_dev, st.st_ino})) continue;
+      out[p] = {st.st_size, st.st_mtim.tv_sec * 1000000000ll + st.st_mtim.tv_nsec};
+    }
+  }
+  return out;
+}
+
+// The cache tests' processes wrote nothing outside their cache folders.
+void check_writes_outside(lab::Lesson& l, const FileStamps& before, const FileStamps& after) {
+  std::string written;
+  for (const auto& [path, stamp] : after) {
+    const auto it = before.find(path);
+    if ((it == before.end() || it->second != stamp) && written.size() < 400)
+      written += (written.empty() ? "" : ", ") + path.string();
+  }
+  l.check("exercise", "new processes wrote only in their cache folder", written.empty(),
+          "written outside the cache folder it was given: " + written +
+              " (keep the cache in that folder: the harness tests what it finds there)");
+}
+
 void cache_tests(lab::Lesson& l, const fs::path& root, const std::string& arch, int processes) {
   std::uint64_t seed = l.seed() * 64 + 1000;
-  const CacheTests t = cache_tests_for(arch, l.seed());
+  const CacheTests t = cache_tests_for(arch);
+  l.note("the cache tests' programs, drawn for this run: f(v) = " + t.expression +
+         " with -DALPHA=" + t.alpha[0] + " and with -DALPHA=" + t.alpha[1]);
   // The rule's ratio: the harness's own first call, which compiles, over the exercise's first
   // call on a folder an earlier process filled. Not over the exercise's own empty-folder call:
   // that time is the student's to make as long as they like (a wait where the folder is empty),
@@ -1044,21 +1140,23 @@ void cache_tests(lab::Lesson& l, const fs::path& root, const std::string& arch, 
     empty_folder = lab::fixed(c.median, 2);
   }
   l.metric("first_call_filled_ms", b.median, b.min, b.max, " ms");
-  const lab::MedianRatio r = lab::ratio_of_medians(a, b);  // lab::speedup's interval, for Stats
-  l.metric("first_call_speedup", r.value, r.low, r.high, "x");
   l.note("first call in a new process, n = " + std::to_string(kFirstCallN) + ", median of " +
          std::to_string(processes) + ": compiled by the harness " + lab::fixed(a.median, 2) +
          " ms, yours on an empty cache folder " + empty_folder + " ms, on the filled folder " +
          lab::fixed(b.median, 2) + " ms: " + lab::fixed(a.median / b.median, 1) +
          "x faster than compiling (the bar: disk_cache in check.toml)");
-
+  // A speed-up earns the rule only from a cache in the folder: that is what the damage tests
+  // below reach. With no file there it reads 0.
   const fs::path filled = root / "first-call-0";
   if (files_in(filled).empty()) {
+    l.metric("first_call_speedup", 0, 0, 0, "x");
     l.note(
-        "the cache folder holds no file after a first call: the tests of damaged entries "
-        "were skipped (there is nothing to damage)");
+        "the cache folder holds no file after a first call: no disk cache there, so the "
+        "speed-up counts as 0, and the tests of damaged entries were skipped");
     return;
   }
+  const lab::MedianRatio r = lab::ratio_of_medians(a, b);  // lab::speedup's interval, for Stats
+  l.metric("first_call_speedup", r.value, r.low, r.high, "x");
   corruption_test(l, filled, root / "truncated", t, ++seed, "cut to half their size",
                   [](const std::string& bytes) { return bytes.substr(0, bytes.size() / 2); });
   corruption_test(l, filled, root / "flipped", t, ++seed, "with 7 bits flipped",
@@ -1181,6 +1279,7 @@ int main(int argc, char** argv) {
   const ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
   self_path = len > 0 ? std::string(exe, static_cast<std::size_t>(len)) : std::string(argv[0]);
   if (argc >= 2 && std::strcmp(argv[1], kChildFlag) == 0) return child_main(argc, argv);
+  note_harness_files();
 
   lab::Lesson lesson("11-one-time-costs",
                      "One-time costs: context, module loading, runtime compilation, allocation");
@@ -1354,7 +1453,13 @@ int main(int argc, char** argv) {
     // 4. The disk cache across processes, and damaged entries.
     LAB_CHECK(cudaDeviceSynchronize());
     op.reset();  // this process's Operator is done; children use folders of their own
-    if (!l.profiling() && l.selected("exercise")) cache_tests(l, root, arch, P);
+    LAB_CHECK(cudaDeviceSynchronize());  // nothing it left running may slow the children's calls
+    if (!l.profiling() && l.selected("exercise")) {
+      const std::set<fs::path> folders = cache_test_folders(root, P);
+      const FileStamps before = files_outside(folders);
+      cache_tests(l, root, arch, P);
+      check_writes_outside(l, before, files_outside(folders));
+    }
 
     // 5. Part A: the one-time costs themselves.
     if (!l.profiling() && one_time_opt != 0) one_time_costs(l, P, arch, b.x.bytes());
