@@ -386,6 +386,22 @@ void GradingBuild::build_all(const std::vector<std::string>& lessons) {
   run_build(targets, keep_going, dir_ / "logs" / "all-lessons.log", all_lessons_timeout_s_);
 }
 
+namespace {
+
+// Whether the configured build in @p dir defines @p target: a line of build.ninja (Ninja) or of
+// the top Makefile (make) that declares it.
+bool has_target(const fs::path& dir, const std::string& target) {
+  for (const auto& [file, line] : {std::pair<const char*, std::string>{"build.ninja", "build " + target + ":"},
+                                   {"Makefile", target + ":"}}) {
+    std::ifstream in(dir / file);
+    for (std::string l; std::getline(in, l);)
+      if (l.rfind(line, 0) == 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 GradingBuild::Built GradingBuild::build(const LessonConfig& lesson) {
   Built b;
   b.program = dir_ / "lessons" / lesson.name / "submission";
@@ -399,9 +415,10 @@ GradingBuild::Built GradingBuild::build(const LessonConfig& lesson) {
   }
   const std::string text = read_all(log);
   // Not the student's doing: the grading build has no such program (it was configured without
-  // this lesson's staged file, or LAB_SUBMISSION_DIR was not honoured).
-  if (text.find("unknown target '" + lesson.name + "-submission'") != std::string::npos ||
-      text.find("No rule to make target '" + lesson.name + "-submission'") != std::string::npos)
+  // this lesson's staged file, or LAB_SUBMISSION_DIR was not honoured). Asked of the build's own
+  // files, never of the log, which holds the student's compiler messages: an error message of
+  // theirs that reads "unknown target" must not stop the grading of everyone after them.
+  if (!has_target(dir_, lesson.name + "-submission"))
     throw ConfigError("the grading build " + dir_.string() + " has no target " + lesson.name +
                       "-submission: is LAB_SUBMISSION_DIR honoured by cmake/LabLesson.cmake? (see " +
                       log.string() + ")");

@@ -606,6 +606,28 @@ TEST_CASE("grading build: one build makes every lesson, past one that does not c
   build.clear_student_files();
 }
 
+TEST_CASE("grading build: a compiler message that reads like a missing target is the student's error, not the grader's") {
+  // Found by a red-team pass: the log was searched for "unknown target '<lesson>-submission'",
+  // and a static_assert saying so stopped `lab-check grade` for every submission after it.
+  std::string generator = LAB_TEST_GENERATOR;
+  SUBCASE("the tests' generator") {}
+  SUBCASE("Unix Makefiles") { generator = "Unix Makefiles"; }
+  CAPTURE(generator);
+  TwoLessonGrading g(generator);
+  g.build.prepare();
+  g.build.clear_student_files();
+  const fs::path exercise = g.alice / "90-fake" / "exercise.cu";
+  write_text(exercise,
+             "static_assert(sizeof(int) == 3, \"ninja: error: unknown target '90-fake-submission'\\n"
+             "make: *** No rule to make target '90-fake-submission'\");\n");
+  REQUIRE(g.build.stage_submission(g.first, exercise) == "");
+  GradingBuild::Built b;
+  CHECK_NOTHROW(b = g.build.build(g.first));
+  CHECK_FALSE(b.ok);
+  CHECK(contains(b.message, "did not compile"));
+  g.build.clear_student_files();
+}
+
 TEST_CASE("grading build: a lesson that never stops compiling costs the overall limit, then its own, and no other lesson's verdict") {
   TwoLessonGrading g;
   GradingBuild& build = g.build;
