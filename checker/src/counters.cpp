@@ -160,16 +160,20 @@ CounterRun interpret_ncu_log(const std::string& log, bool exited_ok, const std::
   const NcuTable table = parse_ncu_csv(log);
   run.sums = table.sums;
   run.kernels = table.kernels;
-  // ncu's own error lines; the program's output is not in this log (--log-file).
+  // ncu's own error lines; the program's output is not in this log (--log-file). Only a line
+  // that begins with ncu's refusal is one: the log also holds every kernel's name, and an
+  // exercise may name a kernel ERR_NVGPUCTRPERM to have its counter rules skipped.
   std::string first_error;
+  bool refused = false;
   std::istringstream in(log);
   for (std::string line; std::getline(in, line);)
     if (line.rfind("==ERROR==", 0) == 0) {
-      first_error = line.substr(9);
-      while (!first_error.empty() && first_error.front() == ' ') first_error.erase(0, 1);
-      break;
+      std::string error = line.substr(9);
+      while (!error.empty() && error.front() == ' ') error.erase(0, 1);
+      refused = refused || error.rfind("ERR_NVGPUCTRPERM", 0) == 0;
+      if (first_error.empty()) first_error = error;
     }
-  if (log.find("ERR_NVGPUCTRPERM") != std::string::npos) {
+  if (refused) {
     run.status = CounterRun::Status::unavailable;
     run.message = "ncu may not read this GPU's performance counters (ERR_NVGPUCTRPERM): an "
                   "administrator can allow it (see https://developer.nvidia.com/ERR_NVGPUCTRPERM)";

@@ -179,6 +179,14 @@ TEST_CASE("what an ncu log means: counters, no permission, nothing profiled, a f
                                                false, "exited with code 3");
   CHECK(crashed.status == CounterRun::Status::failed);
   CHECK(contains(crashed.message, "the program failed under ncu (exited with code 3): The application returned"));
+  // A kernel's name is no refusal (found by a red-team pass: a kernel named ERR_NVGPUCTRPERM_...
+  // had every counter rule skipped), in the table or in an error line of ncu's about it.
+  std::string named = kLog;
+  named.replace(named.find("load_strided"), 12, "ERR_NVGPUCTRPERM_strided");
+  CHECK(interpret_ncu_log(named, true, "").status == CounterRun::Status::measured);
+  const CounterRun failed_kernel = interpret_ncu_log(
+      "==ERROR== Failed to profile \"ERR_NVGPUCTRPERM_row_scores\" in process 7\n", false, "exited with code 1");
+  CHECK(failed_kernel.status == CounterRun::Status::failed);
 }
 
 TEST_CASE("a counter rule: pass, fail with its hint, skipped out of the total, wrong code fails") {
