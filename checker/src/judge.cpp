@@ -403,8 +403,9 @@ void run_sanitizers(const LessonConfig& lesson, const fs::path& program, const J
       p.argv.push_back(a);
     for (const auto& arg : lesson.args) p.argv.push_back(arg);
     const fs::path json_path = work / (tool + ".json");
+    const std::string nonce = random_hex(16);
     for (const auto& a : {std::string("--json"), json_path.string(), std::string("--seed"),
-                          std::to_string(random_seed()), std::string("--nonce"), random_hex(16),
+                          std::to_string(random_seed()), std::string("--nonce"), nonce,
                           std::string("--quick")})
       p.argv.push_back(a);
     if (filtered(lesson, opt)) p.argv.push_back("--restrict-syscalls");
@@ -436,6 +437,12 @@ void run_sanitizers(const LessonConfig& lesson, const fs::path& program, const J
     } else if (r.signal != 0) {
       line.verdict = worse(line.verdict, Verdict::error);
       notes.push_back(tool + ": the program " + describe(r, timeout) + filter_note(r, lesson, opt));
+    } else if (const LoadedResult result = load_result(json_path, nonce, lesson.name); !result.ok) {
+      // A run that stopped before its end checked only what it ran: an exercise that ends the
+      // process at a size only these runs use would have the racy kernel never seen.
+      line.verdict = worse(line.verdict, Verdict::error);
+      notes.push_back(tool + ": the program " + describe(r, timeout) + " without its result (" +
+                      result.error + "), so the run under " + tool + " did not reach its end");
     }
   }
   if (line.verdict == Verdict::pass) notes.push_back("memcheck and racecheck found no errors");

@@ -274,6 +274,32 @@ TEST_CASE("sanitizer: findings with file:line, and a missing tool is not the stu
   CHECK(none.sanitizer->message == "compute-sanitizer is not on PATH, so nothing was checked");
 }
 
+TEST_CASE("sanitizer: a run counts only when the program wrote its result, with that run's nonce") {
+  // Found by a red-team pass: an exercise that ended the process (exit 0) at a size only the
+  // sanitizers' --quick runs use had its racy kernel never run under them, and read "no errors".
+  TempDir dir;
+  auto sanitizer = [&](const std::string& name, const std::string& body) {
+    const fs::path path = dir.path() / name;
+    write_text(path, "#!/bin/sh\nwhile [ \"$1\" != \"--log-file\" ]; do shift; done\nshift 2\n" + body);
+    fs::permissions(path, fs::perms::owner_all);
+    return path.string();
+  };
+  JudgeOptions opt;
+  opt.inspect = false;  // a stand-in program: no object files to inspect
+  opt.sanitize = true;
+  opt.sanitizer_cmd = {sanitizer("runs-it", "exec \"$@\"\n")};
+  const LessonOutcome ran = judge_program(fake_lesson({"--mode", "result"}, standard_rules()), kFake, opt);
+  REQUIRE(ran.sanitizer);
+  CHECK(ran.sanitizer->verdict == Verdict::pass);
+  CHECK(ran.sanitizer->message == "memcheck and racecheck found no errors");
+  opt.sanitizer_cmd = {sanitizer("ends-early", "exit 0\n")};
+  const LessonOutcome early = judge_program(fake_lesson({"--mode", "result"}, standard_rules()), kFake, opt);
+  REQUIRE(early.sanitizer);
+  CHECK(early.sanitizer->verdict == Verdict::error);
+  CHECK(contains(early.sanitizer->message, "memcheck: the program exited with code 0 without its result"));
+  CHECK(early.verdict == Verdict::error);
+}
+
 TEST_CASE("the system-call filter is asked for under compute-sanitizer, not under ncu") {
   // Stand-in tools that keep the command line they were given and find nothing.
   TempDir dir;
