@@ -1064,8 +1064,12 @@ FileStamps files_outside(const std::set<fs::path>& folders) {
                              fs::path("/var/tmp"), fs::path("/run/lock")}) {
     std::error_code ec;
     fs::recursive_directory_iterator it(top, fs::directory_options::skip_permission_denied, ec);
-    for (int seen = 0; !ec && it != fs::recursive_directory_iterator() && seen < 200000;
-         it.increment(ec), ++seen) {
+    for (int seen = 0; !ec && it != fs::recursive_directory_iterator(); it.increment(ec), ++seen) {
+      if (seen == 200000) {  // more than any cache needs: a list that cannot end is a failure
+        static long long listing = 0;
+        out[top / "(more than 200000 entries: not all were read)"] = {-1, ++listing};
+        break;
+      }
       const fs::path& p = it->path();
       if (folders.count(p) || p == driver) {
         it.disable_recursion_pending();
