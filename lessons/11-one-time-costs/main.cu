@@ -914,8 +914,8 @@ struct CacheTests {
 // Draws the cache tests' programs from entropy of the moment, once no exercise code is left in
 // this process: the expression nests five steps, each one of ten forms with constants of its own
 // (10^5 shapes), so no code written or compiled before the draw can answer them. Only a process
-// of the test that compiled the program can leave something for the next one (see
-// writes_outside). Every value stays finite and small for x in [-1, 1).
+// of the test that compiled the program can leave something for the next one, in its folder (see
+// files_outside). Every value stays finite and small for x in [-1, 1).
 CacheTests cache_tests_for(const std::string& arch) {
   std::mt19937_64 rng(std::random_device{}());
   auto constant = [&](double low, double high) {
