@@ -388,14 +388,17 @@ void GradingBuild::build_all(const std::vector<std::string>& lessons) {
 
 namespace {
 
-// Whether the configured build in @p dir defines @p target: a line of build.ninja (Ninja) or of
-// the top Makefile (make) that declares it.
+// Whether the configured build in @p dir defines @p target: a line of a top-level .ninja file
+// (Ninja, Ninja Multi-Config) or of the top Makefile (make) that declares it.
 bool has_target(const fs::path& dir, const std::string& target) {
-  for (const auto& [file, line] : {std::pair<const char*, std::string>{"build.ninja", "build " + target + ":"},
-                                   {"Makefile", target + ":"}}) {
-    std::ifstream in(dir / file);
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const bool ninja = e.path().extension() == ".ninja";
+    if (!ninja && e.path().filename() != "Makefile") continue;
+    const std::string declares = ninja ? "build " + target + ":" : target + ":";
+    std::ifstream in(e.path());
     for (std::string l; std::getline(in, l);)
-      if (l.rfind(line, 0) == 0) return true;
+      if (l.rfind(declares, 0) == 0) return true;
   }
   return false;
 }

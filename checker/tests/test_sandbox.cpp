@@ -625,6 +625,8 @@ TEST_CASE("grading build: a compiler message that reads like a missing target is
   CHECK_NOTHROW(b = g.build.build(g.first));
   CHECK_FALSE(b.ok);
   CHECK(contains(b.message, "did not compile"));
+  // A lesson the grading build really lacks is still the grader's error, which stops the command.
+  CHECK_THROWS_AS(g.build.build(TwoLessonGrading::lesson_named("99-absent")), ConfigError);
   g.build.clear_student_files();
 }
 
