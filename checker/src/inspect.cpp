@@ -188,20 +188,23 @@ std::string forbidden_call(const std::string& symbol, bool weak_reference,
     return "";  // exceptions, static locals, new and delete
   if (kAllowedC.count(symbol) || std::regex_match(symbol, kMaths)) return "";
   if (weak_reference && kAllowedWeakC.count(symbol)) return "";
-  // What this lesson allows beyond the course's list (lesson 11: the C library's file calls),
-  // so that a student refused <fstream> reads what to use instead.
-  std::string also;
-  for (const auto& name : extra) also += (also.empty() ? "; this lesson also allows " : ", ") + name;
+  // A refusal names what this lesson allows beyond the course's list (lesson 11: the C library's
+  // file calls), so that a student refused <fstream> reads what to use instead.
+  auto also = [&extra] {
+    std::string out;
+    for (const auto& name : extra) out += (out.empty() ? "; this lesson also allows " : ", ") + name;
+    return out;
+  };
   if (in_template_namespace(d)) {
     for (const auto& f : kForbiddenStd)
       if (contains(d, f))
         return "uses " + d + ": an exercise opens no file, starts no thread and does not end the "
-               "process" + also;
+               "process" + also();
     return "";
   }
   return "calls " + d + ", which an exercise may not use (it opens no file, starts no process "
          "or thread, and reads no environment; docs/grading-security.md lists what it may call" +
-         also + ")";
+         also() + ")";
 }
 
 // nvcc names an anonymous namespace _GLOBAL__N__<hash>_<length>_<file>_cu_<hash>.
