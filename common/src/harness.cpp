@@ -327,8 +327,9 @@ const Measurement* Lesson::measure(const std::string& variant, Work work,
   // Other variants are timed on an idle GPU: whatever an earlier call left running (a kernel on
   // a stream of its own) finishes first, so it cannot slow them.
   LAB_CHECK(cudaDeviceSynchronize());
-  // Timed calls of the exercise: new inputs before each, and a check of some of them, picked
-  // after the call has finished by draws no state in this process predicts (fresh_seed). Under
+  // Timed calls of the exercise: new inputs before each, and a check of every one of them once
+  // it has finished, on elements picked by draws no state in this process predicts (fresh_seed):
+  // a call skipped, or answered from an earlier one, fails the check of that very call. Under
   // the checker every prepared call goes into the record (a lesson's prepare() may build on the
   // one before), then each verified one with its picks' seed, so that a --replay run checks the
   // same calls on the same elements.
@@ -354,7 +355,6 @@ const Measurement* Lesson::measure(const std::string& variant, Work work,
       const std::string name = sample < 0 ? "(warm-up " + std::to_string(++warm_ups) + ")"
                                           : std::to_string(sample);
       if (profile && sample == options.profiled_sample) return verify(s, "the profiled call " + name);
-      if (fresh_seed() % 8 != 0) return;
       verify(s, "timed call " + name);
     };
   nvtx3::scoped_range range{variant};

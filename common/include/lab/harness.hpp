@@ -2,16 +2,17 @@
 /// @brief The lesson harness: a lesson's main.cu declares its variants, then validates and
 /// measures them; the harness parses options, prints the table and writes the result file.
 ///
-/// A lesson's main.cu, in outline:
+/// A lesson's main.cu, in outline (lessons/_template/main.cu is the whole of one):
 /// @code
 /// int main(int argc, char** argv) {
 ///   lab::Lesson lesson("04-coalescing", "Coalescing: neighbouring threads, neighbouring addresses");
-///   lesson.declare("row_per_thread", lab::Role::Baseline, "one thread per row");
-///   lesson.declare("exercise", lab::Role::Exercise, "your gemv (exercise.cu)");
+///   lab::Variants<Problem> variants(lesson);   // each way of doing the work (lab/variant.hpp)
+///   add_variants(variants);
 ///   return lesson.run(argc, argv, [&](lab::Lesson& l) {
-///     // for each validation size: inputs, then l.check(variant, case, comparison)
-///     // at the timing size: l.measure(variant, {bytes, flops}, launch)
-///     // then validate again: outputs after timing must still be right
+///     lab::Protocol<Problem> protocol(l, variants, checks());  // lab/protocol.cuh
+///     // for each validation size: protocol.validate(problem, case_name)
+///     // at the timing size: protocol.measure(problem), then protocol.validate(problem, "... after timing")
+///     // then the lesson's notes and metrics from variants.measurement(name)
 ///   });
 /// }
 /// @endcode
@@ -206,7 +207,7 @@ class Lesson {
   /// @param options measurement options (defaults: cold, the course's stopping rule; --quick
   ///        shortens them)
   /// @param checks for the exercise: how its timed calls are prepared and spot-checked (every
-  ///        call prepared; about one in eight, and always at least one, verified)
+  ///        call prepared, and every call verified once it has finished)
   /// @return the measurement, or nullptr when profiling or when the variant is not selected
   const Measurement* measure(const std::string& variant, Work work,
                              const std::function<void(cudaStream_t)>& launch,

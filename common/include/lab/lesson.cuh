@@ -28,6 +28,7 @@
 #include "lab/harness.hpp"
 #include "lab/memory.hpp"
 #include "lab/presets.hpp"
+#include "lab/protocol.cuh"
 #include "lab/ratio.hpp"
 #include "lab/read_only.cuh"
 #include "lab/reduce.cuh"

@@ -1,0 +1,283 @@
+/// @file protocol.cuh
+/// @brief lab::Protocol: the one way every lesson validates and measures its variants. A lesson
+/// says how its problem's inputs are made (Checks::fill), how its outputs are made ready for a
+/// call (Checks::reset), what a right answer is (Checks::check, the lesson's one reference) and
+/// how to see that the inputs were not written (Checks::inputs_changed); the protocol does the
+/// rest, the same way for every lesson:
+///  - seeds: every set of inputs comes from a seed the protocol derives from the run's seed and
+///    the order of the calls, so a --replay run makes the same inputs without any seed in the
+///    lesson's code;
+///  - validation: every selected variant, the exercise last, once on reset outputs, every output
+///    element compared with the reference, guard zones included (Protocol::validate);
+///  - timed calls: before each one (warm-ups included), new inputs from a seed the exercise
+///    cannot know and reset outputs; after **every** one, once it has finished, outside the timed
+///    window, the same check on elements picked only then (Protocol::measure);
+///  - after timing: the inputs still hold what the last call was given;
+///  - --profile and --replay: handled here, never in a lesson.
+///
+/// @code
+/// lab::Checks<Problem> checks;
+/// checks.fill = [](Problem& p, std::uint64_t seed, cudaStream_t s) { lab::fill_random(...); };
+/// checks.reset = [](Problem& p, cudaStream_t s) { p.y.reset(s); };
+/// checks.check = [](lab::Look& look, Problem& p) {
+///   const auto at = look.indices(p.n, 4096);  // every element, or 4096 picked after a call
+///   std::vector<float> want;
+///   for (std::size_t i : at) want.push_back(p.a * lab::random_input(look.seed(), i));
+///   look.compare(p.y, at, want, lab::Tolerance{0, 0});
+/// };
+/// checks.inputs_changed = [](const Problem& p, std::uint64_t seed, cudaStream_t s) {
+///   return std::vector<std::string>{lab::changed_input("x", p.x.data(), p.n, seed, s)};
+/// };
+/// lab::Protocol<Problem> protocol(lesson, variants, checks);
+/// for (long long n : {1, 3, 1000003}) { Problem p(n); protocol.validate(p, std::to_string(n)); }
+/// Problem p(big);
+/// protocol.measure(p);
+/// protocol.validate(p, "after timing");
+/// @endcode
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lab/check.hpp"
+#include "lab/guard.hpp"
+#include "lab/harness.hpp"
+#include "lab/memory.hpp"
+#include "lab/read_only.cuh"
+#include "lab/validate.hpp"
+#include "lab/variant.hpp"
+
+namespace lab {
+
+/// @brief A seed for one set of inputs: the run's seed and an index mixed (splitmix64), so that
+/// seeds of neighbouring indices share no bits a fill could show.
+/// @param run_seed Lesson::seed()
+/// @param index which set of inputs of the run
+/// @return the seed
+inline std::uint64_t derive_seed(std::uint64_t run_seed, std::uint64_t index) {
+  std::uint64_t z = run_seed + 0x9E3779B97F4A7C15ull * (index + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+/// @brief Copies @p p[at[k]] into out[k] for every k. Launched by lab::gather.
+/// @param p an array on the device
+/// @param at indices into it, on the device
+/// @param n how many indices
+/// @param out n values, on the device
+template <class T>
+__global__ void gather_kernel(const T* __restrict__ p, const std::size_t* __restrict__ at,
+                              std::size_t n, T* __restrict__ out) {
+  const std::size_t k = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
+  if (k < n) out[k] = p[at[k]];
+}
+
+/// @brief The elements of a device array at the given indices, copied back (waits for
+/// @p stream): a check of a few picked elements reads a few bytes, not the whole output.
+/// @param p the array on the device
+/// @param at indices into it (each below its size)
+/// @param stream where to run the copy
+/// @return p[at[0]], p[at[1]], ...
+template <class T>
+std::vector<T> gather(const T* p, const std::vector<std::size_t>& at, cudaStream_t stream) {
+  std::vector<T> values(at.size());
+  if (at.empty()) return values;
+  DeviceBuffer<std::size_t> index(at.size());
+  DeviceBuffer<T> picked(at.size());
+  LAB_CHECK(cudaMemcpyAsync(index.data(), at.data(), at.size() * sizeof(std::size_t),
+                            cudaMemcpyHostToDevice, stream));
+  const unsigned blocks = static_cast<unsigned>((at.size() + 255) / 256);
+  gather_kernel<<<blocks, 256, 0, stream>>>(p, index.data(), at.size(), picked.data());
+  LAB_CHECK_LAUNCH();
+  LAB_CHECK(cudaMemcpyAsync(values.data(), picked.data(), at.size() * sizeof(T),
+                            cudaMemcpyDeviceToHost, stream));
+  LAB_CHECK(cudaStreamSynchronize(stream));
+  return values;
+}
+
+/// @brief One look at a variant's outputs, handed to Checks::check: after a validated call it
+/// sees everything; after a timed call it sees what it picks, with a generator seeded only once
+/// the call has finished (and seeded the same way in a --replay run).
+class Look {
+ public:
+  /// @param lesson the lesson
+  /// @param variant the variant whose outputs are looked at
+  /// @param case_name what the check is recorded under
+  /// @param seed the seed the inputs were made from (Checks::fill)
+  /// @param stream the lesson's stream
+  /// @param pick nullptr to look at everything, or the generator of what to pick
+  Look(Lesson& lesson, std::string variant, std::string case_name, std::uint64_t seed,
+       cudaStream_t stream, std::mt19937_64* pick)
+      : lesson_(lesson), variant_(std::move(variant)), case_name_(std::move(case_name)),
+        seed_(seed), stream_(stream), pick_(pick) {}
+
+  /// @return the seed the inputs were made from: the reference regenerates them from it
+  std::uint64_t seed() const { return seed_; }
+  /// @return the lesson's stream
+  cudaStream_t stream() const { return stream_; }
+  /// @return the lesson
+  Lesson& lesson() const { return lesson_; }
+  /// @return the variant looked at
+  const std::string& variant() const { return variant_; }
+  /// @return the case the check is recorded under
+  const std::string& case_name() const { return case_name_; }
+  /// @return true after a validated call: every element is compared
+  bool everything() const { return pick_ == nullptr; }
+
+  /// @return the generator of what to pick, seeded only once the timed call finished (for a
+  ///         lesson that picks in its own way, e.g. lab::sample_product); only after a timed call
+  std::mt19937_64& picker() {
+    if (everything()) throw std::logic_error("lab::Look::picker: a validated call picks nothing");
+    return *pick_;
+  }
+
+  /// @param n elements (rows, slices) of an output
+  /// @param picks how many to look at after a timed call
+  /// @return 0 .. n-1 after a validated call; else @p picks indices drawn now (repeats allowed)
+  std::vector<std::size_t> indices(std::size_t n, std::size_t picks) {
+    std::vector<std::size_t> at;
+    if (everything()) {
+      at.resize(n);
+      for (std::size_t i = 0; i < n; ++i) at[i] = i;
+    } else if (n > 0) {
+      std::uniform_int_distribution<std::size_t> any(0, n - 1);
+      for (std::size_t k = 0; k < picks; ++k) at.push_back(any(*pick_));
+    }
+    return at;
+  }
+
+  /// @brief Compares @p out at @p at with @p want (Lesson::compare, so that a --replay run can
+  /// make the same comparison), checks @p out's guard zone, and records it (Lesson::check).
+  /// @param out the output
+  /// @param at where each wanted value lies in @p out (from indices())
+  /// @param want the reference at each of them
+  /// @param tol the tolerance
+  /// @return the comparison, as recorded
+  template <class T>
+  Comparison compare(const GuardedBuffer<T>& out, const std::vector<std::size_t>& at,
+                     const std::vector<T>& want, Tolerance tol) {
+    const bool whole = at.size() == out.size() && everything();
+    const std::vector<T> got = whole ? out.download(stream_) : gather(out.data(), at, stream_);
+    return check_output(lesson_, variant_, case_name_, out, got, want, tol, stream_,
+                        whole ? std::vector<std::size_t>{} : at);
+  }
+
+  /// @brief Records a yes/no check (a fact that is not an array comparison).
+  /// @param ok passed
+  /// @param message what went wrong
+  void check(bool ok, const std::string& message) {
+    lesson_.check(variant_, case_name_, ok, message);
+  }
+
+ private:
+  Lesson& lesson_;
+  std::string variant_;
+  std::string case_name_;
+  std::uint64_t seed_;
+  cudaStream_t stream_;
+  std::mt19937_64* pick_;
+};
+
+/// @brief What the protocol needs to know about a lesson's problem (see the file's comment).
+template <class Problem>
+struct Checks {
+  /// Writes every input a variant reads, from @p seed only (the reference regenerates them from
+  /// it, never reads them back: the code under test could have written into them).
+  std::function<void(Problem&, std::uint64_t seed, cudaStream_t)> fill = {};
+  /// Makes the outputs ready for a call: poisoned (a NaN for floats), guard zones armed, any
+  /// workspace filled with 0xFF bytes.
+  std::function<void(Problem&, cudaStream_t)> reset = {};
+  /// The lesson's one reference: compares what a call left with what the inputs made from
+  /// Look::seed() give, through Look::compare (or Look::check).
+  std::function<void(Look&, Problem&)> check = {};
+  /// After timing: for each input, "" when it still holds what @p seed made, else what changed
+  /// (lab::changed_input). Empty: the lesson has no device inputs to check.
+  std::function<std::vector<std::string>(const Problem&, std::uint64_t seed, cudaStream_t)>
+      inputs_changed = {};
+};
+
+/// @brief The protocol itself, for one list of variants on one kind of problem.
+template <class Problem, class V = Variant<Problem>>
+class Protocol {
+ public:
+  /// @param lesson the lesson (outlives this)
+  /// @param variants the variants (outlive this)
+  /// @param checks fill, reset and check are required; inputs_changed is optional
+  Protocol(Lesson& lesson, Variants<Problem, V>& variants, Checks<Problem> checks)
+      : lesson_(lesson), variants_(variants), checks_(std::move(checks)) {
+    if (!checks_.fill || !checks_.reset || !checks_.check)
+      throw std::logic_error("lab::Protocol: fill, reset and check are required");
+  }
+
+  /// @brief Fresh inputs from the next seed, then every selected variant once (the exercise
+  /// last, so that whatever it does to shared buffers cannot touch the others' checks), each on
+  /// reset outputs, compared whole. Does nothing with --profile.
+  /// @param p the problem (its buffers keep the last variant's outputs)
+  /// @param case_name what the checks are recorded under, e.g. "1000x777"
+  /// @param before_calls the lesson's own step after the inputs are made (a graph captured on
+  ///        them, say), or empty
+  void validate(Problem& p, const std::string& case_name,
+                const std::function<void(Problem&)>& before_calls = {}) {
+    if (lesson_.profiling()) return;
+    cudaStream_t s = lesson_.stream();
+    const std::uint64_t seed = next_seed();
+    checks_.fill(p, seed, s);
+    if (before_calls) before_calls(p);
+    for (const V* v : variants_.selected_exercise_last()) {
+      checks_.reset(p, s);
+      LAB_CHECK(cudaStreamSynchronize(s));  // a host-paced variant may use streams of its own
+      v->launch(p, s);
+      LAB_CHECK(cudaGetLastError());
+      Look look(lesson_, v->name, case_name, seed, s, nullptr);
+      checks_.check(look, p);
+    }
+  }
+
+  /// @brief Fresh inputs, then every variant measured (Variants::measure_all). The exercise's
+  /// timed calls each get new inputs and reset outputs before, and are each checked after.
+  /// Afterwards (unless --profile), the exercise's inputs must hold what its last call was given.
+  /// @param p the problem at the timing size
+  /// @param before_calls the lesson's own step after the inputs are made, or empty
+  void measure(Problem& p, const std::function<void(Problem&)>& before_calls = {}) {
+    cudaStream_t s = lesson_.stream();
+    checks_.fill(p, next_seed(), s);
+    checks_.reset(p, s);
+    if (before_calls) before_calls(p);
+    bool timed = false;
+    std::uint64_t last_seed = 0;
+    std::mt19937_64 pick;
+    TimedCallChecks calls;
+    calls.prepare = [&](cudaStream_t stream, std::uint64_t call_seed) {
+      timed = true;
+      last_seed = call_seed;
+      checks_.fill(p, call_seed, stream);
+      checks_.reset(p, stream);
+    };
+    calls.verify = [&](cudaStream_t stream, const std::string& case_name, std::uint64_t pick_seed) {
+      pick.seed(pick_seed);
+      Look look(lesson_, "exercise", case_name, last_seed, stream, &pick);
+      checks_.check(look, p);
+    };
+    variants_.measure_all(p, calls);
+    if (!timed || lesson_.profiling() || !checks_.inputs_changed) return;
+    check_inputs_unchanged(lesson_, "exercise", checks_.inputs_changed(p, last_seed, s));
+  }
+
+  /// @return the seed of the next set of inputs (validate() and measure() draw one each)
+  std::uint64_t next_seed() { return derive_seed(lesson_.seed(), drawn_++); }
+
+ private:
+  Lesson& lesson_;
+  Variants<Problem, V>& variants_;
+  Checks<Problem> checks_;
+  std::uint64_t drawn_ = 0;
+};
+
+}  // namespace lab
