@@ -9,7 +9,7 @@ build=${1:?usage: scripts/ncu-agreement.sh BUILD_DIR [OUT_DIR]}
 out=${2:-$build/ncu-agreement}
 mkdir -p "$out"
 program="$build/lessons/01-timing-pitfalls/solution"
-variants=(--variant kernel_0.1ms --variant kernel_1ms --variant kernel_10ms)
+variants=(--variant kernel_short --variant kernel_medium --variant kernel_long)
 
 "$program" --seed 1 "${variants[@]}" --json "$out/library.json" > "$out/library.txt"
 # The kernels' length is calibrated at run time; under ncu that calibration would be skewed, so

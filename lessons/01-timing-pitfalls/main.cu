@@ -7,7 +7,7 @@
 namespace {
 
 // The workload: each element goes through `steps` dependent multiply-adds. Its run time grows
-// linearly with `steps`, so one kernel covers 0.1 ms to 10 ms. Tag makes distinct copies of the
+// linearly with `steps`, so one kernel covers 0.05 ms to 25 ms. Tag makes distinct copies of the
 // kernel, so one can be launched for the very first time in the first-call demonstration.
 template <int Tag>
 __global__ void iterate(const float* x, float* y, int n, int steps) {
@@ -45,19 +45,37 @@ struct Workload {
   int n, blocks, steps;
 };
 
+// The three kernels' lengths: each drawn afresh in its own band, log-uniform, in an order
+// shuffled per run, from entropy drawn only when the kernel is about to be handed to your timer.
+// A timer that returns numbers without measuring cannot know them: a constant lands within 10%
+// of one band's draw about one time in ten (log(1.1 / 0.9) / log(10)), of all three about one in
+// a thousand. The bands are a factor of 10 (5 for the longest) apart, short to long.
+struct Band {
+  const char* name;
+  double low_ms, high_ms;
+};
+constexpr Band kBands[3] = {{"kernel_short", 0.05, 0.5}, {"kernel_medium", 0.5, 5.0},
+                            {"kernel_long", 5.0, 25.0}};
+
+double draw_length_ms(const Band& band) {
+  std::random_device entropy;
+  const double u = std::uniform_real_distribution<double>(0.0, 1.0)(entropy);
+  return band.low_ms * std::pow(band.high_ms / band.low_ms, u);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   lab::Lesson lesson("01-timing-pitfalls",
                      "Timing pitfalls: why the first number you measure is wrong");
-  const std::vector<double> targets_ms = {0.1, 1.0, 10.0};
   std::vector<std::string> kernels;
   lab::Variants<Workload> variants(lesson);
-  for (double t : targets_ms) {
-    kernels.push_back(lab::text("kernel_%gms", t));
+  for (const Band& band : kBands) {
+    kernels.push_back(band.name);
     variants.add(
         {kernels.back(), lab::Role::Reference,
-         "the library's measurement of a ~" + std::to_string(t).substr(0, 4) + " ms kernel",
+         lab::text("the library's measurement of a kernel of %g to %g ms (drawn each run)",
+                   band.low_ms, band.high_ms),
          [](Workload& w, cudaStream_t s) {
            iterate<1><<<w.blocks, 256, 0, s>>>(w.x, w.y, w.n, w.steps);
          },
@@ -108,8 +126,13 @@ int main(int argc, char** argv) {
     };
 
     lab::Reading worst;  // the largest relative error of your timer over the three kernels
-    for (std::size_t k = 0; k < targets_ms.size(); ++k) {
-      const int steps = std::max(1, static_cast<int>(std::lround(steps_per_ms * targets_ms[k])));
+    std::vector<std::size_t> order = {0, 1, 2};
+    std::shuffle(order.begin(), order.end(), std::mt19937_64(std::random_device{}()));
+    int medium_steps = 0;
+    for (const std::size_t k : order) {
+      const double target_ms = draw_length_ms(kBands[k]);
+      const int steps = std::max(1, static_cast<int>(std::lround(steps_per_ms * target_ms)));
+      if (k == 1) medium_steps = steps;
       auto work = [&, steps](cudaStream_t s) {
         iterate<1><<<blocks, 256, 0, s>>>(x.data(), y.data(), n, steps);
       };
@@ -137,19 +160,19 @@ int main(int argc, char** argv) {
       // number inside it is as good as the median.
       const lab::Stats& t = m->gpu_ms;
       worst = lab::worst(worst, lab::relative_error(reported, t));
-      l.note(lab::text("%-12s yours %s   library %s (median of %zu)   off by %s",
+      l.note(lab::text("%-14s yours %s   library %s (median of %zu)   off by %s",
                        kernels[k].c_str(), us(reported).c_str(), us(t.median).c_str(), t.n,
                        off_by(reported, t.median).c_str()));
     }
     if (l.selected("exercise")) lab::metric(l, "timing_error", worst);
 
-    // ---- The pitfalls, each next to the right number (the ~1 ms kernel). ----------------------
+    // ---- The pitfalls, each next to the right number (the medium kernel). ---------------------
     if (l.profiling() || !l.selected(kernels[1])) return;
-    const int steps = static_cast<int>(std::lround(steps_per_ms * 1.0));
+    const int steps = medium_steps;
     const double right = l.result().find(kernels[1])->measurement->gpu_ms.median;
     auto launch = [&](auto kernel) { kernel<<<blocks, 256, 0, stream>>>(x.data(), y.data(), n, steps); };
     l.note("");
-    l.note("The pitfalls, timing the ~1 ms kernel (right answer " + us(right) + "):");
+    l.note("The pitfalls, timing the medium kernel (right answer " + us(right) + "):");
 
     // 1. The first call ever of a kernel: lazy module loading is inside it.
     LAB_CHECK(cudaStreamSynchronize(stream));
