@@ -396,53 +396,35 @@ void add_variants(lab::Variants<Problem, Rmse>& variants) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Inputs, reference, validation.
+// Inputs, reference, checks (lab/protocol.cuh).
 
-// What the harness writes into an input, element by element, so that it can be regenerated on
-// either side instead of read back: lab::fill_random's value (range [-1, 1)) from fill_seed,
-// times slice_scale(scale_seed, slice) when scaled. Bit for bit the same on the host and the
-// device (each operation rounded once, as the fill and scale kernels round them).
-struct Generated {
-  std::uint64_t fill_seed = 0, scale_seed = 0;
-  long long n = 1;  // floats per slice
-  bool scaled = false;
+// B as the harness writes it, element by element: lab::fill_random's value (range [-1, 1)) times
+// slice_scale of its slice, bit for bit the same on the host and the device (each operation
+// rounded once, as the fill and scale kernels round them), so it is regenerated, never read back.
+struct ScaledInput {
+  std::uint64_t seed;
+  long long n;  // floats per slice
   __host__ __device__ float operator()(std::uint64_t i) const {
-    const float v = lab::random_input(fill_seed, i);
-    if (!scaled) return v;
+    const float v = lab::random_input(seed, i);
 #ifdef __CUDA_ARCH__
-    return __fmul_rn(v, slice_scale(scale_seed, static_cast<int>(i / n)));
+    return __fmul_rn(v, slice_scale(seed, static_cast<int>(i / n)));
 #else
-    return v * slice_scale(scale_seed, static_cast<int>(i / n));
+    return v * slice_scale(seed, static_cast<int>(i / n));
 #endif
   }
 };
 
-Generated a_input(const Problem& p, std::uint64_t seed) { return {seed, 0, p.n, false}; }
-Generated b_input(const Problem& p, std::uint64_t fill_seed, std::uint64_t scale_seed) {
-  return {fill_seed, scale_seed, p.n, true};
-}
-
-void fill_b(Problem& p, const Generated& b, cudaStream_t s) {
-  lab::fill_random(p.B.data(), p.B.size(), b.fill_seed, s);
-  scale_slices_kernel<<<elementwise_blocks(p.total), kThreads, 0, s>>>(p.B.data(), p.n, p.batches,
-                                                                      b.scale_seed);
-  LAB_CHECK_LAUNCH();
-}
-
-// Fresh inputs: A and B uniform in [-1, 1) from the seed, each slice of B scaled by its own
-// factor, so every slice (and every seed) has its own RMSE.
-void fill_inputs(Problem& p, std::uint64_t seed, cudaStream_t s) {
-  lab::fill_random(p.A.data(), p.A.size(), seed, s);
-  fill_b(p, b_input(p, seed + 1, seed), s);
-}
-
-struct Reference {
-  std::vector<float> rmse;
-  lab::Tolerance tolerance;
+// The inputs one seed makes: A uniform in [-1, 1), B from a seed of its own, each slice scaled by
+// its own factor, so every slice (and every seed) has its own RMSE. Both are new for every seed: a
+// new B alone would change every answer, but an unchanged A could be kept from one timed call to
+// the next in a smaller form (8-bit integers stay inside the tolerance) and read at a quarter of
+// the bytes the rate credits.
+struct Inputs {
+  lab::RandomInput a;
+  ScaledInput b;
+  Inputs(std::uint64_t seed, long long n) : a{seed}, b{lab::derive_seed(seed, 1), n} {}
 };
 
-// The reference on the host, in double, from the device's own inputs (copied back).
-//
 // Tolerance. Every term (a - b)^2 is >= 0, so every rounding error is relative to the sum S of
 // the slice. Each term carries up to 3 roundings (the difference, the square and the cast), 3u
 // with u = 2^-24. Adding n terms in float, in any order, is off by at most (n - 1) u S in the
@@ -459,103 +441,52 @@ lab::Tolerance rmse_tolerance(long long n) {
   return lab::Tolerance{(4.0 * std::sqrt(static_cast<double>(n)) + 3.0) * u / 2.0 + 2.0 * u, 0.0};
 }
 
-Reference reference(const Problem& p, cudaStream_t s) {
-  const std::vector<float> a = p.A.download(s), b = p.B.download(s);
-  Reference ref;
-  ref.rmse.resize(p.batches);
-  for (int k = 0; k < p.batches; ++k) {
-    double sum = 0;
-    const std::size_t base = static_cast<std::size_t>(k) * p.n;
-    for (long long i = 0; i < p.n; ++i) {
-      const double d = static_cast<double>(a[base + i]) - static_cast<double>(b[base + i]);
-      sum += d * d;
-    }
-    ref.rmse[k] = static_cast<float>(std::sqrt(sum / static_cast<double>(p.n)));
+// The reference RMSE of slice b, in double on the host, from the inputs regenerated. About 4 ms
+// at the default size (1 M elements of each input).
+float reference_rmse(const Inputs& in, std::size_t b, long long n) {
+  const std::uint64_t first = b * static_cast<std::uint64_t>(n);
+  const float scale = slice_scale(in.b.seed, static_cast<int>(b));  // taken once, as in.b would
+  double sum = 0;
+  for (long long i = 0; i < n; ++i) {
+    const float b_value = lab::random_input(in.b.seed, first + i) * scale;
+    const double d = static_cast<double>(in.a(first + i)) - static_cast<double>(b_value);
+    sum += d * d;
   }
-  ref.tolerance = rmse_tolerance(p.n);
-  return ref;
+  return static_cast<float>(std::sqrt(sum / static_cast<double>(n)));
 }
 
-// Runs one variant once with out poisoned (NaN), its guard zone armed and the exercise's
-// workspace filled with 0xFF, and records whether it got the reference.
-void validate(lab::Lesson& l, const Rmse& v, Problem& p, const Reference& ref,
-              const std::string& case_name) {
-  cudaStream_t s = l.stream();
-  p.out.reset(s);
-  if (p.workspace.size() > 0) lab::poison(p.workspace.data(), p.workspace.bytes(), s);
-  LAB_CHECK(cudaStreamSynchronize(s));
-  v.launch(p, s);
-  LAB_CHECK(cudaGetLastError());
-  lab::check_output(l, v.name, case_name, p.out, p.out.download(s), ref.rmse, ref.tolerance, s);
+// Before every call, validated or timed: new A and B from the seed, out poisoned (NaN) with its
+// guard zone armed, the exercise's workspace filled with 0xFF bytes. The check: every slice's
+// RMSE after a validated call; after a timed call one slice, picked only once it has finished
+// (the calls of a run cover most slices), with the same tolerance, and the whole guard zone.
+lab::Checks<Problem> checks() {
+  lab::Checks<Problem> c;
+  c.fill = [](Problem& p, std::uint64_t seed, cudaStream_t s) {
+    const Inputs in(seed, p.n);
+    lab::fill_random(p.A.data(), p.A.size(), in.a.seed, s);
+    lab::fill_random(p.B.data(), p.B.size(), in.b.seed, s);
+    scale_slices_kernel<<<elementwise_blocks(p.total), kThreads, 0, s>>>(p.B.data(), p.n,
+                                                                        p.batches, in.b.seed);
+    LAB_CHECK_LAUNCH();
+  };
+  c.reset = [](Problem& p, cudaStream_t s) {
+    p.out.reset(s);
+    if (p.workspace.size() > 0) lab::poison(p.workspace.data(), p.workspace.bytes(), s);
+  };
+  c.check = [](lab::Look& look, Problem& p) {
+    const Inputs in(look.seed(), p.n);
+    const std::vector<std::size_t> slices = look.indices(p.batches, 1);
+    std::vector<float> want;
+    for (const std::size_t b : slices) want.push_back(reference_rmse(in, b, p.n));
+    look.compare(p.out, slices, want, rmse_tolerance(p.n));  // mismatches name out's index
+  };
+  c.inputs_changed = [](const Problem& p, std::uint64_t seed, cudaStream_t s) {
+    const Inputs in(seed, p.n);
+    return std::vector<std::string>{lab::changed_input("A", p.A.data(), p.A.size(), in.a, s),
+                                    lab::changed_input("B", p.B.data(), p.B.size(), in.b, s)};
+  };
+  return c;
 }
-
-// ---------------------------------------------------------------------------------------------
-// The exercise's timed calls, checked like validated ones (lab/timed_calls.hpp).
-//  * prepare, before every timed call: a new A and a new B (every slice, each with a new scale)
-//    from the call's seed, which the harness draws where the exercise cannot see it, so no
-//    earlier RMSE can be right; out poisoned (NaN) and the workspace filled with 0xFF bytes, as
-//    before a validated call. A new B alone would change every answer, but an unchanged A could
-//    be kept from one call to the next in a smaller form (8-bit integers stay inside the
-//    tolerance) and read at a quarter of the bytes the rate credits. About 0.3 ms on the device
-//    at the default size, outside the timed window.
-//  * verify, after the calls the harness picks once they are done: one slice picked at random
-//    only now, its RMSE computed in double on the host from A and B regenerated from their seeds
-//    (never read back: the exercise could have written into them), with the validations'
-//    tolerance, and the whole guard zone. About 4 ms of host time at the default size (1 M
-//    elements of each input regenerated); the tens of verified calls of a run cover most slices.
-//  * check_inputs, after timing: the last call's A and B still hold what the harness wrote.
-class TimedCalls : public lab::TimedCalls {
- public:
-  TimedCalls(lab::Lesson& l, Problem& p) : l_(l), p_(p) {}
-
-  void check_inputs(cudaStream_t s) {
-    if (!prepared()) return;  // the exercise was not timed
-    lab::check_inputs_unchanged(l_, "exercise",
-                                {lab::changed_input("A", p_.A.data(), p_.A.size(), a_, s),
-                                 lab::changed_input("B", p_.B.data(), p_.B.size(), b_, s)});
-  }
-
- private:
-  static constexpr int kSlices = 1;
-
-  void prepare(cudaStream_t s, std::uint64_t seed) override {
-    a_ = a_input(p_, seed + 1);
-    lab::fill_random(p_.A.data(), p_.A.size(), a_.fill_seed, s);
-    b_ = b_input(p_, seed, seed);
-    fill_b(p_, b_, s);
-    p_.out.poison(s);
-    if (p_.workspace.size() > 0) lab::poison(p_.workspace.data(), p_.workspace.bytes(), s);
-  }
-
-  void verify(cudaStream_t s, const std::string& case_name) override {
-    const std::vector<float> got = p_.out.download(s);
-    std::uniform_int_distribution<int> any_slice(0, p_.batches - 1);
-    std::vector<std::size_t> slices(kSlices);
-    std::vector<float> picked(kSlices), expected(kSlices);
-    for (int k = 0; k < kSlices; ++k) {
-      const int b = any_slice(pick);
-      const std::uint64_t first = static_cast<std::uint64_t>(b) * p_.n;
-      // B's slice: its unscaled values times the slice's scale, taken once (as b_(i) would).
-      const Generated unscaled{b_.fill_seed, 0, p_.n, false};
-      const float scale = slice_scale(b_.scale_seed, b);
-      double sum = 0;
-      for (long long i = 0; i < p_.n; ++i) {
-        const double d =
-            static_cast<double>(a_(first + i)) - static_cast<double>(unscaled(first + i) * scale);
-        sum += d * d;
-      }
-      slices[k] = b;
-      picked[k] = got[b];
-      expected[k] = static_cast<float>(std::sqrt(sum / static_cast<double>(p_.n)));
-    }
-    lab::check_output(l_, "exercise", case_name, p_.out, picked, expected, rmse_tolerance(p_.n), s,
-                      slices);  // mismatches name out's index
-  }
-
-  lab::Lesson& l_;
-  Problem& p_;
-  Generated a_, b_;  // A and B of the last timed call
-};
 
 }  // namespace
 
@@ -570,7 +501,6 @@ int main(int argc, char** argv) {
   lesson.option("--batches", &batches, "slices at the timing size", 32, 8);
 
   return lesson.run(argc, argv, [&](lab::Lesson& l) {
-    cudaStream_t stream = l.stream();
     if (rows > (1 << 30) || cols > (1 << 30) || batches > (1 << 24) ||
         rows * cols * batches > (1LL << 34))
       throw std::invalid_argument("--rows/--cols/--batches too large");
@@ -578,26 +508,17 @@ int main(int argc, char** argv) {
     const unsigned needs = variants.needs();  // what the selected variants need, nothing more
     // graph_loop is preallocated's enqueue, captured once per problem (outside every timed call).
     auto capture_graph = [&](Problem& p) {
-      if (needs & kGraph) p.graph.capture([&p](cudaStream_t s) { preallocated(p, s); }, stream);
+      if (needs & kGraph) p.graph.capture([&p](cudaStream_t s) { preallocated(p, s); }, l.stream());
     };
-    auto validate_all = [&](Problem& p, const Reference& ref, const std::string& case_name) {
-      for (const Rmse* v : variants.selected_exercise_last()) validate(l, *v, p, ref, case_name);
-    };
+    lab::Protocol<Problem, Rmse> protocol(l, variants, checks());
 
     // 1. Validation on shapes that are not powers of two (slices that are not a multiple of 4
     //    floats, so not all 16-byte aligned; a single element), fresh inputs for every case.
     struct Case { int rows, cols, batches; };
     const Case cases[] = {{1000, 777, 13}, {33, 31, 5}, {3, 5, 7}, {1, 1, 1}};
-    if (!l.profiling()) {
-      std::uint64_t seed = l.seed() * 8 + 1;
-      for (const Case& k : cases) {
-        Problem p(k.rows, k.cols, k.batches, needs);
-        fill_inputs(p, seed, stream);
-        capture_graph(p);
-        const Reference ref = reference(p, stream);
-        validate_all(p, ref, lab::dims({k.rows, k.cols, k.batches}));
-        seed += 4;
-      }
+    for (const Case& k : cases) {
+      Problem p(k.rows, k.cols, k.batches, needs);
+      protocol.validate(p, lab::dims({k.rows, k.cols, k.batches}), capture_graph);
     }
 
     // 2. Timing. Default 32 slices of 1024 x 1024: A and B are 128 MiB each, 256 MiB read by a
@@ -611,22 +532,12 @@ int main(int argc, char** argv) {
     l.size("A, B: " + std::to_string(NB) + " slices of " + std::to_string(R) + " x " +
            std::to_string(C) + " float32 (" + lab::fixed(input_bytes / (1 << 20), 0) +
            " MiB each, " + lab::fixed(2 * input_bytes / (1 << 20), 0) + " MiB read by one pass)");
-    fill_inputs(p, l.seed() * 8 + 100, stream);
-    capture_graph(p);
-    // The guard zone after out, armed once: the exercise's verified timed calls check it (the
-    // given variants, timed first, write nothing there).
-    p.out.arm(stream);
-    TimedCalls timed(l, p);
-    variants.measure_all(p, timed.checks());
-    if (!l.profiling()) timed.check_inputs(stream);
+    protocol.measure(p, capture_graph);
 
-    // 3. Validation again, after timing, in the same buffers with new contents: a variant that
-    //    remembers its last answer, or only works the first time, fails here.
-    if (!l.profiling()) {
-      fill_inputs(p, l.seed() * 8 + 200, stream);
-      const Reference ref = reference(p, stream);
-      validate_all(p, ref, lab::dims({R, C, NB}) + " after timing");
-    }
+    // 3. Validation again, after timing, in the same buffers with new contents (the graph
+    //    captured on them still holds): a variant that remembers its last answer, or only works
+    //    the first time, fails here.
+    protocol.validate(p, lab::dims({R, C, NB}) + " after timing");
 
     // 4. Notes: bytes and launches per call, and what the graph and the fusion bought.
     const double minimal = variants["exercise"].work(p).bytes;
