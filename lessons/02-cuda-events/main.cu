@@ -84,8 +84,9 @@ class VectorAdd {
   float* device_b() const { return b_.data(); }
   float* device_c() const { return c_.data(); }
 
-  // The three phases, exactly as the library and your time_phases get them.
-  l02::Pipeline pipeline() const {
+  // The three phases, exactly as the library and your time_phases get them; the kernel phase
+  // begins with a wait of delay_ms on the GPU when it is not 0 (your calls: draw_delay_ms).
+  l02::Pipeline pipeline(double delay_ms = 0) const {
     const std::size_t n = n_, bytes = n_ * sizeof(float);
     float *a = a_.data(), *b = b_.data(), *c = c_.data(), *hc = hc_.data();
     const float *ha = ha_.data(), *hb = hb_.data();
@@ -96,6 +97,7 @@ class VectorAdd {
       LAB_CHECK(cudaMemcpyAsync(b, hb, bytes, cudaMemcpyHostToDevice, s));
     };
     p.kernel = [=](cudaStream_t s) {
+      if (delay_ms > 0) lab::spin(delay_ms * 1e3, s);
       vector_add<<<blocks, kBlock, 0, s>>>(a, b, c, n);
       LAB_CHECK_LAUNCH();
     };
@@ -153,12 +155,28 @@ lab::Comparison run_pipeline(const VectorAdd& d, cudaStream_t s) {
 
 double median_of(std::vector<double> v) { return lab::summarize(std::move(v)).median; }
 
-// How far off a round's times of one phase are: |median of the per-call errors|, with the
-// median's 95% order-statistic interval (lab::summarize): for 9 calls the 2nd and 8th smallest
-// errors (96%), so one call that the link slowed by chance does not make the reading ambiguous.
+// How far off a round's times of one phase are: the median over the calls of each call's
+// |error|, with the median's 95% order-statistic interval (lab::summarize): for 9 calls the 2nd
+// and 8th smallest (96%), so one call that the link slowed by chance does not make the reading
+// ambiguous. Each call's own error counts, not the median of the signed errors: a constant near
+// the typical time would pass that, though each call's kernel phase has a length of its own.
 lab::Reading median_error(const std::vector<double>& e) {
-  const lab::Stats s = lab::summarize(e);
+  std::vector<double> size;
+  for (const double x : e) size.push_back(std::fabs(x));
+  const lab::Stats s = lab::summarize(size);
   return lab::absolute_error(s.median, s.median_low, s.median_high);
+}
+
+// The kernel phase of each call of yours begins with a wait on the GPU (lab::spin) of a length
+// drawn from entropy just before the call, log-uniform from 0.2 to 20 ms: only a measurement can
+// know a phase's time, so no number your code holds beforehand passes for one (a constant is
+// within 25% of one call's kernel phase about one time in seven, of five calls in nine about one
+// time in two hundred, in each of the three rounds).
+constexpr double kMaxDelayMs = 20;
+double draw_delay_ms() {
+  std::random_device entropy;
+  const double u = std::uniform_real_distribution<double>(0.0, 1.0)(entropy);
+  return 0.2 * std::pow(kMaxDelayMs / 0.2, u);
 }
 
 const char* const kPhaseNames[3] = {"copy_in", "kernel", "copy_out"};
@@ -258,8 +276,9 @@ class Student {
     d.poison(s);
     if (busy_ms > 0) lab::spin(busy_ms * 1e3, other_);
     Call c;
+    const double delay_ms = draw_delay_ms();
     try {
-      l02::Pipeline pipeline = d.pipeline();
+      l02::Pipeline pipeline = d.pipeline(delay_ms);
       asked_ = false;
       if (queued_ms > 0) {
         // Your stream is busy when your first timer starts. copy_in first asks whether that work
@@ -305,7 +324,7 @@ class Student {
              "c is wrong after time_phases (did it run copy_in, kernel and copy_out once each, "
              "in this order, on the stream it was given?): " +
                  cmp.summary());
-    if (with_reference) c.reference = reference_phases(d.pipeline(), s);
+    if (with_reference) c.reference = reference_phases(d.pipeline(delay_ms), s);
     LAB_CHECK(cudaDeviceSynchronize());  // the other stream's kernel, before the next call
     return c;
   }
@@ -615,7 +634,8 @@ int main(int argc, char** argv) {
     p.kernel(stream);
     p.copy_out(stream);
     estimate.stop();
-    const double busy_ms = std::max(l.quick() ? 20.0 : 100.0, 4.0 * estimate.elapsed_ms() + 20.0);
+    const double busy_ms =
+        std::max(l.quick() ? 20.0 : 100.0, 4.0 * (estimate.elapsed_ms() + kMaxDelayMs) + 20.0);
 
     // 3. Yours.
     Student student(l, other);
@@ -669,8 +689,10 @@ int main(int argc, char** argv) {
         lab::metric(l, metrics[r], worst);
       }
       l.note(lab::text("Your time_phases, median of %lld calls per round / the harness's events "
-                       "around the same phases right after each call (median error per call):",
-                       calls));
+                       "around the same phases right after each call (median of the per-call "
+                       "errors; each call's kernel phase began with a wait of its own, 0.2-%.0f "
+                       "ms):",
+                       calls, kMaxDelayMs));
       l.note(line[0]);
       l.note(line[1] + lab::text("(another stream ran a %.0f ms kernel)", busy_ms));
       l.note(line[2] +
