@@ -73,10 +73,14 @@ __global__ void strided_update(float* __restrict__ a, unsigned n, unsigned log2_
   a[j] = a[j] * 0.5f + 1.0f;
 }
 
-// The sweep's problem: 2^log2_n floats at a (and 32 more after them, for the offset variant).
+// The sweep's problem: 2^log2_n floats updated in place, and 32 more after them (the offset
+// variant's shift; whatever a variant does not update must come back as it was), then a guard
+// zone. The array is input and output at once: fill keeps its seed, reset writes it again.
 struct Sweep {
-  float* a;
   unsigned log2_n;
+  lab::GuardedBuffer<float> a;
+  std::uint64_t seed = 0;
+  explicit Sweep(unsigned log2) : log2_n(log2), a((std::size_t{1} << log2) + 32, "a") {}
 };
 
 // A sweep variant: neighbouring threads 2^log2_stride floats apart, the array shifted by offset.
@@ -91,64 +95,54 @@ void launch_strided(float* a, unsigned log2_n, unsigned log2_stride, cudaStream_
   LAB_CHECK_LAUNCH();
 }
 
+// The sweep kernel itself must update every element exactly once: each one is compared, bit for
+// bit, with its start value (regenerated from the seed) updated once, or left alone.
+lab::Checks<Sweep> sweep_checks(const lab::Variants<Sweep, Stride>& sweeps) {
+  lab::Checks<Sweep> c;
+  c.fill = [](Sweep& w, std::uint64_t seed, cudaStream_t) { w.seed = seed; };
+  c.reset = [](Sweep& w, cudaStream_t s) {
+    lab::fill_random(w.a.data(), w.a.size(), w.seed, s);
+    w.a.arm(s);
+  };
+  c.check = [&sweeps](lab::Look& look, Sweep& w) {
+    const std::size_t first = sweeps[look.variant()].offset, n = std::size_t{1} << w.log2_n;
+    const std::vector<std::size_t> at = look.indices(w.a.size(), 0);  // no exercise: all
+    std::vector<float> want;
+    for (const std::size_t i : at) {
+      const float v = lab::random_input(w.seed, i);
+      want.push_back(i >= first && i < first + n ? v * 0.5f + 1.0f : v);
+    }
+    look.compare(w.a, at, want, lab::Tolerance{0.0, 0.0});
+  };
+  return c;
+}
+
 // ---------------------------------------------------------------------------------------------
 // A gemv problem on the device.
 
 // y is a lab::GuardedBuffer: its guard zone is checked after every validated or verified call.
 struct Gemv {
-  int rows = 0, cols = 0;
-  float alpha = 1.0f, beta = 0.0f;
+  int rows, cols;
+  float alpha, beta;
   lab::DeviceBuffer<float> A, At, x;  // At: the column-major copy, only when col_major runs
   lab::GuardedBuffer<float> y;
+  std::uint64_t y_seed = 0;  // the starting y's, when beta != 0: fill picks it, reset writes y
+  Gemv(int r, int c, float a, float b, bool with_col_major)
+      : rows(r), cols(c), alpha(a), beta(b), A(static_cast<std::size_t>(r) * c),
+        At(with_col_major ? A.size() : 0), x(c), y(r, "y") {}
 };
 
 // What a variant needs besides A, x and y (lab::Variant::needs).
 constexpr unsigned kColumnMajor = 1;  // At
 
-Gemv make_gemv(int rows, int cols, float alpha, float beta, bool with_col_major) {
-  Gemv g;
-  g.rows = rows;
-  g.cols = cols;
-  g.alpha = alpha;
-  g.beta = beta;
-  g.A = lab::DeviceBuffer<float>(static_cast<std::size_t>(rows) * cols);
-  if (with_col_major) g.At = lab::DeviceBuffer<float>(g.A.size());
-  g.x = lab::DeviceBuffer<float>(cols);
-  g.y = lab::GuardedBuffer<float>(rows, "y");
-  return g;
-}
-
-// Fresh inputs: A and x random from `seed`, and the column-major copy of A when there is one.
-void fill_inputs(Gemv& g, std::uint64_t seed, cudaStream_t s) {
-  lab::fill_random(g.A.data(), g.A.size(), seed, s);
-  lab::fill_random(g.x.data(), g.x.size(), seed + 1, s);
-  if (g.At.size() > 0) {
-    const dim3 block(32, 8);
-    const dim3 grid((g.cols + 31) / 32, (g.rows + 7) / 8);
-    transpose<<<grid, block, 0, s>>>(g.A.data(), g.At.data(), g.rows, g.cols);
-    LAB_CHECK_LAUNCH();
-  }
-}
-
-// The starting y: random values when beta != 0; when beta == 0, NaN (y must not be read, and an
-// element that is never written stays NaN and fails).
-std::vector<float> initial_y(const Gemv& g, std::uint64_t seed) {
-  std::vector<float> y(g.rows);
-  if (g.beta != 0.0f) {
-    lab::fill_random_host(y.data(), g.rows, seed + 2);
-  } else {
-    for (int r = 0; r < g.rows; ++r) y[r] = std::nanf("");
-  }
-  return y;
-}
-
-struct Reference {
-  std::vector<float> y;     // alpha * A x + beta * y, computed in double, rounded once
-  lab::Tolerance tolerance;
+// The inputs one seed makes (lab::fill_random's values): A from the seed itself, x and the
+// starting y from seeds of their own.
+struct GemvSeeds {
+  std::uint64_t A, x, y;
+  explicit GemvSeeds(std::uint64_t seed)
+      : A(seed), x(lab::derive_seed(seed, 1)), y(lab::derive_seed(seed, 2)) {}
 };
 
-// The reference on the host, in double, from the device's own inputs (copied back).
-//
 // Tolerance: the float result of a sum of n products differs from the exact one by the rounding
 // of every addition, in whatever order it adds them (a loop, float4 pieces, a shuffle tree):
 // lab::sum_tolerance with n = cols + 2 terms and sum|terms| = |alpha| sum|a_rc x_c| + |beta y_r|,
@@ -158,121 +152,65 @@ lab::Tolerance gemv_tolerance(int cols, double largest) {
   return lab::sum_tolerance(static_cast<double>(cols) + 2.0, largest);
 }
 
-Reference reference(const Gemv& g, const std::vector<float>& y0, cudaStream_t s) {
-  std::vector<float> A(g.A.size()), x(g.x.size());
-  LAB_CHECK(cudaMemcpyAsync(A.data(), g.A.data(), g.A.bytes(), cudaMemcpyDeviceToHost, s));
-  LAB_CHECK(cudaMemcpyAsync(x.data(), g.x.data(), g.x.bytes(), cudaMemcpyDeviceToHost, s));
-  LAB_CHECK(cudaStreamSynchronize(s));
-  Reference ref;
-  ref.y.resize(g.rows);
-  double largest = 0;
-  for (int r = 0; r < g.rows; ++r) {
-    const float* a = A.data() + static_cast<std::size_t>(r) * g.cols;
-    double sum = 0, magnitude = 0;
-    for (int c = 0; c < g.cols; ++c) {
-      const double term = static_cast<double>(a[c]) * x[c];
-      sum += term;
-      magnitude += std::fabs(term);
-    }
-    const double old = g.beta == 0.0f ? 0.0 : static_cast<double>(g.beta) * y0[r];
-    ref.y[r] = static_cast<float>(g.alpha * sum + old);
-    largest = std::max(largest, std::fabs(g.alpha) * magnitude + std::fabs(old));
-  }
-  ref.tolerance = gemv_tolerance(g.cols, largest);
-  return ref;
-}
-
-// Before a run: y as the variant must find it (initial_y), and its guard zone armed.
-void set_y(const Gemv& g, const std::vector<float>& y0, cudaStream_t s) {
-  LAB_CHECK(cudaMemcpyAsync(g.y.data(), y0.data(), g.y.bytes(), cudaMemcpyHostToDevice, s));
-  g.y.arm(s);
-}
-
-// Runs one variant once on freshly uploaded y and records whether it got the reference.
-void validate(lab::Lesson& l, const lab::Variant<Gemv>& v, Gemv& g, const std::vector<float>& y0,
-              const Reference& ref, const std::string& case_name) {
-  cudaStream_t s = l.stream();
-  set_y(g, y0, s);
-  v.launch(g, s);
-  LAB_CHECK(cudaGetLastError());
-  lab::check_output(l, v.name, case_name, g.y, g.y.download(s), ref.y, ref.tolerance, s);
-}
-
-// ---------------------------------------------------------------------------------------------
-// The exercise's timed calls. A gemv that recognised them (same pointers, same sizes, same A as
-// the call before) could skip the work there and still pass every validated call; so every timed
-// call gets new inputs and a poisoned output, and a random sample of them is checked like a
-// validated call (lab::TimedCallChecks).
-
-// How the exercise's timed calls are prepared and checked.
-//  * prepare, before every timed call: a fresh A, x and starting y (NaN when beta == 0), all made
-//    from the call's seed, which the harness draws where the exercise cannot see it. A new x
-//    alone would change every answer, but an unchanged A could be kept from one call to the
-//    next in a smaller form (FP16 stays inside the tolerance) and read at half the bytes the
-//    rate credits. Writing A's 1 GiB costs about 0.4 ms per call, outside the timed window.
-//  * verify, after the calls the harness picks once they are done: 128 rows picked at random
-//    only now, against a double-precision reference made from A, x and y regenerated from their
+// How inputs are made, y reset and results checked (lab/protocol.cuh). A gemv that recognised
+// its timed calls (same pointers, same sizes, same A as the call before) could skip the work
+// there and still pass every validated call; so every call gets new inputs and a reset y, and
+// is checked once it has finished.
+//  * fill: a fresh A and x (and the column-major copy of A when there is one). A new x alone
+//    would change every answer, but an unchanged A could be kept from one call to the next in a
+//    smaller form (FP16 stays inside the tolerance) and read at half the bytes the rate credits.
+//    Writing A's 1 GiB costs about 0.4 ms per call, outside the timed window.
+//  * reset: the starting y, random when beta != 0; when beta == 0, NaN (y must not be read, and
+//    an element that is never written stays NaN and fails). Its guard zone armed.
+//  * check: every row after a validated call, 128 rows picked only once a timed call has
+//    finished, against a double-precision reference made from A, x and y regenerated from their
 //    seeds (never read back: the exercise could have written into them), and the whole guard
-//    zone. About 5 ms of host time at 16384 columns: 2 M values of A, 2 M multiply-adds.
-//  * check_inputs, after timing: the last call's A and x are still what the harness wrote.
-class TimedCalls : public lab::TimedCalls {
- public:
-  TimedCalls(lab::Lesson& l, Gemv& g) : l_(l), g_(g) {}
-
-  void check_inputs(cudaStream_t s) {
-    if (prepared())  // (else the exercise was not timed)
-      lab::check_inputs_unchanged(l_, "exercise",
-                                  {lab::changed_input("A", g_.A.data(), g_.A.size(), a_seed_, s),
-                                   lab::changed_input("x", g_.x.data(), g_.x.size(), seed_, s)});
-  }
-
- private:
-  static constexpr int kRows = 128;
-
-  void prepare(cudaStream_t s, std::uint64_t seed) override {
-    seed_ = seed;
-    a_seed_ = seed + 2;
-    lab::fill_random(g_.A.data(), g_.A.size(), a_seed_, s);
-    lab::fill_random(g_.x.data(), g_.x.size(), seed, s);
-    if (g_.beta != 0.0f)
-      lab::fill_random(g_.y.data(), g_.rows, seed + 1, s);
-    else
-      g_.y.poison(s);
-  }
-
-  void verify(cudaStream_t s, const std::string& case_name) override {
-    const std::vector<float> got = g_.y.download(s);
-    std::vector<float> x(g_.cols);
-    for (int c = 0; c < g_.cols; ++c) x[c] = lab::random_input(seed_, c);
-    std::uniform_int_distribution<int> any_row(0, g_.rows - 1);
-    std::vector<std::size_t> rows(kRows);
-    std::vector<float> picked(kRows), expected(kRows);
-    double largest = 0;
-    for (int k = 0; k < kRows; ++k) {
-      const int r = any_row(pick);
-      const std::uint64_t first = static_cast<std::uint64_t>(r) * g_.cols;
-      double sum = 0, magnitude = 0;
-      for (int c = 0; c < g_.cols; ++c) {
-        const double term = static_cast<double>(lab::random_input(a_seed_, first + c)) * x[c];
-        sum += term;
-        magnitude += std::fabs(term);
-      }
-      const double old =
-          g_.beta == 0.0f ? 0.0 : static_cast<double>(g_.beta) * lab::random_input(seed_ + 1, r);
-      rows[k] = r;
-      picked[k] = got[r];
-      expected[k] = static_cast<float>(g_.alpha * sum + old);
-      largest = std::max(largest, std::fabs(g_.alpha) * magnitude + std::fabs(old));
+//    zone. About 5 ms of host time for 128 rows at 16384 columns: 2 M values of A regenerated.
+lab::Checks<Gemv> gemv_checks() {
+  lab::Checks<Gemv> c;
+  c.fill = [](Gemv& g, std::uint64_t seed, cudaStream_t s) {
+    const GemvSeeds in(seed);
+    lab::fill_random(g.A.data(), g.A.size(), in.A, s);
+    lab::fill_random(g.x.data(), g.x.size(), in.x, s);
+    g.y_seed = in.y;
+    if (g.At.size() > 0) {
+      const dim3 block(32, 8);
+      const dim3 grid((g.cols + 31) / 32, (g.rows + 7) / 8);
+      transpose<<<grid, block, 0, s>>>(g.A.data(), g.At.data(), g.rows, g.cols);
+      LAB_CHECK_LAUNCH();
     }
-    lab::check_output(l_, "exercise", case_name, g_.y, picked, expected,
-                      gemv_tolerance(g_.cols, largest), s, rows);  // mismatches name y's index
-  }
-
-  lab::Lesson& l_;
-  Gemv& g_;
-  std::uint64_t seed_ = 0;    // the last timed call's: x from it, the starting y from seed_ + 1,
-  std::uint64_t a_seed_ = 0;  // and A from seed_ + 2
-};
+  };
+  c.reset = [](Gemv& g, cudaStream_t s) {
+    if (g.beta != 0.0f)
+      lab::fill_random(g.y.data(), g.y.size(), g.y_seed, s);
+    else
+      g.y.poison(s);
+    g.y.arm(s);
+  };
+  c.check = [](lab::Look& look, Gemv& g) {
+    const GemvSeeds in(look.seed());
+    std::vector<float> x(g.cols), a(g.cols);
+    lab::fill_random_host(x.data(), x.size(), in.x);
+    std::vector<float> want;
+    double largest = 0;
+    const std::vector<std::size_t> rows = look.indices(g.rows, 128);
+    for (const std::size_t r : rows) {
+      for (int k = 0; k < g.cols; ++k) a[k] = lab::random_input(in.A, r * g.cols + k);
+      const lab::Dot ax = lab::dot_product(a.data(), x.data(), a.size());
+      const double old =
+          g.beta == 0.0f ? 0.0 : static_cast<double>(g.beta) * lab::random_input(in.y, r);
+      want.push_back(static_cast<float>(g.alpha * ax.value + old));
+      largest = std::max(largest, std::fabs(g.alpha) * ax.magnitude + std::fabs(old));
+    }
+    look.compare(g.y, rows, want, gemv_tolerance(g.cols, largest));  // mismatches name y's index
+  };
+  c.inputs_changed = [](const Gemv& g, std::uint64_t seed, cudaStream_t s) {
+    const GemvSeeds in(seed);
+    return std::vector<std::string>{lab::changed_input("A", g.A.data(), g.A.size(), in.A, s),
+                                    lab::changed_input("x", g.x.data(), g.x.size(), in.x, s)};
+  };
+  return c;
+}
 
 }  // namespace
 
@@ -325,7 +263,7 @@ int main(int argc, char** argv) {
     sweeps.add(
         {{name, lab::Role::Baseline, description,
           [offset, log2_stride](Sweep& w, cudaStream_t s) {
-            launch_strided(w.a + offset, w.log2_n, log2_stride, s);
+            launch_strided(w.a.data() + offset, w.log2_n, log2_stride, s);
           },
           [](const Sweep& w) {
             return lab::Work{2.0 * 4.0 * static_cast<double>(std::size_t{1} << w.log2_n), 0.0};
@@ -346,92 +284,56 @@ int main(int argc, char** argv) {
   lesson.option("--cols", &cols, "columns of A at the timing size", 16384, 2048);
 
   return lesson.run(argc, argv, [&](lab::Lesson& l) {
-    cudaStream_t stream = l.stream();
     if (rows > (1 << 30) || cols > (1 << 30)) throw std::invalid_argument("--rows/--cols too large");
     if (l.selected("cublas")) cublas = std::make_unique<lab::CublasHandle>();
     const bool col_major = gemvs.needs() & kColumnMajor;
+    lab::Protocol<Gemv> protocol(l, gemvs, gemv_checks());
 
     // 1. Validation at sizes that are not multiples of 32 (nor of 4, for float4 code), with fresh
     //    inputs for every case, beta == 0 (y write-only, NaN on entry) among them.
     struct Case { int rows, cols; float alpha, beta; };
     const Case cases[] = {{1000, 777, 1.25f, -0.5f}, {33, 4097, 0.75f, 0.0f},
                           {4097, 33, -1.5f, 0.25f}, {1, 1, 2.0f, 0.0f}};
-    if (!l.profiling()) {
-      std::uint64_t seed = l.seed() * 8 + 1;
+    if (gemvs.any_selected())
       for (const Case& k : cases) {
-        Gemv g = make_gemv(k.rows, k.cols, k.alpha, k.beta, col_major);
-        fill_inputs(g, seed, stream);
-        const std::vector<float> y0 = initial_y(g, seed);
-        const Reference ref = reference(g, y0, stream);
-        const std::string name = lab::dims({k.rows, k.cols}) + (k.beta == 0.0f ? " beta=0" : "");
-        for (const auto* v : gemvs.selected()) validate(l, *v, g, y0, ref, name);
-        seed += 4;
+        Gemv g(k.rows, k.cols, k.alpha, k.beta, col_major);
+        protocol.validate(g, lab::dims({k.rows, k.cols}) + (k.beta == 0.0f ? " beta=0" : ""));
       }
-    }
 
     // 2. Timing at the big size. Cold mode flushes L2 before every launch, so x really comes from
-    //    DRAM once. The exercise's timed calls are checked too (TimedCalls above): each gets a new
-    //    A, x and y, some are compared with a reference, and afterwards A and x must be as the
-    //    harness wrote them.
+    //    DRAM once. The exercise's timed calls are checked too (gemv_checks): each gets a new A, x
+    //    and y and is compared with a reference, and afterwards A and x must be as the harness
+    //    wrote them.
     const int R = static_cast<int>(rows), C = static_cast<int>(cols);
     if (gemvs.any_selected()) {
-      // Hot and graph modes launch several calls per sample with no prepare() between them: with
+      // Hot and graph modes launch several calls per sample with no reset between them: with
       // beta != 0 each would update y once more. There the timing problem has beta == 0 (y
       // write-only), so that every call leaves the same y; cold mode (the default and the
       // checker's, one call per sample) times beta == 0.5.
       const float beta = l.result().mode == lab::Mode::Cold ? 0.5f : 0.0f;
-      Gemv g = make_gemv(R, C, 1.5f, beta, col_major);
+      Gemv g(R, C, 1.5f, beta, col_major);
       l.size("A " + lab::dims({R, C}) + " float32 row-major (" +
              lab::fixed(4.0 * R * C / (1 << 30), 2) + " GiB), x " + std::to_string(C) + ", y " +
              std::to_string(R));
-      fill_inputs(g, l.seed() * 8 + 100, stream);
-      set_y(g, initial_y(g, l.seed() * 8 + 100), stream);
-      TimedCalls timed(l, g);
-      gemvs.measure_all(g, timed.checks());
-      if (!l.profiling()) timed.check_inputs(stream);
+      protocol.measure(g);
 
       // 3. Validation again, after timing, on the same buffers with new contents: a variant
       //    that remembers its last answer, or only works the first time, fails here.
-      if (!l.profiling()) {
-        g.beta = 0.0f;  // y write-only: NaN on entry
-        fill_inputs(g, l.seed() * 8 + 200, stream);
-        const std::vector<float> y1 = initial_y(g, l.seed() * 8 + 200);
-        const Reference ref = reference(g, y1, stream);
-        for (const auto* v : gemvs.selected())
-          validate(l, *v, g, y1, ref, lab::dims({R, C}) + " after timing");
-      }
+      g.beta = 0.0f;  // y write-only: NaN on entry
+      protocol.validate(g, lab::dims({R, C}) + " after timing");
     }
 
-    // 4. The stride sweep: 2^26 floats (256 MiB) read and written in place, 2^22 with --quick.
+    // 4. The stride sweep: 2^26 floats (256 MiB) read and written in place, 2^22 with --quick,
+    //    after a check of the sweep kernel itself at 2^16.
     if (!sweeps.any_selected()) return;
-    const unsigned log2_n = l.quick() ? 22 : 26;
-    const std::size_t n = std::size_t{1} << log2_n;
-
-    // Correctness of the sweep kernel itself: every element updated exactly once.
-    if (!l.profiling()) {
-      const unsigned log2_small = 16;
-      const std::size_t small = std::size_t{1} << log2_small;
-      lab::DeviceBuffer<float> buf(small + 32);
-      std::vector<float> in(small + 32), out(small + 32);
-      lab::fill_random_host(in.data(), in.size(), l.seed() + 7);
-      for (const Stride* v : sweeps.selected()) {
-        LAB_CHECK(cudaMemcpyAsync(buf.data(), in.data(), buf.bytes(), cudaMemcpyHostToDevice, stream));
-        Sweep w{buf.data(), log2_small};
-        v->launch(w, stream);
-        buf.download(stream, out);
-        std::vector<float> expected(in);
-        for (std::size_t i = 0; i < small; ++i)
-          expected[v->offset + i] = in[v->offset + i] * 0.5f + 1.0f;
-        l.check(v->name, "2^16 floats", lab::allclose(out, expected, lab::Tolerance{0, 0}));
-      }
-    }
-
-    lab::DeviceBuffer<float> sweep(n + 32);
-    lab::fill_random(sweep.data(), sweep.size(), l.seed() + 300, stream);
+    lab::Protocol<Sweep, Stride> sweep_protocol(l, sweeps, sweep_checks(sweeps));
+    Sweep small(16);
+    sweep_protocol.validate(small, "2^16 floats");
+    Sweep sweep(l.quick() ? 22 : 26);
+    const std::size_t n = std::size_t{1} << sweep.log2_n;
     l.size("stride sweep: " + std::to_string(n) + " floats (" + std::to_string(4 * n >> 20) +
            " MiB), each read and written once");
-    Sweep w{sweep.data(), log2_n};
-    sweeps.measure_all(w);
+    sweep_protocol.measure(sweep);
 
     // Each stride as a fraction of stride 1 (time of stride 1 / time of stride s).
     if (const lab::Measurement* unit = sweeps.measurement("stride_1")) {
