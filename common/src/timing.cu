@@ -17,6 +17,7 @@
 #include "lab/graph.hpp"
 #include "lab/timing.hpp"
 #include "lab/trace_tag.hpp"
+#include "side_streams.hpp"
 
 namespace lab {
 namespace {
@@ -145,9 +146,9 @@ void flush_l2(cudaStream_t stream) {
 
 std::optional<std::chrono::steady_clock::time_point> g_deadline;  // set_time_budget
 
-// The streams an exercise may put work on besides the timed one, and the sample now open. An
-// exercise makes streams only as lab::SideStream (the checker's seal refuses cudaStreamCreate),
-// and may name this thread's per-thread default stream (cudaStreamPerThread, a constant no seal
+// The streams an exercise may put work on besides the timed one, and the sample now open: every
+// stream the program made through the runtime API but the harness's own (the interposers below),
+// lab::SideStream's among them. An exercise may also name this thread's per-thread default stream (cudaStreamPerThread, a constant no seal
 // can see). The legacy default stream needs nothing: the timed stream is blocking, so stream 0
 // waits for it and it for stream 0.
 struct SideStreams {
@@ -157,9 +158,10 @@ struct SideStreams {
   cudaEvent_t done = nullptr;      // recorded on a side stream for the timed stream to wait on
 };
 
+// Never destroyed: a stream may be destroyed by code that runs at exit, after any static.
 SideStreams& side_streams() {
-  static SideStreams s;
-  return s;
+  static SideStreams* s = new SideStreams;
+  return *s;
 }
 
 // Nothing enqueued on `side` from now on starts before the open sample's start event.
@@ -216,19 +218,26 @@ std::string percent(double x) {
 
 }  // namespace
 
-SideStream::SideStream() {
-  LAB_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  side_streams().live.push_back(stream_);
-  if (side_streams().timed) hold_until_start(stream_);  // made inside a timed call
+// lab::SideStream is RAII around the runtime's calls: the interposers (streams.cpp) track its
+// stream.
+SideStream::SideStream() { LAB_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
+
+// No LAB_CHECK: a destructor must not throw.
+SideStream::~SideStream() { cudaStreamDestroy(stream_); }
+
+void track_stream(cudaStream_t stream) {
+  side_streams().live.push_back(stream);
+  if (side_streams().timed) hold_until_start(stream);  // made inside a timed call
 }
 
-// No LAB_CHECK: a destructor must not throw. Destroyed inside a timed call, its work is still
-// queued (cudaStreamDestroy does not wait): the stop event must wait for it first.
-SideStream::~SideStream() {
-  SideStreams& s = side_streams();
-  if (s.timed) stop_waits_for(stream_);
-  s.live.erase(std::find(s.live.begin(), s.live.end(), stream_));
-  cudaStreamDestroy(stream_);
+// Destroyed inside a timed call, a side stream's work is still queued (cudaStreamDestroy does
+// not wait): the stop event must wait for it first.
+void untrack_stream(cudaStream_t stream) {
+  std::vector<cudaStream_t>& live = side_streams().live;
+  const auto it = std::find(live.begin(), live.end(), stream);
+  if (it == live.end()) return;
+  if (side_streams().timed) stop_waits_for(stream);
+  live.erase(it);
 }
 
 void set_time_budget(double seconds) {

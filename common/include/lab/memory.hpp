@@ -134,12 +134,18 @@ class HostRegistration {
   void* ptr_;
 };
 
+/// @brief A stream of the harness's own, blocking, and not ordered with lab::benchmark's samples
+/// as every other stream the program makes is (lab::SideStream): the lesson's timed stream, or a
+/// stream a harness keeps busy on purpose. Exercise code may not make one (the checker refuses it).
+/// @return the new stream
+cudaStream_t make_harness_stream();
+
 /// @brief A CUDA stream. Created blocking (cudaStreamCreate), so work a student puts on the legacy
 /// default stream still lands between events recorded on it.
 class Stream {
  public:
   /// @brief Creates the stream.
-  Stream() { LAB_CHECK(cudaStreamCreate(&stream_)); }
+  Stream() : stream_(make_harness_stream()) {}
   /// @brief Destroys the stream (work already queued still completes).
   ~Stream() {
     if (stream_) cudaStreamDestroy(stream_);
@@ -158,8 +164,8 @@ class Stream {
 };
 
 /// @brief A stream for work beside the timed one: non-blocking, so nothing orders it implicitly.
-/// The one way an exercise makes a stream (the checker refuses cudaStreamCreate in an exercise),
-/// because lab::benchmark orders every live SideStream with each sample: it waits for the
+/// Any stream an exercise makes (cudaStreamCreate and the like, or this class) is ordered the same
+/// way, because lab::benchmark orders every such live stream with each sample: it waits for the
 /// sample's start event before the timed call, and the stop event waits for it after the call.
 /// Work put on a SideStream is therefore timed however the code orders it: it can neither start
 /// while the lead-in holds the timed stream nor end after the stop event. (A harness hands the
