@@ -1,38 +1,47 @@
-// lab::sample_product: the spot check of a matrix product's timed call (lab/timed_calls.hpp).
+// lab::crossings and lab::product_at: the elements of a matrix product a check looks at, and
+// their exact values (lab/timed_calls.hpp).
 #include "lab/timed_calls.hpp"
 
-#include "lab/check.hpp"
+#include <algorithm>
 
 namespace lab {
 
-ProductSample sample_product(const float* C, int M, int N, int K,
-                             const std::function<float(std::uint64_t)>& a_at,
-                             const std::function<float(std::uint64_t)>& b_at, int picks,
-                             std::mt19937_64& pick, cudaStream_t stream) {
-  std::uniform_int_distribution<int> any_row(0, M - 1), any_col(0, N - 1);
-  std::vector<int> rows(picks), cols(picks);
-  for (int& r : rows) r = any_row(pick);
-  for (int& c : cols) c = any_col(pick);
+std::vector<std::size_t> crossings(const std::vector<std::size_t>& rows,
+                                   const std::vector<std::size_t>& cols, std::size_t N) {
+  std::vector<std::size_t> at;
+  at.reserve(rows.size() * cols.size());
+  for (const std::size_t i : rows)
+    for (const std::size_t j : cols) at.push_back(i * N + j);
+  return at;
+}
+
+std::vector<Dot> product_at(const std::vector<std::size_t>& at, int N, int K,
+                            const std::function<float(std::uint64_t)>& a_at,
+                            const std::function<float(std::uint64_t)>& b_at) {
   const std::size_t n = N, k_len = K;
-  std::vector<float> got_rows(picks * n);
-  for (int p = 0; p < picks; ++p)
-    LAB_CHECK(cudaMemcpyAsync(got_rows.data() + p * n, C + rows[p] * n, n * sizeof(float),
-                              cudaMemcpyDeviceToHost, stream));
-  LAB_CHECK(cudaStreamSynchronize(stream));
+  std::vector<std::size_t> rows, cols;  // the distinct ones, sorted
+  for (const std::size_t e : at) {
+    rows.push_back(e / n);
+    cols.push_back(e % n);
+  }
+  for (std::vector<std::size_t>* v : {&rows, &cols}) {
+    std::sort(v->begin(), v->end());
+    v->erase(std::unique(v->begin(), v->end()), v->end());
+  }
   // Rows of A, and columns of B stored as rows, so that each element is one contiguous dot.
-  std::vector<float> a(picks * k_len), bt(picks * k_len);
-  for (int p = 0; p < picks; ++p)
-    for (std::size_t k = 0; k < k_len; ++k) {
-      a[p * k_len + k] = a_at(static_cast<std::uint64_t>(rows[p]) * K + k);
-      bt[p * k_len + k] = b_at(static_cast<std::uint64_t>(k) * N + cols[p]);
-    }
-  ProductSample out;
-  for (int p = 0; p < picks; ++p)
-    for (int q = 0; q < picks; ++q) {
-      out.index.push_back(rows[p] * n + cols[q]);
-      out.got.push_back(got_rows[p * n + cols[q]]);
-      out.exact.push_back(dot_product(a.data() + p * k_len, bt.data() + q * k_len, k_len));
-    }
+  std::vector<float> a(rows.size() * k_len), bt(cols.size() * k_len);
+  for (std::size_t p = 0; p < rows.size(); ++p)
+    for (std::size_t k = 0; k < k_len; ++k) a[p * k_len + k] = a_at(rows[p] * k_len + k);
+  for (std::size_t q = 0; q < cols.size(); ++q)
+    for (std::size_t k = 0; k < k_len; ++k) bt[q * k_len + k] = b_at(k * n + cols[q]);
+  auto slot = [](const std::vector<std::size_t>& v, std::size_t x) {
+    return static_cast<std::size_t>(std::lower_bound(v.begin(), v.end(), x) - v.begin());
+  };
+  std::vector<Dot> out;
+  out.reserve(at.size());
+  for (const std::size_t e : at)
+    out.push_back(dot_product(a.data() + slot(rows, e / n) * k_len,
+                              bt.data() + slot(cols, e % n) * k_len, k_len));
   return out;
 }
 

@@ -1,5 +1,6 @@
 // The pieces a lesson harness is built from, without a GPU: the variant list, the readings of
-// metrics, the tolerance of a float sum, number formatting, regenerated inputs.
+// metrics, the tolerance of a float sum, number formatting, regenerated inputs, the reference of
+// a matrix product.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -13,6 +14,7 @@
 #include "lab/harness.hpp"
 #include "lab/presets.hpp"
 #include "lab/ratio.hpp"
+#include "lab/timed_calls.hpp"
 #include "lab/validate.hpp"
 #include "lab/variant.hpp"
 
@@ -164,4 +166,43 @@ TEST_CASE("a short run is short") {
   CHECK(o.warmup_runs == 1);
   CHECK(lab::median_within(0.01).stop.target_precision == 0.01);
   CHECK(lab::median_within(0.01).stop.min_samples == lab::BenchmarkOptions{}.stop.min_samples);
+}
+
+TEST_CASE("a product's reference: the exact element at each index asked for, from regenerated inputs") {
+  // Odd sizes, and a list with repeats, out of order, sharing rows and columns: each element
+  // must come from its own row of A and column of B, wherever it sits in the list.
+  const int M = 7, N = 5, K = 13;
+  auto a_at = [](std::uint64_t i) { return lab::random_input(11, i); };
+  auto b_at = [](std::uint64_t i) { return lab::random_input(12, i); };
+  const std::vector<std::size_t> rows = {6, 0, 3, 0}, cols = {4, 1};
+  const std::vector<std::size_t> grid = lab::crossings(rows, cols, N);
+  CHECK(grid == std::vector<std::size_t>{34, 31, 4, 1, 19, 16, 4, 1});
+  std::vector<std::size_t> at = grid;
+  at.push_back(M * N - 1);
+  at.push_back(2 * N + 2);
+  const std::vector<lab::Dot> dots = lab::product_at(at, N, K, a_at, b_at);
+  REQUIRE(dots.size() == at.size());
+  for (std::size_t e = 0; e < at.size(); ++e) {
+    const std::size_t i = at[e] / N, j = at[e] % N;
+    double sum = 0, magnitude = 0;
+    for (std::size_t k = 0; k < K; ++k) {
+      const double t = static_cast<double>(a_at(i * K + k)) * b_at(k * N + j);
+      sum += t;
+      magnitude += std::fabs(t);
+    }
+    CHECK(dots[e].value == doctest::Approx(sum).epsilon(1e-12));
+    CHECK(dots[e].magnitude == doctest::Approx(magnitude).epsilon(1e-12));
+  }
+  CHECK(lab::product_at({}, N, K, a_at, b_at).empty());
+}
+
+TEST_CASE("a kept reference is made again only for other inputs or other elements") {
+  lab::KeptReference<int> kept;
+  int made = 0;
+  auto make = [&made] { return ++made; };
+  CHECK(kept.get(1, {0, 1}, make) == 1);
+  CHECK(kept.get(1, {0, 1}, make) == 1);  // the next variant of the same validation
+  CHECK(kept.get(2, {0, 1}, make) == 2);  // new inputs
+  CHECK(kept.get(2, {0, 2}, make) == 3);  // other elements
+  CHECK(made == 3);
 }

@@ -27,6 +27,9 @@
 #include <cuda_bf16.h>
 #include <mma.h>
 
+#include <array>
+#include <map>
+
 #include "exercise.cuh"
 #include "lab/cublas.hpp"
 #include "lab/lesson.cuh"
@@ -230,34 +233,17 @@ void cublas_gemm(const lab::CublasHandle& cublas, int M, int N, int K, const voi
 
 // C is a lab::GuardedBuffer: its guard zone is checked after every validated or verified call.
 struct Gemm {
+  Gemm(int m, int n, int k)
+      : M(m), N(n), K(k), A32(std::size_t(m) * k), B32(std::size_t(k) * n), A16(A32.size()),
+        B16(B32.size()), C(std::size_t(m) * n, "C") {}
   int M = 0, N = 0, K = 0;
   lab::DeviceBuffer<float> A32, B32;  // the FP32 data
   lab::DeviceBuffer<bf16> A16, B16;   // its BF16 copies (round to nearest even)
   lab::GuardedBuffer<float> C;        // write-only: NaN on entry
 };
 
-// Fresh random data from @p seed (A) and seed + 1 (B), and its BF16 copies.
-void fill_gemm(Gemm& g, std::uint64_t seed, cudaStream_t s) {
-  lab::fill_random(g.A32.data(), g.A32.size(), seed, s);
-  lab::fill_random(g.B32.data(), g.B32.size(), seed + 1, s);
-  convert_to_bf16(g.A32.data(), g.A16.data(), g.A16.size(), s);
-  convert_to_bf16(g.B32.data(), g.B16.data(), g.B16.size(), s);
-}
-
-Gemm make_gemm(int M, int N, int K, std::uint64_t seed, cudaStream_t s) {
-  Gemm g;
-  g.M = M;
-  g.N = N;
-  g.K = K;
-  const std::size_t mk = static_cast<std::size_t>(M) * K, kn = static_cast<std::size_t>(K) * N;
-  g.A32 = lab::DeviceBuffer<float>(mk);
-  g.B32 = lab::DeviceBuffer<float>(kn);
-  g.A16 = lab::DeviceBuffer<bf16>(mk);
-  g.B16 = lab::DeviceBuffer<bf16>(kn);
-  g.C = lab::GuardedBuffer<float>(static_cast<std::size_t>(M) * N, "C");
-  fill_gemm(g, seed, s);
-  return g;
-}
+// A is made from the inputs' seed, B from the next one.
+std::uint64_t b_seed(std::uint64_t seed) { return seed + 1; }
 
 // Tolerance. Each C[i][j] is a dot product of length K. Let S = sum_k |a_ik b_kj| over the
 // inputs the variant was given. Two sources of error:
@@ -295,165 +281,107 @@ struct GemmVariant : lab::Variant<Gemm> {
 // What a variant needs besides the problem (lab::Variant::needs).
 constexpr unsigned kCublas = 1;  // the cuBLAS handle
 
-// The FP64 references for a set of elements of C: from the FP32 data (what every variant should
-// approximate) and from its BF16 copies (what the BF16 variants multiplied), both computed from
-// the device's own input buffers, read back before any variant ran.
-struct Reference {
-  int K = 0;
-  std::vector<std::size_t> index;  // flat indices i * N + j of the checked elements
-  std::vector<double> exact;       // C from the FP32 data
-  std::vector<double> rounded;     // C from the BF16 copies
-  double s_exact = 0, s_rounded = 0;  // max over the elements of sum_k |a_ik b_kj|
-};
-
-// Which elements to check: every one up to 5e8 multiply-adds of host work (twice: two
-// references), else rows 0 and M-1, columns 0 and N-1 in full, and 1024 random elements.
-std::vector<std::size_t> sample(int M, int N, int K, std::uint64_t seed) {
-  std::vector<std::size_t> idx;
-  if (static_cast<double>(M) * N * K <= 5e8) {
-    idx.resize(static_cast<std::size_t>(M) * N);
-    for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i;
-    return idx;
+// Which elements of C a check looks at. After a timed call: where 32 rows and 32 columns picked
+// only then cross. After a validated call: every one up to 5e8 multiply-adds of host work (twice:
+// two references), else rows 0 and M-1, columns 0 and N-1 in full, and 1024 random elements,
+// drawn from the inputs' seed (a --replay run checks the same ones).
+std::vector<std::size_t> elements(lab::Look& look, const Gemm& g) {
+  const std::size_t M = g.M, N = g.N;
+  if (!look.everything() || static_cast<double>(M) * N * g.K <= 5e8) {
+    const std::vector<std::size_t> rows = look.indices(M, 32);  // rows first, then columns
+    return lab::crossings(rows, look.indices(N, 32), N);
   }
-  for (int r : {0, M - 1})
-    for (int j = 0; j < N; ++j) idx.push_back(static_cast<std::size_t>(r) * N + j);
-  for (int c : {0, N - 1})
-    for (int i = 0; i < M; ++i) idx.push_back(static_cast<std::size_t>(i) * N + c);
-  std::mt19937_64 rng(seed);
-  std::uniform_int_distribution<int> any_row(0, M - 1), any_col(0, N - 1);
-  for (int s = 0; s < 1024; ++s)
-    idx.push_back(static_cast<std::size_t>(any_row(rng)) * N + any_col(rng));
-  return idx;
+  std::vector<std::size_t> at;
+  for (const std::size_t i : {std::size_t{0}, M - 1})
+    for (std::size_t j = 0; j < N; ++j) at.push_back(i * N + j);
+  for (std::size_t i = 0; i < M; ++i)
+    for (const std::size_t j : {std::size_t{0}, N - 1}) at.push_back(i * N + j);
+  std::mt19937_64 rng(look.seed());
+  std::uniform_int_distribution<std::size_t> any(0, M * N - 1);
+  for (int s = 0; s < 1024; ++s) at.push_back(any(rng));
+  return at;
 }
 
-Reference make_reference(const Gemm& g, std::uint64_t seed, cudaStream_t s) {
-  const std::size_t mk = g.A32.size(), kn = g.B32.size();
-  const std::vector<float> A = g.A32.download(s), B = g.B32.download(s);
-  const std::vector<bf16> A16 = g.A16.download(s), B16 = g.B16.download(s);
-  // Rows of A and columns of B (B^T), in both precisions, as floats: every element of C is then
-  // a dot product of two contiguous rows.
-  const int M = g.M, N = g.N, K = g.K;
-  std::vector<float> Ar(mk), Bt(kn), Btr(kn);
-  for (std::size_t i = 0; i < mk; ++i) Ar[i] = __bfloat162float(A16[i]);
-  for (int k = 0; k < K; ++k)
-    for (int j = 0; j < N; ++j) {
-      const std::size_t from = static_cast<std::size_t>(k) * N + j,
-                        to = static_cast<std::size_t>(j) * K + k;
-      Bt[to] = B[from];
-      Btr[to] = __bfloat162float(B16[from]);
-    }
-  Reference ref;
-  ref.K = K;
-  ref.index = sample(M, N, K, seed);
-  ref.exact.resize(ref.index.size());
-  ref.rounded.resize(ref.index.size());
-  for (std::size_t e = 0; e < ref.index.size(); ++e) {
-    const std::size_t i = ref.index[e] / N, j = ref.index[e] % N;
-    const lab::Dot exact = lab::dot_product(A.data() + i * K, Bt.data() + j * K, K);
-    const lab::Dot rounded = lab::dot_product(Ar.data() + i * K, Btr.data() + j * K, K);
-    ref.exact[e] = exact.value;
-    ref.rounded[e] = rounded.value;
-    ref.s_exact = std::max(ref.s_exact, exact.magnitude);
-    ref.s_rounded = std::max(ref.s_rounded, rounded.magnitude);
-  }
-  return ref;
+// The FP64 reference at @p at, from the inputs made from @p seed regenerated on the host (never
+// read back: the exercise could have written into them): the FP32 data, or its BF16 copies.
+std::vector<lab::Dot> products(const Gemm& g, std::uint64_t seed,
+                               const std::vector<std::size_t>& at, bool bf16_copies) {
+  auto input = [bf16_copies](std::uint64_t s) {
+    return [s, bf16_copies](std::uint64_t i) {
+      return bf16_copies ? __bfloat162float(RandomBf16{s}(i)) : lab::random_input(s, i);
+    };
+  };
+  return lab::product_at(at, g.N, g.K, input(seed), input(b_seed(seed)));
 }
 
-// What one validation says about accuracy, against the FP32 data.
+// What a validated call says about accuracy, against the FP32 data.
 struct Accuracy {
-  double rel_l2 = 0;           // ||C - C_exact|| / ||C_exact|| over the checked elements
-  double over_fp32_tol = 0;    // max |C - C_exact| / the FP32 tolerance (u_in = 0)
+  std::size_t elements = 0;  // checked
+  double fp32_atol = 0;      // the FP32 tolerance (u_in = 0) over them
+  double rel_l2 = 0;         // ||C - C_exact|| / ||C_exact|| over them
+  double over_fp32_tol = 0;  // max |C - C_exact| / the FP32 tolerance
 };
 
-// One call of @p v on @p g (C poisoned first), checked against the reference of the inputs it
-// multiplied with its own tolerance, and the guard zone; returns its error against the FP32 data.
-Accuracy validate(lab::Lesson& l, const GemmVariant& v, Gemm& g, const Reference& ref,
-                  const std::string& case_name) {
-  cudaStream_t s = l.stream();
-  g.C.reset(s);
-  v.launch(g, s);
-  const std::vector<float> got = g.C.download(s);
-  std::vector<double> picked(ref.index.size());
-  for (std::size_t e = 0; e < ref.index.size(); ++e) picked[e] = got[ref.index[e]];
-
-  const std::vector<double>& own = v.bf16_inputs ? ref.rounded : ref.exact;
-  const double s_own = v.bf16_inputs ? ref.s_rounded : ref.s_exact;
-  lab::Comparison c = l.compare(v.name, case_name, picked.data(), own.data(), picked.size(),
-                                tolerance(ref.K, v.u_in, s_own));
-  for (lab::Mismatch& m : c.first) m.index = ref.index[m.index];  // report C's own index
-  g.C.check_guard(c, s);
-  l.check(v.name, case_name, c);
-
+Accuracy accuracy_of(const std::vector<float>& got, const std::vector<lab::Dot>& exact, int K) {
   Accuracy a;
-  const double fp32_atol = tolerance(ref.K, 0.0, ref.s_exact).atol;
-  double err2 = 0, ref2 = 0, worst = 0;
-  for (std::size_t e = 0; e < picked.size(); ++e) {
-    const double d = picked[e] - ref.exact[e];
+  a.elements = got.size();
+  double s_exact = 0, err2 = 0, ref2 = 0, worst = 0;
+  for (const lab::Dot& d : exact) s_exact = std::max(s_exact, d.magnitude);
+  a.fp32_atol = tolerance(K, 0.0, s_exact).atol;
+  for (std::size_t e = 0; e < got.size(); ++e) {
+    const double d = got[e] - exact[e].value;
     err2 += d * d;
-    ref2 += ref.exact[e] * ref.exact[e];
+    ref2 += exact[e].value * exact[e].value;
     worst = std::max(worst, std::fabs(d));
   }
   a.rel_l2 = ref2 > 0 ? std::sqrt(err2 / ref2) : 0.0;
-  a.over_fp32_tol = fp32_atol > 0 ? worst / fp32_atol : 0.0;
+  a.over_fp32_tol = a.fp32_atol > 0 ? worst / a.fp32_atol : 0.0;
   return a;
 }
 
-// How the exercise's timed calls are prepared and checked.
-//  * prepare, before every timed call: a new A and B (FP32 data from the call's seed, drawn by
-//    the harness where the exercise cannot see it, and their BF16 copies; a new A alone would
-//    make every earlier answer wrong, but an unchanged B could be kept from call to call in a
-//    layout made once, its conversion left out of the timed calls) and C poisoned.
-//  * verify, after the calls the harness picks once they are done: 32 x 32 elements of C, 32
-//    rows and 32 columns picked at random only now, against an FP64 reference from the BF16
-//    copies of the rows of A and columns of B, regenerated from their seeds (never read back:
-//    the exercise could have written into them), and the whole guard zone.
-//  * check_inputs, after timing: A16 and B16 of the last call still hold what the harness wrote.
-class TimedGemm : public lab::TimedCalls {
- public:
-  TimedGemm(lab::Lesson& l, Gemm& g) : l_(l), g_(g) {}
-
-  void check_inputs(cudaStream_t s) {
-    if (prepared())
-      lab::check_inputs_unchanged(
-          l_, "exercise",
-          {lab::changed_input("A", g_.A16.data(), g_.A16.size(), RandomBf16{seed_}, s),
-           lab::changed_input("B", g_.B16.data(), g_.B16.size(), RandomBf16{b_seed_}, s)});
-  }
-
- private:
-  static constexpr int kPicks = 32;  // rows, and columns
-
-  void prepare(cudaStream_t s, std::uint64_t seed) override {
-    seed_ = seed;
-    b_seed_ = seed + 1;  // as fill_gemm makes B
-    fill_gemm(g_, seed, s);
-    g_.C.poison(s);
-  }
-
-  void verify(cudaStream_t s, const std::string& case_name) override {
-    const RandomBf16 a_in{seed_}, b_in{b_seed_};
-    const lab::ProductSample e = lab::sample_product(
-        g_.C.data(), g_.M, g_.N, g_.K,
-        [a_in](std::uint64_t i) { return __bfloat162float(a_in(i)); },
-        [b_in](std::uint64_t i) { return __bfloat162float(b_in(i)); }, kPicks, pick, s);
-    std::vector<double> picked(e.got.begin(), e.got.end()), expected;
+// How inputs are made, C reset and results checked (lab/protocol.cuh). Every call, the timed
+// ones included, gets a new A and B (FP32 data from its seed, and their BF16 copies: a new A
+// alone would make every earlier answer wrong, but an unchanged B could be kept from call to call
+// in a layout made once, its conversion left out of the timed calls). A variant is checked
+// against the reference of the inputs it multiplied, with its own tolerance; a validated call
+// also notes its accuracy against the FP32 data in @p accuracy (the last validation's stays).
+// After timing, the exercise's A16 and B16 must still hold what the harness wrote.
+lab::Checks<Gemm> checks(const lab::Variants<Gemm, GemmVariant>& gemms,
+                         std::map<std::string, Accuracy>& accuracy) {
+  lab::Checks<Gemm> c;
+  c.fill = [](Gemm& g, std::uint64_t seed, cudaStream_t s) {
+    lab::fill_random(g.A32.data(), g.A32.size(), seed, s);
+    lab::fill_random(g.B32.data(), g.B32.size(), b_seed(seed), s);
+    convert_to_bf16(g.A32.data(), g.A16.data(), g.A16.size(), s);
+    convert_to_bf16(g.B32.data(), g.B16.data(), g.B16.size(), s);
+  };
+  c.reset = [](Gemm& g, cudaStream_t s) { g.C.reset(s); };
+  // Both references are kept for the next variant of the same validation.
+  c.check = [&gemms, &accuracy, kept = std::array<lab::KeptReference<std::vector<lab::Dot>>, 2>{}](
+                lab::Look& look, Gemm& g) mutable {
+    const GemmVariant& v = gemms[look.variant()];
+    const std::vector<std::size_t> at = elements(look, g);
+    auto reference = [&](bool bf16) -> const std::vector<lab::Dot>& {
+      return kept[bf16].get(look.seed(), at, [&] { return products(g, look.seed(), at, bf16); });
+    };
+    std::vector<float> want;
     double largest = 0;
-    for (const lab::Dot& dot : e.exact) {
-      expected.push_back(dot.value);
-      largest = std::max(largest, dot.magnitude);
+    for (const lab::Dot& d : reference(v.bf16_inputs)) {
+      want.push_back(static_cast<float>(d.value));
+      largest = std::max(largest, d.magnitude);
     }
-    lab::Comparison c = l_.compare("exercise", case_name, picked.data(), expected.data(),
-                                   picked.size(), tolerance(g_.K, 0.0, largest));
-    for (lab::Mismatch& m : c.first) m.index = e.index[m.index];  // report C's own index
-    g_.C.check_guard(c, s);
-    l_.check("exercise", case_name, c);
-  }
-
-  lab::Lesson& l_;
-  Gemm& g_;
-  std::uint64_t seed_ = 0;    // the last timed call's A
-  std::uint64_t b_seed_ = 0;  // and its B
-};
+    look.compare(g.C, at, want, tolerance(g.K, v.u_in, largest));
+    if (look.everything())
+      accuracy[v.name] =
+          accuracy_of(lab::gather(g.C.data(), at, look.stream()), reference(false), g.K);
+  };
+  c.inputs_changed = [](const Gemm& g, std::uint64_t seed, cudaStream_t s) {
+    return std::vector<std::string>{
+        lab::changed_input("A", g.A16.data(), g.A16.size(), RandomBf16{seed}, s),
+        lab::changed_input("B", g.B16.data(), g.B16.size(), RandomBf16{b_seed(seed)}, s)};
+  };
+  return c;
+}
 
 // The tensor roof of this GPU, measured before any exercise code runs: cuBLAS's BF16 product
 // (FP32 accumulation) at n^3 on random data (zeros would draw less power and run faster),
@@ -475,6 +403,7 @@ void measure_tensor_roof(lab::Lesson& l, const lab::CublasHandle& cublas, int n)
       },
       2.0 * nn * n);
 }
+
 
 }  // namespace
 
@@ -545,55 +474,45 @@ int main(int argc, char** argv) {
   lesson.option("--size", &size, "M = N = K of the timed product", 4096, 1024);
 
   return lesson.run(argc, argv, [&](lab::Lesson& l) {
-    cudaStream_t stream = l.stream();
     if (size > 16384) throw std::invalid_argument("--size is limited to 16384");
-    const bool profiling = l.profiling();
-    std::uint64_t seed = l.seed() * 64 + 1;
 
     // The tensor roof first, before any exercise code runs, whenever a variant on the tensor
     // cores' BF16 inputs is selected.
     bool any_tensor = false;
     for (const GemmVariant* v : gemms.selected()) any_tensor = any_tensor || v->bf16_inputs;
-    const bool roof = any_tensor && !profiling;
+    const bool roof = any_tensor && !l.profiling();
     if ((gemms.needs() & kCublas) || roof) cublas = std::make_unique<lab::CublasHandle>();
     if (roof) measure_tensor_roof(l, *cublas, l.quick() ? 4096 : 8192);
 
+    std::map<std::string, Accuracy> accuracy;
+    lab::Protocol<Gemm, GemmVariant> protocol(l, gemms, checks(gemms, accuracy));
     // 1. Validation at sizes that are not multiples of any tile: K and N odd (no 16-byte rows),
     //    then multiples of 8 but not of 16, 32 or 128 (the vector paths with partial tiles).
-    if (!profiling) {
-      const int cases[][3] = {{1000, 777, 515}, {129, 67, 1031}, {264, 392, 520}, {1, 1, 1}};
-      for (const auto& k : cases) {
-        Gemm g = make_gemm(k[0], k[1], k[2], seed, stream);
-        const Reference ref = make_reference(g, seed + 3, stream);
-        for (const GemmVariant* v : gemms.selected_exercise_last())
-          validate(l, *v, g, ref, lab::dims({k[0], k[1], k[2]}));
-        seed += 4;
-      }
+    const int cases[][3] = {{1000, 777, 515}, {129, 67, 1031}, {264, 392, 520}, {1, 1, 1}};
+    for (const auto& k : cases) {
+      Gemm g(k[0], k[1], k[2]);
+      protocol.validate(g, lab::dims({k[0], k[1], k[2]}));
     }
 
-    // 2. Timing. The exercise's timed calls get a new A each and some are checked (TimedGemm).
+    // 2. Timing; 3. validation again, after timing, with new inputs in the same buffers, and the
+    //    accuracy of every variant against the FP32 data.
     const int n = static_cast<int>(size);
-    Gemm g = make_gemm(n, n, n, seed, stream);
-    g.C.reset(stream);
-    TimedGemm timed(l, g);
+    Gemm g(n, n, n);
     l.size("C = A B, M = N = K = " + std::to_string(n) + ": A and B from FP32 data (and its BF16 "
            "copies), C float32");
-    gemms.measure_all(g, timed.checks());
-    if (profiling) return;
-    timed.check_inputs(stream);
-
-    // 3. Validation again, after timing, with new inputs in the same buffers; and the accuracy
-    //    of every variant against the FP32 data.
-    fill_gemm(g, seed + 2, stream);
-    const Reference ref = make_reference(g, seed + 5, stream);
+    protocol.measure(g);
     const std::string nnn = lab::dims({n, n, n});
-    std::string accuracy = lab::text(
-        "accuracy at %s against the FP32 data (%zu elements; FP32 tolerance %.2e): relative L2 "
-        "error, and worst error over the FP32 tolerance:",
-        nnn.c_str(), ref.index.size(), tolerance(n, 0.0, ref.s_exact).atol);
+    protocol.validate(g, nnn + " after timing");
+    if (l.profiling()) return;
+
+    std::string line;
     for (const GemmVariant* v : gemms.selected_exercise_last()) {
-      const Accuracy a = validate(l, *v, g, ref, nnn + " after timing");
-      accuracy += lab::text("\n  %s %.2e, %.2fx", v->name.c_str(), a.rel_l2, a.over_fp32_tol);
+      const Accuracy& a = accuracy.at(v->name);
+      if (line.empty())
+        line = lab::text("accuracy at %s against the FP32 data (%zu elements; FP32 tolerance "
+                         "%.2e): relative L2 error, and worst error over the FP32 tolerance:",
+                         nnn.c_str(), a.elements, a.fp32_atol);
+      line += lab::text("\n  %s %.2e, %.2fx", v->name.c_str(), a.rel_l2, a.over_fp32_tol);
       // The lesson's claim, checked on the library's BF16 product: against the FP32 data, BF16
       // inputs cost more than the FP32 tolerance allows (if this passed, cuBLAS was not given
       // the BF16 copies, or the tolerance could not tell the precisions apart).
@@ -606,13 +525,13 @@ int main(int argc, char** argv) {
       l.metric("error_over_fp32_tolerance_" + v->name, a.over_fp32_tol, a.over_fp32_tol,
                a.over_fp32_tol);
     }
-    l.note(accuracy);
+    if (!line.empty()) l.note(line);
 
     // Speeds: TFLOP/s, fraction of cuBLAS BF16 and of the tensor roof.
     const double flops = 2.0 * n * double(n) * n;
     const lab::Measurement* bf16_ref = gemms.measurement("cublas_bf16");
     const double roof_gflops = l.ceilings().bf16_tensor_gflops;
-    std::string line = "TFLOP/s (fraction of cublas_bf16; of the tensor roof):";
+    line = "TFLOP/s (fraction of cublas_bf16; of the tensor roof):";
     for (const GemmVariant& v : gemms) {
       const lab::Measurement* m = gemms.measurement(v.name);
       if (!m) continue;

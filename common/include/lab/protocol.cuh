@@ -253,6 +253,9 @@ class Protocol {
     bool timed = false;
     std::uint64_t last_seed = 0;
     std::mt19937_64 pick;
+    std::string exercise = "exercise";  // the variant the timed calls' checks are recorded for
+    for (const V& v : variants_)
+      if (v.role == Role::Exercise) exercise = v.name;
     TimedCallChecks calls;
     calls.prepare = [&](cudaStream_t stream, std::uint64_t call_seed) {
       timed = true;
@@ -262,12 +265,12 @@ class Protocol {
     };
     calls.verify = [&](cudaStream_t stream, const std::string& case_name, std::uint64_t pick_seed) {
       pick.seed(pick_seed);
-      Look look(lesson_, "exercise", case_name, last_seed, stream, &pick);
+      Look look(lesson_, exercise, case_name, last_seed, stream, &pick);
       checks_.check(look, p);
     };
     variants_.measure_all(p, calls);
     if (!timed || lesson_.profiling() || !checks_.inputs_changed) return;
-    check_inputs_unchanged(lesson_, "exercise", checks_.inputs_changed(p, last_seed, s));
+    check_inputs_unchanged(lesson_, exercise, checks_.inputs_changed(p, last_seed, s));
   }
 
   /// @return the seed of the next set of inputs (validate() and measure() draw one each)
