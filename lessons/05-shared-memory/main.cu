@@ -23,9 +23,11 @@
 
 namespace {
 
-// Every output is a lab::GuardedBuffer: its guard zone is armed before every validated run and
-// checked after it and after every verified timed call. The exercises' timed calls get new inputs
-// and some are checked (lab/timed_calls.hpp; TimedTranspose, TimedSgemm below).
+// Every output is a lab::GuardedBuffer: its guard zone is armed before every validated or timed
+// call and checked after it. Each part declares how its inputs are made and its results checked
+// (lab::Checks, one reference each); lab::Protocol validates, measures, and checks every timed
+// call of the exercises (lab/protocol.cuh). Each part has a Protocol, so seeds, of its own: a run
+// of some variants only (--variant, the checker's --replay) sees the same inputs as a whole run.
 
 // =============================================================================================
 // Part A: gemv, y = A x. Does staging x in shared memory help?
@@ -76,18 +78,11 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
 }
 
 struct Gemv {
-  Gemv(int rows, int cols, std::uint64_t seed, cudaStream_t s)
-      : rows(rows), cols(cols), A(static_cast<std::size_t>(rows) * cols), x(cols), y(rows, "y") {
-    fill(seed, s);
-  }
-  // Fresh random inputs from @p seed (also used after timing: new values in the same buffers).
-  void fill(std::uint64_t seed, cudaStream_t s) {
-    lab::fill_random(A.data(), A.size(), seed, s);
-    lab::fill_random(x.data(), x.size(), seed + 1, s);
-  }
+  Gemv(int rows, int cols)
+      : rows(rows), cols(cols), A(static_cast<std::size_t>(rows) * cols), x(cols), y(rows, "y") {}
 
   int rows = 0, cols = 0;
-  lab::DeviceBuffer<float> A, x;
+  lab::DeviceBuffer<float> A, x;  // A from the inputs' seed, x from the next one
   lab::GuardedBuffer<float> y;
 };
 
@@ -98,23 +93,31 @@ void launch_gemv(Gemv& g, cudaStream_t s) {
   LAB_CHECK_LAUNCH();
 }
 
-// y = A x in double on the host, with lab::sum_tolerance (lesson 04's).
-void validate_gemv(lab::Lesson& l, const lab::Variant<Gemv>& v, Gemv& g,
-                   const std::string& case_name) {
-  cudaStream_t s = l.stream();
-  const std::vector<float> A = g.A.download(s), x = g.x.download(s);
-  g.y.reset(s);
-  v.launch(g, s);
-  std::vector<float> expected(g.rows);
-  double largest = 0;
-  for (int r = 0; r < g.rows; ++r) {
-    const lab::Dot y =
-        lab::dot_product(A.data() + static_cast<std::size_t>(r) * g.cols, x.data(), g.cols);
-    expected[r] = static_cast<float>(y.value);
-    largest = std::max(largest, y.magnitude);
-  }
-  lab::check_output(l, v.name, case_name, g.y, g.y.download(s), expected,
-                    lab::sum_tolerance(g.cols + 2.0, largest), s);
+
+// y = A x in double on the host from A and x regenerated, with lab::sum_tolerance (lesson 04's):
+// y is the product of A and the one-column matrix x.
+lab::Checks<Gemv> gemv_checks() {
+  lab::Checks<Gemv> c;
+  c.fill = [](Gemv& g, std::uint64_t seed, cudaStream_t s) {
+    lab::fill_random(g.A.data(), g.A.size(), seed, s);
+    lab::fill_random(g.x.data(), g.x.size(), seed + 1, s);
+  };
+  c.reset = [](Gemv& g, cudaStream_t s) { g.y.reset(s); };
+  c.check = [](lab::Look& look, Gemv& g) {
+    const std::uint64_t seed = look.seed();
+    const std::vector<std::size_t> at = look.indices(g.rows, 4096);
+    const std::vector<lab::Dot> y = lab::product_at(
+        at, 1, g.cols, [seed](std::uint64_t i) { return lab::random_input(seed, i); },
+        [seed](std::uint64_t k) { return lab::random_input(seed + 1, k); });
+    std::vector<float> want;
+    double largest = 0;
+    for (const lab::Dot& d : y) {
+      want.push_back(static_cast<float>(d.value));
+      largest = std::max(largest, d.magnitude);
+    }
+    look.compare(g.y, at, want, lab::sum_tolerance(g.cols + 2.0, largest));
+  };
+  return c;
 }
 
 // =============================================================================================
@@ -178,97 +181,41 @@ void launch_tiles(Transpose& t, cudaStream_t s) {
   LAB_CHECK_LAUNCH();
 }
 
-// Small sizes: compared on the host, exactly (a transpose moves bits, it computes nothing).
-void validate_transpose_host(lab::Lesson& l, const lab::Variant<Transpose>& v, Transpose& t,
-                             const std::string& case_name) {
-  cudaStream_t s = l.stream();
-  const std::vector<float> in = t.in.download(s);
-  t.out.reset(s);
-  v.launch(t, s);
-  std::vector<float> expected(in.size());
-  for (int r = 0; r < t.rows; ++r)
-    for (int c = 0; c < t.cols; ++c)
-      expected[static_cast<std::size_t>(c) * t.rows + r] =
-          in[static_cast<std::size_t>(r) * t.cols + c];
-  lab::check_output(l, v.name, case_name, t.out, t.out.download(s), expected,
-                    lab::Tolerance{0.0, 0.0}, s);
-}
 
 // out[o] of the transpose of the input lab::fill_random(in, rows * cols, seed) made: out[o] =
 // out[c][r] = in[r][c], regenerated (not read from in, which the exercise could have changed).
 struct Transposed {
   std::uint64_t seed;
   std::size_t rows, cols;
-  __host__ __device__ float operator()(std::uint64_t o) const {
+  float operator()(std::uint64_t o) const {
     return lab::random_input(seed, (o % rows) * cols + o / rows);
   }
 };
 
-// The timing size: out compared exactly on the device (256 MiB is slow to compare on the host)
-// with the transpose of the input made from @p seed, plus the whole guard zone. Records it and
-// returns whether it passed.
-bool compare_transpose(lab::Lesson& l, const std::string& variant, const Transpose& t,
-                       std::uint64_t seed, const std::string& case_name, cudaStream_t s) {
-  const std::size_t n = t.in.size();
-  const Transposed expected{seed, static_cast<std::size_t>(t.rows),
-                            static_cast<std::size_t>(t.cols)};
-  const lab::Changed wrong = lab::count_changed(t.out.data(), n, expected, s);
-  lab::Comparison cmp;
-  cmp.count = n;
-  cmp.mismatches = wrong.count;
-  cmp.ok = wrong.count == 0;
-  if (!cmp.ok) {
-    float got = 0;
-    LAB_CHECK(cudaMemcpy(&got, t.out.data() + wrong.first, sizeof got, cudaMemcpyDeviceToHost));
-    cmp.first.push_back({wrong.first, got, expected(wrong.first)});
-  }
-  t.out.check_guard(cmp, s);
-  l.check(variant, case_name, cmp);
-  return cmp.ok;
+// A transpose moves bits, it computes nothing: out must match exactly. Every element of out
+// after a validated call; after a timed call, 65536 of them picked only once it has finished.
+// Each output element depends on one input element only, so every call gets a whole new input:
+// 256 MiB written on the device at the timing size, outside the timed window, about 0.1 ms.
+// After timing, the input still holds what the last call was given.
+lab::Checks<Transpose> transpose_checks() {
+  lab::Checks<Transpose> c;
+  c.fill = [](Transpose& t, std::uint64_t seed, cudaStream_t s) {
+    lab::fill_random(t.in.data(), t.in.size(), seed, s);
+  };
+  c.reset = [](Transpose& t, cudaStream_t s) { t.out.reset(s); };
+  c.check = [](lab::Look& look, Transpose& t) {
+    const Transposed transposed{look.seed(), static_cast<std::size_t>(t.rows),
+                                static_cast<std::size_t>(t.cols)};
+    const std::vector<std::size_t> at = look.indices(t.out.size(), 1 << 16);
+    std::vector<float> want(at.size());
+    for (std::size_t e = 0; e < at.size(); ++e) want[e] = transposed(at[e]);
+    look.compare(t.out, at, want, lab::Tolerance{0.0, 0.0});
+  };
+  c.inputs_changed = [](const Transpose& t, std::uint64_t seed, cudaStream_t s) {
+    return std::vector<std::string>{lab::changed_input("in", t.in.data(), t.in.size(), seed, s)};
+  };
+  return c;
 }
-
-// The timing size, after timing: one call on input made from @p seed, compared on the device.
-void validate_transpose_device(lab::Lesson& l, const lab::Variant<Transpose>& v, Transpose& t,
-                               std::uint64_t seed, const std::string& case_name) {
-  cudaStream_t s = l.stream();
-  t.out.reset(s);
-  v.launch(t, s);
-  compare_transpose(l, v.name, t, seed, case_name, s);
-}
-
-// How the timed calls of exercise_transpose are prepared and checked.
-//  * prepare, before every timed call: new input from the call's seed (drawn by the harness where
-//    the exercise cannot see it) and out poisoned (NaN). Each output element depends on one input
-//    element only, so the whole input is new: 256 MiB written on the device, outside the timed
-//    window, about 0.1 ms.
-//  * verify, after the calls the harness picks once they are done: every element of out against
-//    the transpose of the regenerated input, on the device (compare_transpose), and the guard
-//    zone. About 1 ms, most of it copying the 2 MiB guard zone back.
-//  * check_inputs, after timing: the input still holds what the last prepare wrote.
-class TimedTranspose : public lab::TimedCalls {
- public:
-  TimedTranspose(lab::Lesson& l, Transpose& t) : l_(l), t_(t) {}
-
-  void check_inputs(cudaStream_t s) {
-    if (prepared())
-      lab::check_inputs_unchanged(l_, "exercise_transpose",
-                                  {lab::changed_input("in", t_.in.data(), t_.in.size(), seed_, s)});
-  }
-
- private:
-  void prepare(cudaStream_t s, std::uint64_t seed) override {
-    seed_ = seed;
-    lab::fill_random(t_.in.data(), t_.in.size(), seed, s);
-    t_.out.poison(s);
-  }
-  void verify(cudaStream_t s, const std::string& case_name) override {
-    compare_transpose(l_, "exercise_transpose", t_, seed_, case_name, s);
-  }
-
-  lab::Lesson& l_;
-  Transpose& t_;
-  std::uint64_t seed_ = 0;  // the last timed call's input
-};
 
 // =============================================================================================
 // Part C: SGEMM, C = alpha A B + beta C, row-major.
@@ -305,7 +252,7 @@ __global__ void sgemm_coalesced(int M, int N, int K, float alpha, const float* _
 }
 
 struct Gemm {
-  Gemm(int M, int N, int K, float alpha, float beta, std::uint64_t seed, cudaStream_t s)
+  Gemm(int M, int N, int K, float alpha, float beta)
       : M(M),
         N(N),
         K(K),
@@ -313,20 +260,15 @@ struct Gemm {
         beta(beta),
         A(static_cast<std::size_t>(M) * K),
         B(static_cast<std::size_t>(K) * N),
-        C(static_cast<std::size_t>(M) * N, "C") {
-    fill(seed, s);
-  }
-  // Fresh random inputs from @p seed (also used after timing: new values in the same buffers).
-  void fill(std::uint64_t seed, cudaStream_t s) {
-    lab::fill_random(A.data(), A.size(), seed, s);
-    lab::fill_random(B.data(), B.size(), seed + 1, s);
-  }
+        C(static_cast<std::size_t>(M) * N, "C") {}
 
   int M = 0, N = 0, K = 0;
   float alpha = 1.0f, beta = 0.0f;
-  lab::DeviceBuffer<float> A, B;
-  lab::GuardedBuffer<float> C;
+  lab::DeviceBuffer<float> A, B;  // A from the inputs' seed, B from the next one
+  lab::GuardedBuffer<float> C;    // on entry: NaN (beta == 0: write-only), else from the third
+  std::uint64_t c_seed = 0;       // the seed of C on entry (beta != 0), drawn with A and B
 };
+
 
 // cuBLAS, on a handle set to pedantic math where it is made: true float32 FMAs, never TF32
 // tensor cores, so it does the same arithmetic as the kernels it is compared with. cuBLAS is
@@ -371,7 +313,7 @@ void launch_elementwise(Gemm& g, cudaStream_t s) {
   LAB_CHECK_LAUNCH();
 }
 
-// The reference: C[i][j] for a set of (i, j), in double, from the device's own inputs.
+// The reference: C[i][j] for a set of (i, j), in double, from the inputs regenerated.
 //
 // Tolerance. Each C[i][j] is a float dot product of length K plus the beta term; the kernels
 // differ in summation order (a loop, tiles, FMAs, cuBLAS's own order), so none can be expected to
@@ -379,137 +321,79 @@ void launch_elementwise(Gemm& g, cudaStream_t s) {
 // and the largest |alpha| sum_k |a_ik b_kj| + |beta c_ij| over the checked elements. For K = 4096
 // and inputs in [-1, 1) this is about 1.6e-5 x 1024 = 0.016 absolute on values of order 20; a
 // missing k-tile, a stale tile or a wrong element is off by about 1 or more.
-struct GemmReference {
-  std::vector<std::size_t> index;  // flat indices i * N + j of the checked elements
-  std::vector<float> expected;     // their values
-  lab::Tolerance tolerance;
-  std::vector<float> c0;  // C on entry (empty: beta == 0, C is NaN on entry)
-};
-
-// Which elements to check: every one up to 1e9 multiply-adds of host work, else a sample that
-// touches every row-tile and column-tile: rows 0, M-1 and two random rows in full, columns 0,
-// N-1 and two random columns in full, and 8192 random elements (about 8 per 128 x 128 block at
-// 4096 x 4096).
-std::vector<std::size_t> gemm_sample(int M, int N, int K, std::uint64_t seed) {
-  std::vector<std::size_t> idx;
-  if (static_cast<double>(M) * N * K <= 1e9) {
-    idx.resize(static_cast<std::size_t>(M) * N);
-    for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i;
-    return idx;
+//
+// Which elements to check. After a timed call: a 32 x 32 grid, 32 rows and 32 columns of C
+// picked only once it has finished (at 4096^3, 262 K values regenerated and 4 M multiply-adds:
+// about 5 ms of host time). After a validated call: every one up to 1e9 multiply-adds of host
+// work, else a sample that touches every row-tile and column-tile: rows 0, M-1 and two random
+// rows in full, columns 0, N-1 and two random columns in full, and 8192 random elements (about 8
+// per 128 x 128 block at 4096 x 4096), drawn from the inputs' seed (a --replay run checks the
+// same ones).
+std::vector<std::size_t> gemm_elements(lab::Look& look, const Gemm& g) {
+  const std::size_t M = g.M, N = g.N;
+  if (!look.everything() || static_cast<double>(M) * N * g.K <= 1e9) {
+    const std::vector<std::size_t> rows = look.indices(M, 32);  // rows first, then columns
+    return lab::crossings(rows, look.indices(N, 32), N);
   }
-  std::mt19937_64 rng(seed);
-  std::uniform_int_distribution<int> any_row(0, M - 1), any_col(0, N - 1);
-  const int rows[] = {0, M - 1, any_row(rng), any_row(rng)};
-  const int cols[] = {0, N - 1, any_col(rng), any_col(rng)};
-  for (int r : rows)
-    for (int j = 0; j < N; ++j) idx.push_back(static_cast<std::size_t>(r) * N + j);
-  for (int c : cols)
-    for (int i = 0; i < M; ++i) idx.push_back(static_cast<std::size_t>(i) * N + c);
-  for (int s = 0; s < 8192; ++s)
-    idx.push_back(static_cast<std::size_t>(any_row(rng)) * N + any_col(rng));
-  return idx;
+  std::mt19937_64 rng(look.seed());
+  std::uniform_int_distribution<std::size_t> any_row(0, M - 1), any_col(0, N - 1);
+  const std::size_t rows[] = {0, M - 1, any_row(rng), any_row(rng)};
+  const std::size_t cols[] = {0, N - 1, any_col(rng), any_col(rng)};
+  std::vector<std::size_t> at;
+  for (const std::size_t r : rows)
+    for (std::size_t j = 0; j < N; ++j) at.push_back(r * N + j);
+  for (const std::size_t c : cols)
+    for (std::size_t i = 0; i < M; ++i) at.push_back(i * N + c);
+  for (int s = 0; s < 8192; ++s) {
+    const std::size_t i = any_row(rng);
+    at.push_back(i * N + any_col(rng));
+  }
+  return at;
 }
 
-GemmReference gemm_reference(const Gemm& g, std::uint64_t seed, cudaStream_t s) {
-  GemmReference ref;
-  const std::vector<float> A = g.A.download(s), B = g.B.download(s);
-  const std::size_t mn = static_cast<std::size_t>(g.M) * g.N;
-  if (g.beta != 0.0f) {
-    ref.c0.resize(mn);
-    lab::fill_random_host(ref.c0.data(), mn, seed + 2);
-  }
-  // B^T, so that every element is a dot product of two contiguous rows.
-  std::vector<float> Bt(B.size());
-  for (int k = 0; k < g.K; ++k)
-    for (int j = 0; j < g.N; ++j)
-      Bt[static_cast<std::size_t>(j) * g.K + k] = B[static_cast<std::size_t>(k) * g.N + j];
-  ref.index = gemm_sample(g.M, g.N, g.K, seed + 3);
-  ref.expected.resize(ref.index.size());
-  double largest = 0;
-  for (std::size_t e = 0; e < ref.index.size(); ++e) {
-    const std::size_t i = ref.index[e] / g.N, j = ref.index[e] % g.N;
-    const lab::Dot dot = lab::dot_product(A.data() + i * g.K, Bt.data() + j * g.K, g.K);
-    const double old = g.beta == 0.0f ? 0.0 : static_cast<double>(g.beta) * ref.c0[ref.index[e]];
-    ref.expected[e] = static_cast<float>(g.alpha * dot.value + old);
-    largest = std::max(largest, std::fabs(g.alpha) * dot.magnitude + std::fabs(old));
-  }
-  ref.tolerance = lab::sum_tolerance(g.K + 2.0, largest);
-  return ref;
-}
-
-// Runs one variant once on C = the reference's c0 (beta != 0) or NaN (beta == 0: write-only),
-// its guard zone armed, and records whether the checked elements match.
-void validate_gemm(lab::Lesson& l, const lab::Variant<Gemm>& v, Gemm& g, const GemmReference& ref,
-                   const std::string& case_name) {
-  cudaStream_t s = l.stream();
-  if (g.beta != 0.0f)
-    LAB_CHECK(cudaMemcpyAsync(g.C.data(), ref.c0.data(), g.C.bytes(), cudaMemcpyHostToDevice, s));
-  else
-    g.C.poison(s);
-  g.C.arm(s);
-  v.launch(g, s);
-  LAB_CHECK(cudaGetLastError());
-  const std::vector<float> got = g.C.download(s);
-  std::vector<float> picked(ref.index.size());
-  for (std::size_t e = 0; e < ref.index.size(); ++e) picked[e] = got[ref.index[e]];
-  lab::check_output(l, v.name, case_name, g.C, picked, ref.expected, ref.tolerance, s,
-                    ref.index);  // mismatches name C's own index
-}
-
-// How the timed calls of exercise_sgemm are prepared and checked. The timing problem has beta ==
-// 0: C is write-only.
-//  * prepare, before every timed call: a new A and B from the call's seed (drawn by the harness
-//    where the exercise cannot see it; a new A alone would make every earlier answer wrong, but
-//    an unchanged B could be kept from call to call in another form, rounded or split for the
-//    tensor cores) and C poisoned (NaN).
-//  * verify, after the calls the harness picks once they are done: a 32 x 32 grid of elements,
-//    32 rows and 32 columns of C picked at random only now, against a double-precision reference
-//    from the rows of A and the columns of B regenerated from their seeds (never read back: the
-//    exercise could have written into them), and the whole guard zone. At 4096^3 that is 262 K
-//    values regenerated and 4 M multiply-adds: about 5 ms of host time.
-//  * check_inputs, after timing: A and B of the last call still hold what the harness wrote.
-class TimedSgemm : public lab::TimedCalls {
- public:
-  TimedSgemm(lab::Lesson& l, Gemm& g) : l_(l), g_(g) {}
-
-  void check_inputs(cudaStream_t s) {
-    if (prepared())
-      lab::check_inputs_unchanged(l_, "exercise_sgemm",
-                                  {lab::changed_input("A", g_.A.data(), g_.A.size(), seed_, s),
-                                   lab::changed_input("B", g_.B.data(), g_.B.size(), b_seed_, s)});
-  }
-
- private:
-  static constexpr int kPicks = 32;  // rows, and columns
-
-  void prepare(cudaStream_t s, std::uint64_t seed) override {
-    seed_ = seed;
-    b_seed_ = seed + 1;  // as Gemm::fill makes B
-    g_.fill(seed, s);
-    g_.C.poison(s);
-  }
-
-  void verify(cudaStream_t s, const std::string& case_name) override {
-    const std::uint64_t a_seed = seed_, b_seed = b_seed_;
-    const lab::ProductSample e = lab::sample_product(
-        g_.C.data(), g_.M, g_.N, g_.K,
-        [a_seed](std::uint64_t i) { return lab::random_input(a_seed, i); },
-        [b_seed](std::uint64_t i) { return lab::random_input(b_seed, i); }, kPicks, pick, s);
-    std::vector<float> expected;
+// Every call gets a new A and B (a new A alone would make every earlier answer wrong, but an
+// unchanged B could be kept from call to call in another form, rounded or split for the tensor
+// cores) and C as on entry. After timing, A and B still hold what the last call was given.
+lab::Checks<Gemm> gemm_checks() {
+  lab::Checks<Gemm> c;
+  c.fill = [](Gemm& g, std::uint64_t seed, cudaStream_t s) {
+    lab::fill_random(g.A.data(), g.A.size(), seed, s);
+    lab::fill_random(g.B.data(), g.B.size(), seed + 1, s);
+    g.c_seed = seed + 2;
+  };
+  c.reset = [](Gemm& g, cudaStream_t s) {
+    if (g.beta != 0.0f)
+      lab::fill_random(g.C.data(), g.C.size(), g.c_seed, s);
+    else
+      g.C.poison(s);
+    g.C.arm(s);
+  };
+  // The products are kept for the next variant of the same validation.
+  c.check = [kept = lab::KeptReference<std::vector<lab::Dot>>()](lab::Look& look,
+                                                                 Gemm& g) mutable {
+    const std::uint64_t seed = look.seed();
+    const std::vector<std::size_t> at = gemm_elements(look, g);
+    const std::vector<lab::Dot>& dots = kept.get(seed, at, [&] {
+      return lab::product_at(
+          at, g.N, g.K, [seed](std::uint64_t i) { return lab::random_input(seed, i); },
+          [seed](std::uint64_t i) { return lab::random_input(seed + 1, i); });
+    });
+    std::vector<float> want(at.size());
     double largest = 0;
-    for (const lab::Dot& dot : e.exact) {
-      expected.push_back(static_cast<float>(g_.alpha * dot.value));
-      largest = std::max(largest, std::fabs(g_.alpha) * dot.magnitude);
+    for (std::size_t e = 0; e < at.size(); ++e) {
+      const double old =
+          g.beta == 0.0f ? 0.0 : static_cast<double>(g.beta) * lab::random_input(seed + 2, at[e]);
+      want[e] = static_cast<float>(g.alpha * dots[e].value + old);
+      largest = std::max(largest, std::fabs(g.alpha) * dots[e].magnitude + std::fabs(old));
     }
-    lab::check_output(l_, "exercise_sgemm", case_name, g_.C, e.got, expected,
-                      lab::sum_tolerance(g_.K + 2.0, largest), s, e.index);  // C's own index
-  }
-
-  lab::Lesson& l_;
-  Gemm& g_;
-  std::uint64_t seed_ = 0;    // the last timed call's A
-  std::uint64_t b_seed_ = 0;  // and its B
-};
+    look.compare(g.C, at, want, lab::sum_tolerance(g.K + 2.0, largest));
+  };
+  c.inputs_changed = [](const Gemm& g, std::uint64_t seed, cudaStream_t s) {
+    return std::vector<std::string>{lab::changed_input("A", g.A.data(), g.A.size(), seed, s),
+                                    lab::changed_input("B", g.B.data(), g.B.size(), seed + 1, s)};
+  };
+  return c;
+}
 
 std::string gemm_case(int M, int N, int K, float beta) {
   return lab::dims({M, N, K}) + (beta == 0.0f ? " beta=0" : "");
@@ -577,44 +461,34 @@ int main(int argc, char** argv) {
   lesson.option("--transpose-size", &transpose_n, "the matrix is N x N for part B", 8192, 2048);
   lesson.option("--sgemm-size", &sgemm_n, "M = N = K for part C", 4096, 1024);
 
+
   return lesson.run(argc, argv, [&](lab::Lesson& l) {
-    cudaStream_t stream = l.stream();
     if (gemv_n > 32768 || transpose_n > 32768 || sgemm_n > 16384)
       throw std::invalid_argument("sizes are limited to 32768 (gemv, transpose), 16384 (sgemm)");
-    const bool profiling = l.profiling();
     // First, before any exercise code: the handle (pedantic FP32, see cublas_sgemm), and with the
     // exercise's SGEMM the TF32 roof its rate is bounded by.
     if (l.selected("cublas") || l.selected("exercise_sgemm")) {
       cublas = std::make_unique<lab::CublasHandle>();
       LAB_CUBLAS_CHECK(cublasSetMathMode(cublas->get(), CUBLAS_PEDANTIC_MATH));
     }
-    if (l.selected("exercise_sgemm") && !profiling)
+    if (l.selected("exercise_sgemm") && !l.profiling())
       measure_tf32_roof(l, *cublas, l.quick() ? 2048 : 4096);
-    // Each part's inputs come from seeds of its own, whatever ran before it: a run of some
-    // variants only (--variant, the checker's --replay) sees the same inputs as a whole run.
-    std::uint64_t seed = l.seed() * 64 + 1;
 
     // -------------------------------------------------------------------------------------
     // Part A: validation at odd shapes, timing, validation again with new inputs.
     if (gemvs.any_selected()) {
-      if (!profiling) {
-        const int cases[][2] = {{1000, 777}, {33, 4097}, {4097, 33}, {1, 1}};
-        for (const auto& k : cases) {
-          Gemv g(k[0], k[1], seed, stream);
-          for (const auto* v : gemvs.selected()) validate_gemv(l, *v, g, lab::dims({k[0], k[1]}));
-          seed += 4;
-        }
+      lab::Protocol<Gemv> protocol(l, gemvs, gemv_checks());
+      const int cases[][2] = {{1000, 777}, {33, 4097}, {4097, 33}, {1, 1}};
+      for (const auto& k : cases) {
+        Gemv g(k[0], k[1]);
+        protocol.validate(g, lab::dims({k[0], k[1]}));
       }
       const int n = static_cast<int>(gemv_n);
-      Gemv g(n, n, seed, stream);
+      Gemv g(n, n);
       l.size("A: gemv, A " + lab::dims({n, n}) + " float32 (" +
              lab::fixed(4.0 * n * n / (1 << 20), 0) + " MiB)");
-      gemvs.measure_all(g);
-      if (!profiling) {
-        g.fill(seed + 2, stream);  // new inputs, same buffers: validate again after timing
-        for (const auto* v : gemvs.selected())
-          validate_gemv(l, *v, g, lab::dims({n, n}) + " after timing");
-      }
+      protocol.measure(g);
+      protocol.validate(g, lab::dims({n, n}) + " after timing");
       const lab::Measurement* global = gemvs.measurement("gemv_global");
       const lab::Measurement* smem = gemvs.measurement("gemv_smem_x");
       if (global && smem) {
@@ -623,41 +497,24 @@ int main(int argc, char** argv) {
         l.note("A: gemv with x in shared memory runs at " + lab::fixed(r.value, 2) +
                "x the speed of the plain one (1.00 = no gain): x was never the bottleneck");
       }
-      seed += 4;
     }
 
     // -------------------------------------------------------------------------------------
-    // Part B: validation on the host at odd shapes, timing (the exercise's timed calls get a new
-    // input each and some are checked: TimedTranspose), validation again on the device.
-    seed = l.seed() * 64 + 21;
+    // Part B: validation at odd shapes, timing, validation again with new input.
     if (transposes.any_selected()) {
-      if (!profiling) {
-        const int cases[][2] = {{1000, 777}, {33, 4097}, {4097, 33}, {1, 1}};
-        for (const auto& k : cases) {
-          Transpose t(k[0], k[1]);
-          lab::fill_random(t.in.data(), t.in.size(), seed++, stream);
-          for (const auto* v : transposes.selected())
-            validate_transpose_host(l, *v, t, lab::dims({k[0], k[1]}));
-        }
+      lab::Protocol<Transpose> protocol(l, transposes, transpose_checks());
+      const int cases[][2] = {{1000, 777}, {33, 4097}, {4097, 33}, {1, 1}};
+      for (const auto& k : cases) {
+        Transpose t(k[0], k[1]);
+        protocol.validate(t, lab::dims({k[0], k[1]}));
       }
       const int n = static_cast<int>(transpose_n);
       Transpose t(n, n);
-      lab::fill_random(t.in.data(), t.in.size(), seed++, stream);
       l.size("B: transpose, " + lab::dims({n, n}) + " float32 (" +
              lab::fixed(4.0 * n * n / (1 << 20), 0) + " MiB each way)");
-      // The guard zone after out, armed once: the timed calls' verify checks it (the given
-      // variants, timed first, write nothing there).
-      t.out.arm(stream);
-      TimedTranspose timed(l, t);
-      transposes.measure_all(t, timed.checks());
-      if (!profiling) {
-        timed.check_inputs(stream);
-        const std::uint64_t after = seed++;
-        lab::fill_random(t.in.data(), t.in.size(), after, stream);  // new input, same buffers
-        for (const auto* v : transposes.selected())
-          validate_transpose_device(l, *v, t, after, lab::dims({n, n}) + " after timing");
-      }
-      if (!profiling) {  // (the ceilings are not measured in --profile mode)
+      protocol.measure(t);
+      protocol.validate(t, lab::dims({n, n}) + " after timing");
+      if (!l.profiling()) {  // (the ceilings are not measured in --profile mode)
         std::string line = "B: transpose as a fraction of the copy ceiling:";
         const double copy = l.ceilings().copy_gbs;
         for (const auto& v : transposes)
@@ -674,44 +531,30 @@ int main(int argc, char** argv) {
 
     // -------------------------------------------------------------------------------------
     // Part C.
-    seed = l.seed() * 64 + 41;
     if (gemms.any_selected()) {
+      lab::Protocol<Gemm> protocol(l, gemms, gemm_checks());
       // 1. Validation at sizes that are not multiples of any tile (nor of 4, except 300x644x260,
       //    which takes the float4 paths with partial tiles), beta == 0 (C NaN on entry) among them.
-      if (!profiling) {
-        struct Case {
-          int M, N, K;
-          float alpha, beta;
-        };
-        const Case cases[] = {{1000, 777, 515, 1.25f, -0.5f},
-                              {129, 67, 1031, 0.75f, 0.0f},
-                              {300, 644, 260, 1.0f, 0.5f},
-                              {1, 1, 1, 2.0f, 0.0f}};
-        for (const Case& k : cases) {
-          Gemm g(k.M, k.N, k.K, k.alpha, k.beta, seed, stream);
-          const GemmReference ref = gemm_reference(g, seed, stream);
-          for (const auto* v : gemms.selected())
-            validate_gemm(l, *v, g, ref, gemm_case(k.M, k.N, k.K, k.beta));
-          seed += 4;
-        }
+      struct Case {
+        int M, N, K;
+        float alpha, beta;
+      };
+      const Case cases[] = {{1000, 777, 515, 1.25f, -0.5f},
+                            {129, 67, 1031, 0.75f, 0.0f},
+                            {300, 644, 260, 1.0f, 0.5f},
+                            {1, 1, 1, 2.0f, 0.0f}};
+      for (const Case& k : cases) {
+        Gemm g(k.M, k.N, k.K, k.alpha, k.beta);
+        protocol.validate(g, gemm_case(k.M, k.N, k.K, k.beta));
       }
 
-      // 2. Timing, alpha 1 and beta 0 (C write-only), the usual benchmark case (TimedSgemm).
+      // 2. Timing, alpha 1 and beta 0 (C write-only), the usual benchmark case; 3. validation
+      //    again, after timing, with new inputs in the same buffers.
       const int n = static_cast<int>(sgemm_n);
-      Gemm g(n, n, n, 1.0f, 0.0f, seed, stream);
-      g.C.arm(stream);
-      TimedSgemm timed(l, g);
+      Gemm g(n, n, n, 1.0f, 0.0f);
       l.size("C: sgemm, M = N = K = " + std::to_string(n) + " float32, alpha 1, beta 0");
-      gemms.measure_all(g, timed.checks());
-      if (!profiling) timed.check_inputs(stream);
-
-      // 3. Validation again, after timing, with new inputs in the same buffers.
-      if (!profiling) {
-        g.fill(seed + 2, stream);
-        const GemmReference ref = gemm_reference(g, seed + 2, stream);
-        for (const auto* v : gemms.selected())
-          validate_gemm(l, *v, g, ref, gemm_case(n, n, n, 0.0f) + " after timing");
-      }
+      protocol.measure(g);
+      protocol.validate(g, gemm_case(n, n, n, 0.0f) + " after timing");
 
       // Each SGEMM as a fraction of cuBLAS: time of cuBLAS / time of the variant.
       if (const lab::Measurement* ref = gemms.measurement("cublas")) {
