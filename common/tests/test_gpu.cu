@@ -340,6 +340,16 @@ TEST_CASE("a changed read-only input is found on the device, with its first chan
         "x was written: 2 of its 100003 elements changed, the first at [4321]");
 }
 
+TEST_CASE("an input filled in a range of its own is regenerated with that range") {
+  lab::Stream s;
+  const std::size_t n = 100003;
+  lab::DeviceBuffer<float> a(n);
+  lab::fill_random(a.data(), n, 5, s, 0.99f, 1.01f);
+  CHECK(lab::count_changed(a.data(), n, lab::RandomInput{5, 0.99f, 1.01f}, s).count == 0);
+  CHECK(lab::count_changed(a.data(), n, lab::RandomInput{5}, s).count == n);  // [-1, 1) is not it
+  CHECK(lab::RandomInput{5, 0.99f, 1.01f}(17) == lab::random_input(5, 17, 0.99f, 1.01f));
+}
+
 TEST_CASE("a changed BF16 input is found too, to its last bit") {
   lab::Stream s;
   const std::size_t n = 100003;

@@ -75,11 +75,12 @@ const lab::Tolerance kExact{0.0, 0.0};  // fmaf is correctly rounded on both sid
 
 struct Problem {
   int n, steps;
-  lab::DeviceBuffer<float> x, y, a, b;
+  lab::DeviceBuffer<float> x, a, b;
+  lab::GuardedBuffer<float> y;
   exercise::Step step;
   std::unique_ptr<exercise::Chain> chain;  // only when the exercise is selected
 
-  Problem(int n_, int steps_) : n(n_), steps(steps_), x(n_), y(n_), a(steps_), b(steps_) {
+  Problem(int n_, int steps_) : n(n_), steps(steps_), x(n_), a(steps_), b(steps_), y(n_, "y") {
     const int grid = blocks_for(n);
     step = [x = x.data(), y = y.data(), a = a.data(), b = b.data(), n = n, steps = steps,
             grid](int i, cudaStream_t s) {
@@ -92,23 +93,16 @@ struct Problem {
   }
 };
 
-// Fresh inputs: x uniform in [-1, 1); a close to 1 and b small, so that after 1000 steps y
+// The inputs one seed makes (lab::fill_random's values): x uniform in [-1, 1) from the seed
+// itself; a close to 1 and b small, each from a seed of its own, so that after 1000 steps y
 // still depends on x (a product of a's near 1) and on every step's coefficients.
-void fill_inputs(Problem& p, std::uint64_t seed, cudaStream_t s) {
-  lab::fill_random(p.x.data(), p.x.size(), seed, s);
-  lab::fill_random(p.a.data(), p.a.size(), seed + 1, s, 0.99f, 1.01f);
-  lab::fill_random(p.b.data(), p.b.size(), seed + 2, s, -0.1f, 0.1f);
-}
-
-// The reference: the same fmaf's on the host, in the same order, from the device's own inputs
-// (copied back). fmaf is correctly rounded on both sides, so the answer is exact: bit for bit.
-std::vector<float> replay(const Problem& p, int steps, cudaStream_t s) {
-  std::vector<float> y = p.x.download(s);  // x, then every step applied
-  const std::vector<float> a = p.a.download(s), b = p.b.download(s);
-  for (float& v : y)
-    for (int i = 0; i < steps; ++i) v = std::fmaf(a[i], v, b[i]);
-  return y;
-}
+struct Inputs {
+  lab::RandomInput x, a, b;
+  explicit Inputs(std::uint64_t seed)
+      : x{seed},
+        a{lab::derive_seed(seed, 1), 0.99f, 1.01f},
+        b{lab::derive_seed(seed, 2), -0.1f, 0.1f} {}
+};
 
 // ---------------------------------------------------------------------------------------------
 // The variants. Each enqueues one whole call on s and leaves its answer in p.y.
@@ -194,77 +188,55 @@ void add_variants(lab::Variants<Problem, Chain>& variants) {
                 floor_steps});
 }
 
-// Runs one variant once with y poisoned (NaN) and compares with the reference, bit for bit.
-void validate(lab::Lesson& l, const Chain& v, Problem& p, const std::vector<float>& want,
-              const std::string& case_name) {
-  cudaStream_t s = l.stream();
-  lab::poison(p.y.data(), p.y.bytes(), s);
-  LAB_CHECK(cudaStreamSynchronize(s));
-  v.launch(p, s);
-  LAB_CHECK(cudaGetLastError());
-  l.check(v.name, case_name, l.compare(v.name, case_name, p.y.download(s), want, kExact));
-}
+// How inputs are made, y reset and results checked (lab/protocol.cuh). Before every call,
+// validated or timed: new x, a and b from the seed (for a timed call one the exercise cannot
+// see), y poisoned (NaN) and its guard zone armed. The reference replays the chain on the host
+// with the same fmaf's in the same order, from the inputs regenerated (never read back), for as
+// many steps as the variant computes: fmaf is correctly rounded on both sides, so the answer is
+// exact, bit for bit. After a validated call every element; after a timed call up to
+// kSpotChecks elements picked only then (all of them when n is no more), at most 2e6 host fmaf
+// (512 x 1000 by default: about a millisecond).
+constexpr int kSpotChecks = 512;
 
-// Fills new inputs, replays the chain on the host for each number of steps a selected variant
-// computes, and validates every selected variant.
-void validate_all(lab::Lesson& l, const lab::Variants<Problem, Chain>& variants, Problem& p,
-                  std::uint64_t seed, const std::string& case_name) {
-  cudaStream_t s = l.stream();
-  fill_inputs(p, seed, s);
-  std::map<int, std::vector<float>> reference;  // by the steps one call computes
-  for (const Chain* v : variants.selected()) {
-    const int steps = v->steps(p);
-    if (!reference.count(steps)) reference[steps] = replay(p, steps, s);
-    validate(l, *v, p, reference[steps], case_name);
-  }
-}
-
-// The exercise's timed calls, checked like validated ones (lab/timed_calls.hpp). Outside the
-// timed window, before every timed call prepare() writes new x, a and b made from the call's seed
-// (drawn by the harness from a generator the exercise cannot see) and poisons y; after calls the
-// harness picks at random once they have finished, verify() replays the chain on the host from
-// that seed (regenerated: nothing is read back but y) for up to kSpotChecks elements picked only
-// then, bit for bit. Cost: three tiny fills per call; per verify, a copy of y and at most 2e6
-// host fmaf (512 x 1000 by default: about a millisecond).
-class TimedChains : public lab::TimedCalls {
- public:
-  static constexpr int kSpotChecks = 512;
-
-  TimedChains(lab::Lesson& l, Problem& p) : l_(l), p_(p) {}
-
- private:
-  void prepare(cudaStream_t s, std::uint64_t call_seed) override {
-    seed_ = call_seed;
-    fill_inputs(p_, seed_, s);
-    lab::poison(p_.y.data(), p_.y.bytes(), s);
-  }
-
-  void verify(cudaStream_t s, const std::string& case_name) override {
-    const std::vector<float> y = p_.y.download(s);
-    // The coefficients prepare() made, as fill_inputs makes them; x[j] below likewise.
-    std::vector<float> a(p_.steps), b(p_.steps);
-    lab::fill_random_host(a.data(), a.size(), seed_ + 1, 0.99f, 1.01f);
-    lab::fill_random_host(b.data(), b.size(), seed_ + 2, -0.1f, 0.1f);
-    const int count = std::clamp(2'000'000 / p_.steps, 16, kSpotChecks);
-    std::vector<float> got, want;
-    const bool all = p_.n <= count;
-    for (int k = 0; k < (all ? p_.n : count); ++k) {
-      const std::size_t j = all ? k : pick() % p_.n;
-      float v = lab::random_input(seed_, j);  // lab::fill_random(x, n, seed_)
-      for (int i = 0; i < p_.steps; ++i) v = std::fmaf(a[i], v, b[i]);
-      got.push_back(y[j]);
+lab::Checks<Problem> checks(const lab::Variants<Problem, Chain>& variants) {
+  lab::Checks<Problem> c;
+  c.fill = [](Problem& p, std::uint64_t seed, cudaStream_t s) {
+    const Inputs in(seed);
+    lab::fill_random(p.x.data(), p.x.size(), in.x.seed, s);
+    lab::fill_random(p.a.data(), p.a.size(), in.a.seed, s, in.a.lo, in.a.hi);
+    lab::fill_random(p.b.data(), p.b.size(), in.b.seed, s, in.b.lo, in.b.hi);
+  };
+  c.reset = [](Problem& p, cudaStream_t s) { p.y.reset(s); };
+  c.check = [&variants](lab::Look& look, Problem& p) {
+    const Inputs in(look.seed());
+    const int steps = variants[look.variant()].steps(p);
+    std::vector<float> a(steps), b(steps);
+    for (int i = 0; i < steps; ++i) {
+      a[i] = in.a(i);
+      b[i] = in.b(i);
+    }
+    const int count = std::clamp(2'000'000 / p.steps, 16, kSpotChecks);
+    std::vector<std::size_t> at;
+    if (look.everything() || p.n > count)
+      at = look.indices(p.n, count);
+    else
+      for (int j = 0; j < p.n; ++j) at.push_back(j);
+    std::vector<float> want;
+    for (const std::size_t j : at) {
+      float v = in.x(j);
+      for (int i = 0; i < steps; ++i) v = std::fmaf(a[i], v, b[i]);
       want.push_back(v);
     }
-    const std::string name = "n=" + std::to_string(p_.n) + " K=" + std::to_string(p_.steps) + " " +
-                             case_name +
-                             (all ? "" : " (" + std::to_string(count) + " random elements)");
-    l_.check("exercise", name, l_.compare("exercise", name, got, want, kExact));
-  }
-
-  lab::Lesson& l_;
-  Problem& p_;
-  std::uint64_t seed_ = 0;  // the last prepare()'s
-};
+    look.compare(p.y, at, want, kExact);
+  };
+  c.inputs_changed = [](const Problem& p, std::uint64_t seed, cudaStream_t s) {
+    const Inputs in(seed);
+    return std::vector<std::string>{lab::changed_input("x", p.x.data(), p.x.size(), in.x, s),
+                                    lab::changed_input("a", p.a.data(), p.a.size(), in.a, s),
+                                    lab::changed_input("b", p.b.data(), p.b.size(), in.b, s)};
+  };
+  return c;
+}
 
 // What stream capture does with calls that a graph cannot hold. Each experiment runs on a
 // stream of its own (the lesson's stream is never put in capture mode), checks every return
@@ -348,30 +320,23 @@ int main(int argc, char** argv) {
     //    each chain called twice with new inputs in the same buffers.
     struct Case { int n, steps; };
     const Case cases[] = {{1000, 37}, {4097, 3}, {257, 300}, {1, 1}, {N, K}};
-    if (!l.profiling()) {
-      std::uint64_t seed = l.seed() * 16 + 1;
-      for (const Case& c : cases) {
-        auto p = make(c.n, c.steps);
-        const std::string name = "n=" + std::to_string(c.n) + " K=" + std::to_string(c.steps);
-        validate_all(l, variants, *p, seed, name);
-        validate_all(l, variants, *p, seed + 3, name + " again");
-        seed += 8;
-      }
+    lab::Protocol<Problem, Chain> protocol(l, variants, checks(variants));
+    for (const Case& c : cases) {
+      auto p = make(c.n, c.steps);
+      const std::string name = "n=" + std::to_string(c.n) + " K=" + std::to_string(c.steps);
+      protocol.validate(*p, name);
+      protocol.validate(*p, name + " again");
     }
 
     // 2. Timing: one call = the whole chain; no lead-in, so launch gaps are part of the time.
     auto p = make(N, K);
     l.size("K = " + std::to_string(K) + " dependent kernels, each on n = " + std::to_string(N) +
            " floats (" + lab::fixed(N * 4.0 / 1024, 1) + " KiB); time per call = the whole chain");
-    fill_inputs(*p, l.seed() * 16 + 100, stream);
-    TimedChains timed(l, *p);  // the exercise's timed calls: new inputs, spot checks
-    variants.measure_all(*p, timed.checks());
+    protocol.measure(*p);  // the exercise's timed calls: new inputs, each call checked
 
     // 3. Validation after timing, new inputs in the same buffers: a chain that only computes
     //    the first time, or replays a stale answer, fails here.
-    if (!l.profiling())
-      validate_all(l, variants, *p, l.seed() * 16 + 200,
-                   "n=" + std::to_string(N) + " K=" + std::to_string(K) + " after timing");
+    protocol.validate(*p, "n=" + std::to_string(N) + " K=" + std::to_string(K) + " after timing");
 
     // 4. Per-kernel times (median / kernels per call) and what the graph bought.
     bool first = true;

@@ -23,13 +23,18 @@
 
 namespace lab {
 
-/// @brief An input's value at an index, as lab::fill_random(p, n, seed) wrote it (range [-1, 1)).
-/// A harness whose inputs are made otherwise passes its own functor to changed_input().
+/// @brief An input's value at an index, as lab::fill_random(p, n, seed, stream, lo, hi) wrote it
+/// (RandomInput{seed}: range [-1, 1)). A harness whose inputs are made otherwise passes its own
+/// functor to changed_input().
 struct RandomInput {
   std::uint64_t seed;  ///< the fill's seed
+  float lo = -1.0f;    ///< the fill's lower bound
+  float hi = 1.0f;     ///< the fill's upper bound
   /// @param i element index
   /// @return the value at @p i
-  __host__ __device__ float operator()(std::uint64_t i) const { return random_input(seed, i); }
+  __host__ __device__ float operator()(std::uint64_t i) const {
+    return random_input(seed, i, lo, hi);
+  }
 };
 
 /// @brief Bit-for-bit equality: a NaN matches only the same NaN, and -0 is not +0.
