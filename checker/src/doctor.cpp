@@ -5,6 +5,7 @@
 #include "files.hpp"
 #include "judge.hpp"
 #include "process.hpp"
+#include "lab/result_reader.hpp"
 
 namespace lab {
 
@@ -13,6 +14,32 @@ std::string cuda_version_text(long long v) {
 }
 
 fs::path doctor_program(const fs::path& build_dir) { return build_dir / "common" / "lab-doctor"; }
+
+std::optional<json> read_doctor_report(const std::string& text, std::string& error) {
+  auto doc = parse_json_limited(text, error);
+  if (!doc) return std::nullopt;
+  if (!doc->is_object()) {
+    error = "is not a JSON object";
+    return std::nullopt;
+  }
+  // Its device and ceilings are a result file's (lab-doctor writes them with the lessons'
+  // writer): checked by the result file's reader, field by field.
+  json as_result = {{"schema", kResultSchema}, {"lesson", ""}, {"nonce", ""}, {"variants", json::array()}};
+  for (const char* part : {"device", "ceilings"})
+    if (doc->contains(part)) as_result[part] = (*doc)[part];
+  if (const std::string why = validate_result(as_result); !why.empty()) {
+    error = "does not follow the result schema: " + why;
+    return std::nullopt;
+  }
+  // Only what the report shows, as text a terminal shows as it is.
+  json out = {{"device", json::object()}, {"ceilings", json::object()}};
+  for (const char* part : {"device", "ceilings"})
+    for (const auto& [key, value] : as_result.value(part, json::object()).items()) {
+      if (value.is_string()) out[part][printable(key)] = printable(value.get<std::string>());
+      else if (value.is_number() || value.is_boolean() || value.is_null()) out[part][printable(key)] = value;
+    }
+  return out;
+}
 
 DoctorReport run_doctor(const fs::path& build_dir, double timeout_s) {
   DoctorReport rep;
@@ -56,14 +83,13 @@ DoctorReport run_doctor(const fs::path& build_dir, double timeout_s) {
                   ": " + printable(file_tail(log, 1000));
     return rep;
   }
-  try {
-    rep.info = json::parse(*text);
-  } catch (const json::parse_error&) {
+  auto info = read_doctor_report(*text, why);
+  if (!info) {
     rep.exit_code = 1;
-    rep.problem = "lab-doctor wrote a report that is not JSON";
+    rep.problem = "lab-doctor's report " + out.string() + " " + printable(why);
     return rep;
   }
-  if (!rep.info.is_object()) rep.info = json::object();
+  rep.info = std::move(*info);
   rep.info["tools"] = tools;
 
   // Performance counters: the driver may reserve them for administrators.

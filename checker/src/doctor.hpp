@@ -2,6 +2,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -20,6 +21,13 @@ struct DoctorReport {
 /// @return <build>/common/lab-doctor: the course's program that probes the GPU, runs no student
 ///         code, and (with --probe) only initialises CUDA and launches one kernel
 fs::path doctor_program(const fs::path& build_dir);
+
+/// The reader of lab-doctor's report: JSON within the limits of every reader, its "device" and
+/// "ceilings" checked as a result file's, its strings made printable; anything else dropped.
+/// @param text the report's content
+/// @param error on failure, a phrase to follow the file's name
+/// @return {"device": {...}, "ceilings": {...}}, or nothing
+std::optional<json> read_doctor_report(const std::string& text, std::string& error);
 
 /// Runs <build>/common/lab-doctor (and ncu, if present, to see whether counters are readable).
 DoctorReport run_doctor(const fs::path& build_dir, double timeout_s);

@@ -5,8 +5,8 @@
 #include <csignal>
 #include <limits>
 #include <map>
-#include <regex>
 #include <sstream>
+#include <unordered_map>
 
 #include "counters.hpp"
 #include "files.hpp"
@@ -76,6 +76,22 @@ bool tracer_loads_here(const JudgeOptions& opt) {
   }
   known[opt.tracer_probe.string()] = loads;
   return loads;
+}
+
+// A valid result's variants by name (unique, lab::validate_result): looked up once each, so
+// judging takes time linear in the number of variants.
+std::unordered_map<std::string, const json*> variants_by_name(const json& doc) {
+  std::unordered_map<std::string, const json*> out;
+  if (doc.contains("variants") && doc["variants"].is_array())
+    for (const json& v : doc["variants"])
+      if (v.is_object() && v.contains("name") && v["name"].is_string())
+        out.emplace(v["name"].get<std::string>(), &v);
+  return out;
+}
+
+const json* named(const std::unordered_map<std::string, const json*>& index, const std::string& name) {
+  const auto it = index.find(name);
+  return it == index.end() ? nullptr : it->second;
 }
 
 std::string first_line(const std::string& text) {
@@ -269,9 +285,10 @@ Attempt run_once(const LessonConfig& lesson, const fs::path& program, const Judg
   // (evaluate_rule): a forged time of a wrong baseline still buys nothing.
   json unverified = json::array();
   bool only_wrong_variants = c.state == Corroboration::disagrees && !c.variants.empty();
+  const auto by_name = variants_by_name(loaded.doc);
   for (const VariantCheck& v : c.variants) {
     if (v.problem.empty()) continue;
-    const json* found = find_variant(loaded.doc, v.name);
+    const json* found = named(by_name, v.name);
     if (found && !found->value("correct", true)) unverified.push_back(v.name);
     else only_wrong_variants = false;
   }
@@ -311,9 +328,11 @@ Attempt run_once(const LessonConfig& lesson, const fs::path& program, const Judg
 
 // Correct only if correct in every run: each run judged with that, keeping the failing checks.
 json with_correctness_of_all(json run, const std::vector<json>& runs) {
+  std::vector<std::unordered_map<std::string, const json*>> indexes;
+  for (const auto& other : runs) indexes.push_back(variants_by_name(other));
   for (auto& v : run["variants"]) {
-    for (const auto& other : runs) {
-      const json* o = find_variant(other, v.value("name", std::string()));
+    for (const auto& index : indexes) {
+      const json* o = named(index, v.value("name", std::string()));
       if (o && !o->value("correct", true) && v.value("correct", true)) {
         v["correct"] = false;
         if (o->contains("checks")) v["checks"] = (*o)["checks"];
@@ -691,6 +710,9 @@ std::string printable(const std::string& text) {
     if (ok) {
       const unsigned least = len == 2 ? 0x80u : len == 3 ? 0x800u : 0x10000u;
       ok = cp >= least && cp <= 0x10ffff && !(cp >= 0xd800 && cp <= 0xdfff);
+      // The C1 controls: U+009B is a terminal's CSI like ESC [; U+FFFE and U+FFFF are no
+      // characters at all (and not allowed in XML).
+      ok = ok && !(cp >= 0x80 && cp <= 0x9f) && cp != 0xfffe && cp != 0xffff;
     }
     if (!ok) {
       out += '?';
@@ -702,54 +724,103 @@ std::string printable(const std::string& text) {
   return out;
 }
 
+std::vector<std::string> bounded_lines(const std::string& text, std::size_t max_line) {
+  std::vector<std::string> lines;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    std::size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    if (end - at > max_line) lines.push_back(text.substr(at, max_line) + " [...]");
+    else lines.push_back(text.substr(at, end - at));
+    at = end + 1;
+  }
+  return lines;
+}
+
+namespace {
+
+bool word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+bool space_char(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+
+// The first "in <path>.<source extension>:<line>" in `s`, as compute-sanitizer writes it after a
+// finding: `at` is where its "in" starts. A plain scan (once over each token), where a regex
+// recursed once per character and overflowed the stack on a long line.
+bool find_source_location(const std::string& s, std::size_t& at, std::string& path, std::string& line) {
+  static const char* const extensions[] = {"cuh", "cu", "cpp", "cc", "hpp", "h"};
+  for (std::size_t in = s.find("in "); in != std::string::npos; in = s.find("in ", in + 1)) {
+    if (in > 0 && word_char(s[in - 1])) continue;
+    const std::size_t first = in + 3;
+    std::size_t token_end = first;
+    while (token_end < s.size() && !space_char(s[token_end])) ++token_end;
+    // The last place in the token where ".ext:digits" follows at least one character.
+    for (std::size_t dot = token_end; dot-- > first + 1;) {
+      if (s[dot] != '.') continue;
+      for (const char* ext : extensions) {
+        const std::size_t n = std::char_traits<char>::length(ext);
+        const std::size_t colon = dot + 1 + n;
+        if (colon + 1 >= token_end || s.compare(dot + 1, n, ext) != 0 || s[colon] != ':' ||
+            !std::isdigit(static_cast<unsigned char>(s[colon + 1])))
+          continue;
+        std::size_t digits_end = colon + 1;
+        while (digits_end < token_end && std::isdigit(static_cast<unsigned char>(s[digits_end]))) ++digits_end;
+        at = in;
+        path = s.substr(first, colon - first);
+        line = s.substr(colon + 1, digits_end - colon - 1);
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 std::vector<SanitizerFinding> parse_sanitizer_log(const std::string& tool, const std::string& log) {
-  static const std::regex location(R"(\bin (\S+\.(?:cu|cuh|cpp|cc|h|hpp)):(\d+))");
-  std::vector<SanitizerFinding> out;
-  std::istringstream in(log);
-  std::string line;
-  SanitizerFinding* open = nullptr;
+  static const char* const not_findings[] = {"COMPUTE-SANITIZER", "ERROR SUMMARY", "RACECHECK SUMMARY",
+                                             "LEAK SUMMARY", "Target application returned",
+                                             "Saved host backtrace"};
   const std::string mark = "========= ";
-  while (std::getline(in, line)) {
+  std::vector<SanitizerFinding> out;
+  // Identical findings are folded (a race reported by many threads is one bug), through an
+  // index: a log of many findings takes linear time. A finding's location may follow on its
+  // next lines, so it is folded when the next headline or the end closes it.
+  std::map<std::pair<std::string, std::string>, std::size_t> index;  // (what, location) -> out
+  std::optional<SanitizerFinding> open;
+  auto close = [&]() {
+    if (!open) return;
+    const auto [it, added] = index.try_emplace({open->what, open->location}, out.size());
+    if (added) out.push_back(std::move(*open));
+    else ++out[it->second].count;
+    open.reset();
+  };
+  for (const std::string& line : bounded_lines(log)) {
     if (line.rfind(mark, 0) != 0) continue;
     const std::string body = line.substr(mark.size());
     if (body.empty()) continue;
+    std::size_t at = 0;
+    std::string path, number;
     if (body[0] != ' ') {
-      open = nullptr;
+      close();
       // Headlines; the tool's banner and summaries are not findings.
-      for (const char* skip : {"COMPUTE-SANITIZER", "ERROR SUMMARY", "RACECHECK SUMMARY",
-                               "LEAK SUMMARY", "Target application returned", "Saved host backtrace"})
-        if (body.rfind(skip, 0) == 0) goto next;
-      {
-        SanitizerFinding f;
-        f.tool = tool;
-        f.what = body.rfind("Error: ", 0) == 0 ? body.substr(7) : body;
-        // A racecheck headline carries its own location.
-        std::smatch m;
-        if (std::regex_search(f.what, m, location)) {
-          f.location = short_location(m[1], m[2]);
-          f.what = f.what.substr(0, static_cast<std::size_t>(m.position(0)));
-          while (!f.what.empty() && f.what.back() == ' ') f.what.pop_back();
-        }
-        out.push_back(f);
-        open = &out.back();
+      if (std::any_of(std::begin(not_findings), std::end(not_findings),
+                      [&](const char* skip) { return body.rfind(skip, 0) == 0; }))
+        continue;
+      open.emplace();
+      open->tool = tool;
+      open->what = body.rfind("Error: ", 0) == 0 ? body.substr(7) : body;
+      // A racecheck headline carries its own location.
+      if (find_source_location(open->what, at, path, number)) {
+        open->location = short_location(path, number);
+        open->what.erase(at);
+        while (!open->what.empty() && open->what.back() == ' ') open->what.pop_back();
       }
-    } else if (open && open->location.empty()) {
-      std::smatch m;
-      if (std::regex_search(body, m, location)) open->location = short_location(m[1], m[2]);
+    } else if (open && open->location.empty() && find_source_location(body, at, path, number)) {
+      open->location = short_location(path, number);
     }
-  next:;
   }
-  // Fold identical findings (a race reported by many threads is one bug).
-  std::vector<SanitizerFinding> folded;
-  for (const auto& f : out) {
-    auto it = std::find_if(folded.begin(), folded.end(), [&](const SanitizerFinding& g) {
-      return g.what == f.what && g.location == f.location;
-    });
-    if (it != folded.end()) ++it->count;
-    else folded.push_back(f);
-  }
-  if (folded.size() > 10) folded.resize(10);
-  return folded;
+  close();
+  if (out.size() > 10) out.resize(10);
+  return out;
 }
 
 LessonOutcome lesson_outcome(const LessonConfig& lesson, const std::string& build, Verdict verdict,

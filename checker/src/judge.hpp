@@ -185,4 +185,12 @@ std::vector<SanitizerFinding> parse_sanitizer_log(const std::string& tool, const
 /// Text from a program, made safe to show: no escape sequences or control characters.
 std::string printable(const std::string& text);
 
+/// The longest line of a tool's or a program's output that the checker's parsers look at; the
+/// rest of a longer line is cut (a compiler's caret line under a 40,000-character source line).
+inline constexpr std::size_t kMaxParsedLine = 4096;
+
+/// @p text split into lines, each cut to @p max_line bytes (a cut line ends in " [...]"): what
+/// every parser of untrusted output reads, so that none of them can take longer than linear time.
+std::vector<std::string> bounded_lines(const std::string& text, std::size_t max_line = kMaxParsedLine);
+
 }  // namespace lab

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "files.hpp"
+#include "judge.hpp"
 #include "runs.hpp"
 
 namespace lab {
@@ -48,8 +49,9 @@ std::optional<double> RooflineRun::ridge() const {
 
 RooflinePoint place_variant(const RooflineRun& run, const json& v) {
   RooflinePoint p;
-  p.variant = v.value("name", "");
-  p.role = v.value("role", "");
+  // Names from a file anyone could have written: shown only as printable text.
+  p.variant = printable(v.value("name", ""));
+  p.role = printable(v.value("role", ""));
   // A variant the lesson never validated (a reference or a phase timed alone) is not "wrong":
   // only a failed check makes it so.
   const bool checked = v.contains("checks") && v["checks"].is_array() && !v["checks"].empty();
@@ -112,10 +114,10 @@ std::string add_result(Roofline& r, const std::string& file, const json& doc) {
   const json ceilings = doc.value("ceilings", json::object());
   const json device = doc.value("device", json::object());
   RooflineRun run;
-  run.file = file;
-  run.lesson = doc["lesson"].get<std::string>();
+  run.file = printable(file);
+  run.lesson = printable(doc["lesson"].get<std::string>());
   run.device = device.contains("name") && device["name"].is_string()
-                   ? device["name"].get<std::string>()
+                   ? printable(device["name"].get<std::string>())
                    : "unknown GPU";
   const auto copy = roof_of(ceilings, "copy_gbs");
   if (!copy) return "no measured memory roof (ceilings.copy_gbs), so there is no roofline to draw";
@@ -142,21 +144,21 @@ Roofline load_roofline(const std::vector<fs::path>& files) {
     std::string why;
     const auto text = read_file_limited(f, kMaxResultBytes, why);
     if (!text) {
-      r.errors.push_back(f.string() + ": " + why);
+      r.errors.push_back(printable(f.string() + ": " + why));
       continue;
     }
     const auto doc = parse_json_limited(*text, why);
     if (!doc) {
-      r.errors.push_back(f.string() + ": " + why);
+      r.errors.push_back(printable(f.string() + ": " + why));
       continue;
     }
     // add_result checks every field it reads; should one still slip through, the library's
     // exception becomes this file's error instead of ending the command.
     try {
       if (auto e = add_result(r, f.string(), *doc); !e.empty())
-        r.errors.push_back(f.string() + ": " + e);
+        r.errors.push_back(printable(f.string() + ": " + e));
     } catch (const json::exception& e) {
-      r.errors.push_back(f.string() + ": not a usable result file (" + std::string(e.what()) + ")");
+      r.errors.push_back(printable(f.string() + ": not a usable result file (" + std::string(e.what()) + ")"));
     }
   }
   std::vector<std::string> devices;
@@ -288,18 +290,19 @@ json roofline_json(const Roofline& r) {
 
 namespace {
 
-// Text for XML: the five special characters escaped, control characters (not allowed in
-// XML 1.0) replaced.
+// Text for XML 1.0: printable (well-formed UTF-8, no control characters, no U+FFFE or U+FFFF,
+// none of which XML allows), then the five special characters escaped.
 std::string xml(const std::string& s) {
   std::string out;
-  for (const char ch : s) {
+  for (const char ch : printable(s)) {
     switch (ch) {
       case '&': out += "&amp;"; break;
       case '<': out += "&lt;"; break;
       case '>': out += "&gt;"; break;
       case '"': out += "&quot;"; break;
       case '\'': out += "&apos;"; break;
-      default: out += (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ? '?' : ch;
+      case '\n': case '\t': out += ' '; break;
+      default: out += ch;
     }
   }
   return out;

@@ -18,6 +18,7 @@
 #include "counters.hpp"
 #include "files.hpp"
 #include "runs.hpp"
+#include "toml_file.hpp"
 
 namespace lab {
 
@@ -167,6 +168,8 @@ std::size_t line_past_dot_bound(const std::string& t) {
   return 0;
 }
 
+}  // namespace
+
 toml::table parse_toml(const fs::path& file) {
   std::string why;
   const auto text = read_file_limited(file, kMaxTomlBytes, why);
@@ -182,6 +185,8 @@ toml::table parse_toml(const fs::path& file) {
                       ": not valid TOML: " + std::string(e.description()));
   }
 }
+
+namespace {
 
 // Sets one overridable rule field; returns false if `key` is not one.
 bool set_rule_field(const fs::path& file, Rule& rule, const std::string& key,

@@ -1,7 +1,9 @@
 // Hostile files for every reader of the checker: a bounded, deterministic mutation fuzzer.
 //
-// Each reader (roofline results, grade records, check.toml, overrides) gets a few hundred
-// mutations of valid sample files: truncated, bits flipped, nested thousands deep, numbers like
+// Each reader (roofline results, grade records, check.toml, overrides, a lesson's expected.toml,
+// lab-doctor's report, and the filters of what a student's build and program print: compiler
+// output and compute-sanitizer logs) reads its seeds as they are (among them the inputs that
+// once crashed it), then a few hundred mutations of them: truncated, bits flipped, nested thousands deep, numbers like
 // 1e400 / nan / inf / 1e-9, values of the wrong type, huge strings. Each input is read in a
 // forked child (the reader function itself, not the command line) with a time and a memory
 // limit. The test fails if the child crashes, hangs, lets an exception other than the checker's
@@ -30,10 +32,13 @@
 #include <random>
 #include <typeinfo>
 
+#include "doctor.hpp"
+#include "grade.hpp"
 #include "helpers.hpp"
 #include "judge.hpp"
 #include "report.hpp"
 #include "roofline.hpp"
+#include "selftest.hpp"
 
 using namespace lab;
 using namespace lab::test;
@@ -363,7 +368,10 @@ const char* const kSystematicToml[] = {"nan", "inf", "-inf", "1e-9", "0", "-5", 
 std::vector<std::pair<std::string, std::string>> systematic(const std::string& seed, bool json_text) {
   std::vector<std::pair<std::string, std::string>> out;  // (what, input)
   if (json_text) {
-    const json doc = json::parse(seed);
+    std::string error;
+    const auto limited = parse_json_limited(seed, error);
+    if (!limited) return out;  // a seed that is itself a hostile input
+    const json& doc = *limited;
     const json flat = doc.flatten();
     for (const auto& [path, value] : flat.items()) {
       if (!value.is_number()) continue;
@@ -419,7 +427,7 @@ void fuzz(const std::string& reader, std::uint64_t seed, bool json_text,
           const std::vector<std::string>& seeds,
           const std::function<std::string(const std::string&, int)>& read_one) {
   Mutator m{std::mt19937_64(seed), json_text};
-  std::vector<std::string> inputs, whats;
+  std::vector<std::string> inputs = seeds, whats(seeds.size(), "+seed");
   for (int i = 0; i < iterations(); ++i) {
     std::string what;
     inputs.push_back(m.mutate(seeds[m.pick(seeds.size())], what));
@@ -487,7 +495,7 @@ std::string grade_record(const std::string& name) {
     o.build = "submission";
     o.verdict = Verdict::fail;
     o.score = 4;
-    o.max_score = 10;
+    o.max_score = 4;  // what its one rule earns of its 4 (merge recomputes every score)
     o.runs = 1;
     RuleOutcome rule;
     rule.id = "correct";
@@ -506,6 +514,50 @@ const char* const kOverridesSeed =
     "[\"90-fake\"]\ntimeout_s = 300\n\n"
     "[\"90-fake\".speedup]\nmin = 2.5\nmax = 10\npoints = 5\nhint = \"faster: {value}\"\n\n"
     "[\"90-fake\".bandwidth]\nmin = 0.5  # a comment\n";
+
+// What a build of one long source line prints (nvcc's caret line of 40,000 spaces overflowed the
+// stack of the regex that read it), a 1 MB line, and an ordinary failed build.
+std::vector<std::string> compiler_seeds() {
+  std::string numbers;
+  for (int i = 0; i < 20000; ++i) numbers += "1,";
+  return {"FAILED: lessons/CMakeFiles/01-x-submission.dir/exercise.cu.o\n"
+          "In file included from /g/staging/01-x/exercise.cu:2:\n"
+          "/usr/include/x.h:3:1: error: unknown type name 'y'\n    y z;\n    ^\n"
+          "/g/staging/01-x/exercise.cu(7): error: expected a \";\"\n    return 1.0;\n    ^\n\n"
+          "/usr/bin/ld: exercise.cu.o: in function `main':\nexercise.cu:(.text+0x0): multiple definition of `main'\n"
+          "ninja: build stopped: subcommand failed.\ngmake: *** [all] Error 2\n",
+          "/g/staging/01-x/exercise.cu(1): error: expected a \"}\"\n  int a[] = {" + numbers + "1 1};\n" +
+              std::string(40000, ' ') + "^\n",
+          std::string(1 << 20, ' ') + "error: " + std::string(1 << 20, '(') + "\n"};
+}
+
+std::vector<std::string> sanitizer_seeds() {
+  return {"========= COMPUTE-SANITIZER\n========= Invalid __global__ write of size 4 bytes\n"
+          "=========     at transpose(float *)+0x70 in /g/staging/05-shared/exercise.cu:31\n"
+          "=========     by thread (0,0,0) in block (3,0,0)\n"
+          "========= Error: Race reported between Write access at k+0x1a0 in /s/05-shared/exercise.cu:12\n"
+          "========= ERROR SUMMARY: 2 errors\n",
+          "========= " + std::string(40000, ' ') + "in x.cu:1\n",
+          "========= Invalid read in " + std::string(1 << 20, 'a') + ".cu:7\n"};
+}
+
+// Every line of a filter's output within the cut (and its marker).
+std::string overlong_line(const std::string& text) {
+  for (const std::string& line : bounded_lines(text, std::string::npos))
+    if (line.size() > kMaxParsedLine + 6) return "a line of " + std::to_string(line.size()) + " bytes came out";
+  return "";
+}
+
+// lab-doctor's report as the course's program writes it, one with a number past a double
+// (out_of_range.406 escaped) and one nested 200,000 deep (bad_alloc escaped).
+std::vector<std::string> doctor_seeds() {
+  return {R"({"device": {"name": "Fake GPU", "cc": "9.0", "sms": 132, "l2_bytes": 52428800,
+              "sm_clock_mhz": 1980, "mem_clock_mhz": 2619, "bus_width_bits": 5120,
+              "peak_bandwidth_gbs": 3352.3, "driver": 13000, "runtime": 12080, "debug_build": false},
+              "ceilings": {"copy_gbs": 2850.1, "launch_us": 2.3, "fp32_gflops": null}})",
+          R"({"device": {"name": "GPU", "l2_bytes": 1e400}, "ceilings": {}})",
+          "{\"device\": " + std::string(200000, '[') + std::string(200000, ']') + "}"};
+}
 
 // What a loaded lesson may hold after check.toml and overrides: all finite and in range.
 std::string insane(const LessonConfig& l) {
@@ -596,6 +648,64 @@ TEST_SUITE("fuzz") {
         return contains(e.what(), file.string()) ? std::string()
                                                  : std::string("message without the file: ") + e.what();
       }
+    });
+  }
+
+  TEST_CASE("compiler output (grade's filter of a student's build log)") {
+    fuzz("compiler", 0x5eed0005, false, compiler_seeds(), [&](const std::string& input, int) {
+      for (const char* own : {"01-x/exercise.cu", ""}) {
+        const std::string shown = compiler_errors(input, "/g/staging/", 25, own);
+        if (std::count(shown.begin(), shown.end(), '\n') > 25) return std::string("more than 25 lines shown");
+        if (auto e = overlong_line(shown); !e.empty()) return e;
+      }
+      return std::string();
+    });
+  }
+
+  TEST_CASE("compute-sanitizer logs") {
+    fuzz("sanitizer", 0x5eed0006, false, sanitizer_seeds(), [&](const std::string& input, int) {
+      const auto found = parse_sanitizer_log("memcheck", input);
+      if (found.size() > 10) return std::to_string(found.size()) + " findings kept";
+      for (const auto& f : found)
+        if (auto e = overlong_line(f.what + "\n" + f.location); !e.empty()) return e;
+      return std::string();
+    });
+  }
+
+  TEST_CASE("expected.toml (selftest's mutants)") {
+    TempDir dir;
+    const std::string seed = read_text(fs::path(LAB_SOURCE_DIR) / "solutions" / "01-timing-pitfalls" /
+                                       "mutants" / "expected.toml");
+    REQUIRE(!seed.empty());
+    std::string key;
+    for (int i = 0; i < 40000; ++i) key += "a.";
+    fuzz("expected.toml", 0x5eed0007, false, {seed, key + "a = 1\n"}, [&](const std::string& input, int i) {
+      const fs::path file = dir.path() / std::to_string(i) / "expected.toml";
+      write_text(file, input);
+      try {
+        for (const Expectation& e : load_expectations(file))
+          if (e.timeout_s != 0 && !(e.timeout_s >= 1 && e.timeout_s <= 86400))
+            return "timeout_s " + std::to_string(e.timeout_s) + " accepted";
+        return std::string();
+      } catch (const ConfigError& e) {
+        return contains(e.what(), file.string()) ? std::string()
+                                                 : std::string("message without the file: ") + e.what();
+      }
+    });
+  }
+
+  TEST_CASE("lab-doctor's report") {
+    fuzz("doctor", 0x5eed0008, true, doctor_seeds(), [&](const std::string& input, int) {
+      std::string error;
+      const auto info = read_doctor_report(input, error);
+      if (!info) return error.empty() ? std::string("refused without a reason") : std::string();
+      DoctorReport rep;
+      rep.info = *info;
+      rep.info["tools"] = json::object();
+      const std::string text = doctor_text(rep);
+      if (text != printable(text)) return "the report shows unprintable text: " + printable(text);
+      dump_json(rep.info);
+      return std::string();
     });
   }
 

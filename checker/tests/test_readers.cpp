@@ -4,8 +4,16 @@
 // a rule key at lesson level. test_fuzz.cpp throws mutations at the same readers.
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
+
+#include <chrono>
+
+#include "doctor.hpp"
+#include "grade.hpp"
 #include "helpers.hpp"
+#include "judge.hpp"
 #include "process.hpp"
+#include "selftest.hpp"
 #include "report.hpp"
 #include "runs.hpp"
 #include "roofline.hpp"
@@ -35,7 +43,11 @@ std::string grade_record(const std::string& name, bool complete = true) {
   return json{{"schema", kGradeSchema}, {"submission", name}, {"complete", complete},
               {"score", 7}, {"max_score", 10},
               {"lessons", json::array({{{"lesson", "90-fake"}, {"score", 7}, {"max_score", 10},
-                                        {"verdict", "fail"}}})}}
+                                        {"verdict", "fail"},
+                                        {"rules", json::array({{{"id", "correct"}, {"verdict", "pass"},
+                                                                {"points", 7}, {"max_points", 7}},
+                                                               {{"id", "speedup"}, {"verdict", "fail"},
+                                                                {"points", 0}, {"max_points", 3}}})}}})}}
       .dump();
 }
 
@@ -87,6 +99,112 @@ TEST_SUITE("readers") {
     r = load_result(f, "", "");
     CHECK(r.error == "the result file is nested more than 64 levels deep (line 1, column 65): not a "
                      "file the course writes");
+  }
+
+  TEST_CASE("compiler output: a caret line of 40,000 spaces and a 1 MB line, read in linear time, lines cut") {
+    // One long line of exercise.cu (int a[] = {1,1,...,1 1};): nvcc quotes it with a caret line
+    // under it; the regex that read these lines overflowed the stack from ~26,500 spaces.
+    std::string numbers;
+    for (int i = 0; i < 20000; ++i) numbers += "1,";
+    const std::string log = "/g/staging/01-x/exercise.cu(1): error: expected a \"}\"\n"
+                            "  int a[] = {" + numbers + "1 1};\n" + std::string(40000, ' ') + "^\n\n"
+                            "/usr/include/other.h(3): error: " + std::string(1 << 20, 'x') + "\n"
+                            "   " + std::string(1 << 20, ' ') + "error\n"
+                            "1 error detected in the compilation of \"/g/staging/01-x/exercise.cu\".\n";
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::string shown = compiler_errors(log, "/g/staging/", 25, "01-x/exercise.cu");
+    CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < 5);
+    CHECK(shown.rfind("01-x/exercise.cu(1): error: expected a \"}\"\n  int a[] = {1,1,", 0) == 0);
+    CHECK(contains(shown, "(a message about another file than your exercise.cu is not shown)"));
+    CHECK(!contains(shown, "xxxx"));
+    for (const std::string& line : bounded_lines(shown)) CHECK(line.size() <= kMaxParsedLine + 6);
+    CHECK(contains(shown, " [...]\n"));
+    // Without the own-file filter too.
+    CHECK(compiler_errors(std::string(40000, ' ') + "^\n", "", 25) == std::string(kMaxParsedLine, ' ') + " [...]\n");
+  }
+
+  TEST_CASE("compute-sanitizer logs: long lines cut, many findings folded in linear time") {
+    std::string log = "========= " + std::string(40000, ' ') + "in x.cu:1\n" +
+                      "========= Invalid __global__ read in " + std::string(1 << 20, 'a') + ".cu:7\n" +
+                      "=========     at k+0x10 in /s/90-fake/exercise.cu:12\n";
+    auto f = parse_sanitizer_log("memcheck", log);
+    REQUIRE(f.size() == 1);
+    CHECK(f[0].location == "90-fake/exercise.cu:12");  // the location past the cut is not read
+    CHECK(f[0].what.size() <= kMaxParsedLine + 6);
+    // 200,000 findings, all different: folded through an index (a scan per finding was quadratic).
+    log.clear();
+    for (int i = 0; i < 200000; ++i)
+      log += "========= Invalid read " + std::to_string(i) + "\n=========     at k in /s/l/exercise.cu:" +
+             std::to_string(i % 7) + "\n";
+    const auto t0 = std::chrono::steady_clock::now();
+    f = parse_sanitizer_log("memcheck", log);
+    CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < 10);
+    REQUIRE(f.size() == 10);
+    CHECK(f[3].what == "Invalid read 3");
+    CHECK(f[3].location == "l/exercise.cu:3");
+  }
+
+  TEST_CASE("expected.toml gets check.toml's limits: a FIFO, a 40,000-part key, a timeout of nan") {
+    TempDir dir;
+    const fs::path file = dir.path() / "expected.toml";
+    REQUIRE(::mkfifo(file.c_str(), 0600) == 0);  // reading it waited for a writer for ever
+    CHECK_THROWS_WITH_AS(load_expectations(file), (file.string() + ": is not a regular file").c_str(), ConfigError);
+    fs::remove(file);
+    std::string key;
+    for (int i = 0; i < 40000; ++i) key += "a.";
+    write_text(file, key + "a = 1\n");  // toml++ freed its 40,000 nested tables recursively
+    CHECK_THROWS_WITH_AS(load_expectations(file),
+                         (file.string() + ":1: more than 2000 dotted key parts and decimal points: not a "
+                          "file the course writes (keys nested that deep would crash the reader)").c_str(),
+                         ConfigError);
+    for (const char* bad : {"nan", "inf", "-5", "0"}) {
+      write_text(file, std::string("[m1]\nverdict = \"fail\"\ntimeout_s = ") + bad + "\n");
+      CHECK_THROWS_WITH_AS(load_expectations(file),
+                           (file.string() + ":3: \"timeout_s\" must be from 1 to 86400 seconds").c_str(), ConfigError);
+    }
+    write_text(file, "[m1]\nverdict = \"fail\"\ntimeout_s = 30\n");
+    REQUIRE(load_expectations(file).size() == 1);
+  }
+
+  TEST_CASE("lab-doctor's report: hostile JSON is a one-line refusal, names are shown printable") {
+    std::string error;
+    CHECK(!read_doctor_report("{\"device\": {\"l2_bytes\": 1e400}}", error));  // out_of_range.406
+    CHECK(error == "has a number beyond the range of a double (1e400, line 1, column 26)");
+    CHECK(!read_doctor_report(std::string(200000, '[') + std::string(200000, ']'), error));  // bad_alloc
+    CHECK(error == "is nested more than 64 levels deep (line 1, column 65): not a file the course writes");
+    CHECK(!read_doctor_report("{\"device\": {\"debug_build\": \"yes\"}}", error));
+    CHECK(error == "does not follow the result schema: \"device.debug_build\" is a string, expected a boolean");
+    CHECK(!read_doctor_report("[1]", error));
+    CHECK(error == "is not a JSON object");
+    const auto info = read_doctor_report(
+        "{\"device\": {\"name\": \"GPU\\u001b[2J\\u009b31m\", \"sms\": 132, \"x\": [1]},"
+        " \"ceilings\": {\"copy_gbs\": 2000, \"\\u001b]0;title\\u0007\": 1}}", error);
+    REQUIRE(info);
+    CHECK((*info)["device"]["name"] == "GPU?31m");
+    CHECK(!(*info)["device"].contains("x"));
+    DoctorReport rep;
+    rep.info = *info;
+    rep.info["tools"] = json::object();
+    const std::string text = doctor_text(rep);
+    CHECK(contains(text, "GPU        GPU?31m (compute capability ?, 132 SMs"));
+    CHECK(text.find('\x1b') == std::string::npos);
+  }
+
+  TEST_CASE("roofline --svg: names with U+FFFE, control characters and escape sequences stay valid XML") {
+    TempDir dir;
+    const fs::path file = dir.path() / "r.json";
+    json doc = roofline_result();
+    doc["variants"][0]["name"] = "k\xef\xbf\xbe\x1b[31m\x01<&>";
+    doc["device"]["name"] = "GPU\xef\xbf\xbf\xc2\x9b";
+    write_text(file, doc.dump());
+    const Roofline r = load_roofline({file});
+    REQUIRE(r.runs.size() == 1);
+    const std::string svg = roofline_svg(r);
+    CHECK(contains(svg, "k?&lt;&amp;&gt;"));
+    for (const std::string_view bad : {"\xef\xbf\xbe", "\xef\xbf\xbf", "\xc2\x9b", "\x1b", "\x01"}) {
+      CHECK(svg.find(bad) == std::string::npos);
+      CHECK(roofline_table(r).find(bad) == std::string::npos);
+    }
   }
 
   TEST_CASE("roofline: each bad file named with its field, the good one still shown and drawn") {

@@ -1,6 +1,8 @@
 // Reading result files: every way one can be wrong has its own clear message.
 #include <doctest/doctest.h>
 
+#include <chrono>
+
 #include "helpers.hpp"
 #include "runs.hpp"
 
@@ -69,6 +71,88 @@ TEST_CASE("fields of the wrong type are named with their path") {
   doc = sample_result();
   doc.erase("variants");
   CHECK(load_error(doc.dump()) == "the result file does not follow the result schema: \"variants\" is missing");
+}
+
+TEST_CASE("every key the checker reads is type-checked where the file is read, never a library exception") {
+  const std::string refused = "the result file does not follow the result schema: ";
+  json doc = sample_result();
+  doc["debug_build"] = "yes";  // rules.cpp reads it: the library threw type_error.302 there
+  CHECK(load_error(doc.dump()) == refused + "\"debug_build\" is a string, expected a boolean");
+  doc = sample_result();
+  doc["replay"] = {{"entries", 3}, {"error", 5}};
+  CHECK(load_error(doc.dump()) == refused + "\"replay.error\" is a number, expected a string");
+  doc = sample_result();
+  doc["variants"][0]["time_ms"]["n"] = 1e300;  // a count a size_t cannot hold
+  CHECK(load_error(doc.dump()) == refused + "\"variants[0].time_ms.n\" is 1e+300, expected a count (0 or 1 to 1e+12)");
+  doc = sample_result();
+  doc["variants"][1]["batch"] = 0.5;
+  CHECK(load_error(doc.dump()) == refused + "\"variants[1].batch\" is 0.5, expected a count (0 or 1 to 1e+12)");
+}
+
+TEST_CASE("keys only the checker writes are refused in a program's file") {
+  const std::string refused = "the result file does not follow the result schema: ";
+  json doc = sample_result();
+  doc["unverified_variants"] = json::array({1});
+  CHECK(load_error(doc.dump()) ==
+        refused + "\"unverified_variants\" is the checker's own key: a lesson program does not write it");
+  doc = sample_result();
+  doc["counters"] = {{"exercise", {{"dram_bytes", {{"value", 1}}}}}};
+  CHECK(load_error(doc.dump()) == refused + "\"counters\" is the checker's own key: a lesson program does not write it");
+  // A baseline "the pristine run could not time" would make a failed speedup `environment`.
+  doc = sample_result();
+  doc["variants"][0]["pristine_error"] = "no GPU";
+  CHECK(load_error(doc.dump()) ==
+        refused + "\"variants[0].pristine_error\" is the checker's own key: a lesson program does not write it");
+}
+
+TEST_CASE("readings that contradict themselves are refused, naming the field") {
+  const std::string refused = "the result file does not follow the result schema: ";
+  json doc = sample_result();
+  doc["variants"][1]["time_ms"]["median"] = 0.5;  // min 0.98, max 1.03
+  CHECK(load_error(doc.dump()) ==
+        refused + "\"variants[1].time_ms.median\" is 0.5, outside its own min and max (0.98 to 1.03)");
+  // The samples behind the time: as many as it counts, within its min and max, around its median.
+  doc = sample_result();
+  doc["variants"][1]["time_ms"]["n"] = 3;
+  doc["variants"][1]["samples_ms"] = {1.0, 1.01};
+  CHECK(load_error(doc.dump()) == refused + "\"variants[1].samples_ms\" holds 2 samples, but its time counts 3 "
+                                            "(a file holds all of them, up to 2000)");
+  doc["variants"][1]["samples_ms"] = {1.0, 1.01, 7.0};
+  CHECK(load_error(doc.dump()) == refused + "\"variants[1].samples_ms\" run from 1 to 7 ms, outside its time's "
+                                            "own min and max (0.98 to 1.03)");
+  doc["variants"][1]["samples_ms"] = {1.01, 1.02, 1.02};
+  CHECK(load_error(doc.dump()) == refused + "\"variants[1].time_ms.median\" is 1, outside the range of its "
+                                            "own samples (1.01 to 1.02)");
+  doc["variants"][1]["samples_ms"] = {0.99, 1.0, 1.02};  // rounded to 7 digits as written: fine
+  CHECK(load_error(doc.dump()) == "ok");
+  // A metric within its own interval.
+  doc = sample_result();
+  doc["metrics"]["overlap_efficiency"]["value"] = 0.9;
+  CHECK(load_error(doc.dump()) == refused + "\"metrics.overlap_efficiency.value\" is 0.9, outside its own "
+                                            "interval (low 0.78, high 0.82)");
+  // Two variants of one name: the first would win every rule.
+  doc = sample_result();
+  doc["variants"][1]["name"] = "naive";
+  CHECK(load_error(doc.dump()) == refused + "\"variants[1].name\" is \"naive\", the name of an earlier "
+                                            "variant (names are unique within a lesson)");
+}
+
+TEST_CASE("a result of 40,000 variants is refused at once: judging time is bounded by the file") {
+  json doc = sample_result();
+  json tiny = doc["variants"][0];
+  for (int i = 0; i < 40000; ++i) {
+    tiny["name"] = "v" + std::to_string(i);
+    doc["variants"].push_back(tiny);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK(load_error(doc.dump()) == "the result file does not follow the result schema: \"variants\" holds "
+                                  "40002 variants, more than the 1000 a lesson may declare");
+  CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < 5);
+  // At the bound, unique names are checked in linear time too.
+  json first = json::array();
+  for (std::size_t i = 0; i < kMaxResultVariants; ++i) first.push_back(doc["variants"][i]);
+  doc["variants"] = first;
+  CHECK(load_error(doc.dump()) == "ok");
 }
 
 TEST_CASE("nonce: missing, empty or wrong") {

@@ -1,9 +1,11 @@
 // The one reader of result files: bounded parsing, then every field checked (docs/result-file.md).
 #include "lab/result_reader.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <unordered_set>
 
 namespace lab {
 
@@ -47,6 +49,10 @@ constexpr Range kBytes{1e-3, 1e21, "bytes"};
 constexpr Range kFlops{1e-3, 1e21, "FLOPs"};
 constexpr Range kMs{1e-9, 1e9, "ms"};
 constexpr Range kMeasuredMs{1e-9, 1e9, "ms", true};
+// Counts (samples, launches per sample, mismatches, record entries): whole numbers a size_t or
+// an int holds, far beyond any run.
+constexpr Range kCount{1, 1e12, ""};
+constexpr Range kSeed{1, 1.8e19, ""};
 
 struct Field {
   const char* key;
@@ -61,7 +67,21 @@ const Field kTopFields[] = {
     {"complete", Type::boolean},       {"device", Type::object},
     {"ceilings", Type::object},        {"config", Type::object},
     {"metrics", Type::object},         {"diagnostics", Type::strings},
-    {"environment_ok", Type::boolean}};
+    {"environment_ok", Type::boolean}, {"debug_build", Type::boolean},
+    {"replay", Type::object}};
+// What a --replay run found in the record it was given (the pristine program's file).
+const Field kReplayFields[] = {{"entries", Type::number, false, &kCount},
+                               {"used", Type::number, false, &kCount},
+                               {"missing", Type::strings},
+                               {"unused", Type::strings},
+                               {"error", Type::string}};
+// Keys only the checker writes into a run's document (judge.cpp, runs.cpp): from a program they
+// would be its own say on what the checker saw (a baseline "the pristine run could not time", a
+// contradicted time, counters, where its results were checked).
+const char* const kCheckerTopKeys[] = {"program_environment_ok", "program_diagnostics", "watched",
+                                       "unverified_variants", "counters", "results_checked",
+                                       "runs_combined"};
+const char* const kCheckerVariantKeys[] = {"measured_in", "pristine_error"};
 const Field kDeviceFields[] = {
     {"name", Type::string},           {"cc", Type::string},
     {"sms", Type::number},            {"l2_bytes", Type::number},
@@ -80,7 +100,7 @@ const Field kCeilingFields[] = {
     {"fp32_gflops", Type::number_or_null, false, &kGflops},
     {"bf16_tensor_gflops", Type::number_or_null, false, &kGflops},
     {"tf32_tensor_gflops", Type::number_or_null, false, &kGflops}};
-const Field kConfigFields[] = {{"seed", Type::number},
+const Field kConfigFields[] = {{"seed", Type::number, false, &kSeed},
                                {"quick", Type::boolean},
                                {"mode", Type::mode},
                                {"sizes", Type::strings}};
@@ -98,10 +118,10 @@ const Field kVariantFields[] = {
     {"stop_reason", Type::string},
     {"enqueue_us", Type::number},
     {"mode", Type::mode},
-    {"batch", Type::number},
+    {"batch", Type::number, false, &kCount},
     {"converged", Type::boolean},
     {"sm_clock_mhz", Type::number},
-    {"discarded_throttled", Type::number},
+    {"discarded_throttled", Type::number, false, &kCount},
     {"diagnostics", Type::strings},
     {"gbs", Type::number, false, &kGbs},
     {"gflops", Type::number, false, &kGflops},
@@ -116,7 +136,7 @@ const Field kTimeFields[] = {
     {"mean", Type::number, false, &kMs},
     {"stddev", Type::number, false, &kMs},
     {"max", Type::number, false, &kMs},
-    {"n", Type::number},
+    {"n", Type::number, false, &kCount},
     {"median_low", Type::number, false, &kMs},
     {"median_high", Type::number, false, &kMs},
     {"median_coverage", Type::number}};
@@ -126,7 +146,7 @@ const Field kCheckFields[] = {{"case", Type::string},
                               {"max_abs_error", Type::number_or_null},
                               {"max_rel_error", Type::number_or_null},
                               {"rel_l2_error", Type::number_or_null},
-                              {"mismatches", Type::number},
+                              {"mismatches", Type::number, false, &kCount},
                               {"message", Type::string}};
 const Field kMetricFields[] = {{"value", Type::number, true},
                                {"low", Type::number},
@@ -170,8 +190,12 @@ std::string check_value(const json& v, const std::string& path, const Field& f) 
       if (f.range->positive && !(x > 0)) return quoted(path) + " is not a positive time";
       if (x == 0 || (x >= f.range->low && x <= f.range->high)) return "";
       char buf[200];
-      std::snprintf(buf, sizeof buf, " is %g %s, which no GPU measures (expected %s%g to %g)", x,
-                    f.range->unit, f.range->positive ? "" : "0 or ", f.range->low, f.range->high);
+      if (!*f.range->unit)
+        std::snprintf(buf, sizeof buf, " is %g, expected a count (0 or %g to %g)", x, f.range->low,
+                      f.range->high);
+      else
+        std::snprintf(buf, sizeof buf, " is %g %s, which no GPU measures (expected %s%g to %g)", x,
+                      f.range->unit, f.range->positive ? "" : "0 or ", f.range->low, f.range->high);
       return quoted(path) + buf;
     }
     case Type::boolean: return v.is_boolean() ? "" : expected("a boolean");
@@ -211,18 +235,77 @@ std::string check_fields(const json& obj, const std::string& where, const Field 
   return "";
 }
 
+// Whether `x` is within [low, high], give or take the rounding of a written number (samples
+// are written with 7 significant digits).
+bool within(double x, double low, double high) {
+  const double slack = 1e-6 * std::max({std::fabs(low), std::fabs(high), std::fabs(x)});
+  return x >= low - slack && x <= high + slack;
+}
+
+std::string number_text(double x) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.7g", x);
+  return buf;
+}
+
+// A variant's time agrees with itself: its median within its min and max and its samples within
+// those too, as many samples as it counts (all of them up to kMaxResultSamples, then that many),
+// and, where it wrote them all, its median within theirs.
+std::string check_time(const json& v, const std::string& where) {
+  const json& t = v["time_ms"];
+  const double median = t["median"].get<double>();
+  const double low = t.contains("min") ? t["min"].get<double>() : median;
+  const double high = t.contains("max") ? t["max"].get<double>() : median;
+  if (!within(median, low, high))
+    return quoted(where + ".time_ms.median") + " is " + number_text(median) +
+           ", outside its own min and max (" + number_text(low) + " to " + number_text(high) + ")";
+  if (!v.contains("samples_ms") || v["samples_ms"].empty()) return "";
+  const json& samples = v["samples_ms"];
+  if (t.contains("n")) {
+    const double n = t["n"].get<double>();
+    const double written = std::min(n, static_cast<double>(kMaxResultSamples));
+    if (static_cast<double>(samples.size()) != written)
+      return quoted(where + ".samples_ms") + " holds " + std::to_string(samples.size()) +
+             " samples, but its time counts " + number_text(n) + " (a file holds all of them, up to " +
+             std::to_string(kMaxResultSamples) + ")";
+  }
+  double fewest = samples[0].get<double>(), most = fewest;
+  for (const json& s : samples) {
+    const double x = s.get<double>();
+    fewest = std::min(fewest, x);
+    most = std::max(most, x);
+  }
+  if ((t.contains("min") && !within(fewest, low, high)) || (t.contains("max") && !within(most, low, high)))
+    return quoted(where + ".samples_ms") + " run from " + number_text(fewest) + " to " +
+           number_text(most) + " ms, outside its time's own min and max (" + number_text(low) +
+           " to " + number_text(high) + ")";
+  const bool all_written = t.contains("n") ? t["n"].get<double>() <= static_cast<double>(kMaxResultSamples)
+                                           : samples.size() < kMaxResultSamples;
+  if (all_written && !within(median, fewest, most))
+    return quoted(where + ".time_ms.median") + " is " + number_text(median) +
+           ", outside the range of its own samples (" + number_text(fewest) + " to " +
+           number_text(most) + ")";
+  return "";
+}
+
 std::string check_variant(const json& v, const std::string& where) {
   if (!v.is_object()) return quoted(where) + " is " + type_name(v) + ", expected an object";
   if (auto e = check_fields(v, where, kVariantFields); !e.empty()) return e;
   if (v.contains("time_ms"))
     if (auto e = check_fields(v["time_ms"], where + ".time_ms", kTimeFields); !e.empty()) return e;
   // The kept samples behind time_ms (missing from files written before they were).
-  if (v.contains("samples_ms"))
+  if (v.contains("samples_ms")) {
+    if (v["samples_ms"].size() > kMaxResultSamples)
+      return quoted(where + ".samples_ms") + " holds " + std::to_string(v["samples_ms"].size()) +
+             " samples, more than the " + std::to_string(kMaxResultSamples) + " a result file holds";
     for (std::size_t k = 0; k < v["samples_ms"].size(); ++k)
       if (auto e = check_value(v["samples_ms"][k], where + ".samples_ms[" + std::to_string(k) + "]",
                                kSample);
           !e.empty())
         return e;
+  }
+  if (v.contains("time_ms"))
+    if (auto e = check_time(v, where); !e.empty()) return e;
   if (v.contains("checks"))
     for (std::size_t k = 0; k < v["checks"].size(); ++k) {
       const json& c = v["checks"][k];
@@ -309,16 +392,48 @@ std::string validate_result(const json& doc) {
     if (auto e = check_fields(doc["ceilings"], "ceilings", kCeilingFields); !e.empty()) return e;
   if (doc.contains("config"))
     if (auto e = check_fields(doc["config"], "config", kConfigFields); !e.empty()) return e;
+  if (doc.contains("replay"))
+    if (auto e = check_fields(doc["replay"], "replay", kReplayFields); !e.empty()) return e;
   const json& variants = doc["variants"];
-  for (std::size_t i = 0; i < variants.size(); ++i)
-    if (auto e = check_variant(variants[i], "variants[" + std::to_string(i) + "]"); !e.empty())
-      return e;
+  if (variants.size() > kMaxResultVariants)
+    return "\"variants\" holds " + std::to_string(variants.size()) + " variants, more than the " +
+           std::to_string(kMaxResultVariants) + " a lesson may declare";
+  // Names are how every rule finds its variant: two of one name would have the first win.
+  std::unordered_set<std::string> names;
+  for (std::size_t i = 0; i < variants.size(); ++i) {
+    const std::string where = "variants[" + std::to_string(i) + "]";
+    if (auto e = check_variant(variants[i], where); !e.empty()) return e;
+    if (!names.insert(variants[i]["name"].get<std::string>()).second)
+      return quoted(where + ".name") + " is " + variants[i]["name"].dump() +
+             ", the name of an earlier variant (names are unique within a lesson)";
+  }
   if (doc.contains("metrics"))
     for (const auto& [name, m] : doc["metrics"].items()) {
       const std::string where = "metrics." + name;
       if (!m.is_object()) return quoted(where) + " is " + type_name(m) + ", expected an object";
       if (auto e = check_fields(m, where, kMetricFields); !e.empty()) return e;
+      // A reading lies within its own interval.
+      const double value = m["value"].get<double>();
+      const double low = m.contains("low") ? m["low"].get<double>() : value;
+      const double high = m.contains("high") ? m["high"].get<double>() : value;
+      if (!within(value, low, high))
+        return quoted(where + ".value") + " is " + number_text(value) +
+               ", outside its own interval (low " + number_text(low) + ", high " +
+               number_text(high) + ")";
     }
+  return "";
+}
+
+std::string checker_keys_in(const json& doc) {
+  for (const char* key : kCheckerTopKeys)
+    if (doc.contains(key))
+      return quoted(key) + " is the checker's own key: a lesson program does not write it";
+  const json& variants = doc["variants"];
+  for (std::size_t i = 0; i < variants.size(); ++i)
+    for (const char* key : kCheckerVariantKeys)
+      if (variants[i].contains(key))
+        return quoted("variants[" + std::to_string(i) + "]." + key) +
+               " is the checker's own key: a lesson program does not write it";
   return "";
 }
 
@@ -330,7 +445,9 @@ std::optional<json> read_result(std::string_view text, std::string& error) {
   }
   std::optional<json> doc = parse_json_limited(text, error);
   if (!doc) return std::nullopt;
-  if (std::string why = validate_result(*doc); !why.empty()) {
+  std::string why = validate_result(*doc);
+  if (why.empty()) why = checker_keys_in(*doc);
+  if (!why.empty()) {
     error = "does not follow the result schema: " + why;
     return std::nullopt;
   }

@@ -25,6 +25,10 @@ inline constexpr int kMaxJsonDepth = 64;
 /// The largest result file read (the 2000 samples of each variant are far below it).
 inline constexpr std::size_t kMaxResultBytes = 16u << 20;
 
+/// The most variants a result file may hold (a lesson declares a dozen or so): judging a run
+/// looks variants up by name, so their number bounds its time.
+inline constexpr std::size_t kMaxResultVariants = 1000;
+
 /// @brief Parses @p text as JSON, refusing nesting deeper than @p max_depth and numbers beyond a
 /// double's range (1e400) before the JSON library sees them. Never throws.
 /// @param text the document
@@ -39,12 +43,18 @@ std::optional<nlohmann::json> parse_json_limited(std::string_view text, std::str
 /// writer writes, by type, numbers also by range (a rate, a count or a time no GPU produces), and
 /// mode and role by name. Required: schema, lesson, nonce, variants, and in each variant name and
 /// correct (and time_ms.median when it has time_ms); other fields may be missing (files from
-/// before they were added). Fields the checker adds, or unknown ones, are left alone.
+/// before they were added). Then whether the readings agree with themselves: variant names
+/// unique (at most kMaxResultVariants), a median within its min and max and within its samples,
+/// as many samples as its time counts, a metric's value within its low and high. Fields the
+/// checker adds, or unknown ones, are left alone.
 /// @param doc the document
 /// @return "" if it is valid, else why not, naming the field by its path ("variants[1].correct")
 std::string validate_result(const nlohmann::json& doc);
 
-/// @brief The reader: parse_json_limited, then validate_result.
+/// @brief The reader of a lesson program's file: parse_json_limited, then validate_result, and
+/// none of the keys only the checker writes into a run's document ("unverified_variants",
+/// "counters", a variant's "pristine_error", ...): every value the checker reads from it has
+/// been type-checked here.
 /// @param text the file's content (at most kMaxResultBytes)
 /// @param error on failure, a phrase to follow "the result file ": "is not valid JSON (line 1,
 ///        column 5)", "does not follow the result schema: \"variants\" is missing", ...
