@@ -2,6 +2,18 @@
 /// @brief Lesson 11: what exercise.cu must define, and how the harness (main.cu) uses it.
 #pragma once
 
+// What exercise code may use, and what not (the checker refuses the latter before anything runs,
+// naming the call, in `lab-check run` as in grading): the CUDA runtime for the work itself
+// (kernels, copies, events, graphs, streams made with cudaStreamCreate* or lab::SideStream,
+// which every timed sample waits for), CUB and Thrust, and the C and C++ libraries' containers,
+// algorithms, maths and clocks. Not: files, threads, processes, the environment or leaving the
+// program (no exercise needs them); device-wide settings (cudaDeviceReset, cudaDeviceSetLimit,
+// cache and memory-pool settings); host callbacks (cudaLaunchHostFunc, host graph nodes: do the
+// host's part in the function itself); cudaProfilerStart/Stop (run the program with --profile);
+// the driver API (cu*: use the runtime's cuda* calls).
+// This lesson also allows NVRTC (nvrtc*) and the C library's file calls for a cache (fopen, fread,
+// fwrite, fseek, ftell, fclose, rename, remove); <fstream> and <filesystem> are refused.
+
 #include <cuda_runtime.h>
 
 #include <memory>

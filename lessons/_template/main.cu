@@ -1,24 +1,18 @@
-// The lesson template, the harness: y = a x on n floats. Copy this folder (and
-// solutions/_template) to NN-topic, then replace the work; docs/writing-a-lesson.md walks through
-// every part of this file. Students read it; the checker compiles your exercise.cu against it.
-//
-// Variants (see --list): per_element, the given kernel (one thread per element); exercise, yours.
-// Bytes: x read once, y written once: 8n. FLOPs: one multiply per element.
+// The lesson template's harness: y = a x on n floats (8n bytes, n FLOPs). Variants (--list):
+// per_element, the given kernel; exercise, yours. docs/writing-a-lesson.md walks through it.
 #include "exercise.cuh"
 #include "lab/lesson.cuh"
 
 namespace {
 
 constexpr int kThreads = 256;
-
 __global__ void scale_per_element(const float* __restrict__ x, float* __restrict__ y, float a,
                                   std::size_t n) {
   const std::size_t i = blockIdx.x * std::size_t(kThreads) + threadIdx.x;
   if (i < n) y[i] = a * x[i];
 }
 
-// The problem: the input, and the output with a guard zone after it (lab/guard.hpp).
-struct Problem {
+struct Problem {  // the input; the output, with a guard zone after it (lab/guard.hpp)
   std::size_t n;
   float a = 1.5f;
   lab::DeviceBuffer<float> x;
@@ -42,9 +36,8 @@ void add_variants(lab::Variants<Problem>& variants) {
                 work});
 }
 
-// How inputs are made, outputs reset, results checked (lab/protocol.cuh). The reference
-// regenerates x from its seed (never reads it back: the code under test could have written it);
-// y = a x is one float multiply on both sides, so it must match exactly.
+// Inputs, outputs, the one reference (lab/protocol.cuh): x regenerated from its seed, never read
+// back; y = a x is one float multiply on both sides, so it must match exactly.
 lab::Checks<Problem> checks() {
   lab::Checks<Problem> c;
   c.fill = [](Problem& p, std::uint64_t seed, cudaStream_t s) {
@@ -71,16 +64,13 @@ int main(int argc, char** argv) {
   add_variants(variants);
   long long n = 0;
   lesson.option("--n", &n, "floats at the timing size", 1LL << 26, 1LL << 22);
-
   return lesson.run(argc, argv, [&](lab::Lesson& l) {
     if (n > (1LL << 31)) throw std::invalid_argument("--n: at most 2^31");
     lab::Protocol<Problem> protocol(l, variants, checks());
-    // Sizes that are not multiples of the block size; then the timing size, 256 MiB each way
-    // (far past L2), checked again after timing with new inputs in the same buffers.
-    for (const long long size : {1LL, 3LL, 1000003LL}) {
+    for (const long long size : {1LL, 3LL, 1000003LL}) {  // not multiples of the block size
       Problem p(size);
       protocol.validate(p, std::to_string(size) + " floats");
-    }
+    }  // then 256 MiB each way (far past L2), and once more after timing
     Problem p(n);
     l.size("x, y: " + std::to_string(n) + " floats (" + lab::fixed(4.0 * n / (1 << 20), 0) +
            " MiB each)");
