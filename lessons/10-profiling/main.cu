@@ -181,157 +181,15 @@ void run_exercise(Problem& p, cudaStream_t s) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Reference (double, on the host, from the device's own x) and validation.
+// Reference (double, from the table regenerated, never read back from x: the exercise could have
+// written into it) and the checks.
 
 const lab::Tolerance kTolerance{1e-4, 1e-4};
 
-struct Expected {
-  std::vector<float> mean, inv_std, score;
-  double sum_of_x = 0;
-};
-
-Expected reference(const Problem& p, cudaStream_t s) {
-  const std::vector<float> x = p.x.download(s);
-  const std::size_t rows = p.rows, cols = p.cols;
-  std::vector<double> sum(cols, 0.0), squares(cols, 0.0), m(cols), is(cols);
-  for (std::size_t r = 0; r < rows; ++r)
-    for (std::size_t c = 0; c < cols; ++c) sum[c] += x[r * cols + c];
-  for (std::size_t c = 0; c < cols; ++c) m[c] = sum[c] / rows;
-  for (std::size_t r = 0; r < rows; ++r)
-    for (std::size_t c = 0; c < cols; ++c) {
-      const double d = x[r * cols + c] - m[c];
-      squares[c] += d * d;
-    }
-  Expected e;
-  for (std::size_t c = 0; c < cols; ++c) e.sum_of_x += sum[c];
-  for (std::size_t c = 0; c < cols; ++c) {
-    is[c] = 1.0 / std::sqrt(squares[c] / rows);
-    e.mean.push_back(static_cast<float>(m[c]));
-    e.inv_std.push_back(static_cast<float>(is[c]));
-  }
-  for (std::size_t r = 0; r < rows; ++r) {
-    double s2 = 0;
-    for (std::size_t c = 0; c < cols; ++c) {
-      const double zz = (x[r * cols + c] - m[c]) * is[c];
-      s2 += zz * zz;
-    }
-    e.score.push_back(static_cast<float>(s2));
-  }
-  return e;
-}
-
-void poison_outputs(Problem& p, cudaStream_t s) {
-  p.mean.poison(s);
-  p.inv_std.poison(s);
-  p.score.poison(s);
-  p.workspace.poison(s);
-}
-
-void arm_guards(Problem& p, cudaStream_t s) {
-  p.mean.arm(s);
-  p.inv_std.arm(s);
-  p.score.arm(s);
-  p.workspace.arm(s);
-}
-
-void set_canaries(Problem& p, cudaStream_t s) {
-  poison_outputs(p, s);
-  arm_guards(p, s);
-}
-
-// The outputs against the reference: the statistics, then the scores; the first that differs
-// decides, and `what` names it.
-struct Outcome {
-  lab::Comparison c;
-  const char* what = "";
-};
-
-// Each output goes through Lesson::compare under "<case>, <output>": the exercise's can be
-// checked out of process.
-Outcome compare(lab::Lesson& l, const std::string& variant, const std::string& case_name,
-                const Problem& p, const Expected& e, bool stats, bool scores, cudaStream_t s) {
-  const std::pair<const lab::GuardedBuffer<float>*, const std::vector<float>*> outputs[] = {
-      {stats ? &p.mean : nullptr, &e.mean},
-      {stats ? &p.inv_std : nullptr, &e.inv_std},
-      {scores ? &p.score : nullptr, &e.score}};
-  const char* names[] = {"mean", "inv_std", "score"};
-  Outcome o;
-  for (int i = 0; i < 3 && o.c.ok; ++i) {
-    if (!outputs[i].first) continue;
-    o.c = l.compare(variant, case_name + ", " + names[i], outputs[i].first->download(s),
-                    *outputs[i].second, kTolerance);
-    o.what = names[i];
-  }
-  return o;
-}
-
-void record(lab::Lesson& l, const std::string& variant, const std::string& case_name, Outcome o) {
-  if (!o.c.ok) o.c.note = std::string(o.what) + ": " + o.c.summary();
-  l.check(variant, case_name, o.c);
-}
-
-// Records `o`, unless its outputs are right but a guard zone (after an output or the workspace)
-// changed: then what changed there.
-void record_guarded(lab::Lesson& l, const std::string& variant, const std::string& case_name,
-                    const Problem& p, const Outcome& o, cudaStream_t s) {
-  if (o.c.ok)
-    for (const std::string& d :
-         {p.mean.damage(s), p.inv_std.damage(s), p.score.damage(s), p.workspace.damage(s)})
-      if (!d.empty()) {
-        l.check(variant, case_name, false, d);
-        return;
-      }
-  record(l, variant, case_name, o);
-}
-
-// Runs variant `v` once on fresh canaries and checks the three outputs and the guard zones.
-void validate(lab::Lesson& l, const lab::Variant<Problem>& v, const std::string& case_name,
-              Problem& p, const Expected& e) {
-  cudaStream_t s = l.stream();
-  set_canaries(p, s);
-  v.launch(p, s);
-  LAB_CHECK(cudaStreamSynchronize(s));
-  record_guarded(l, v.name, case_name, p, compare(l, v.name, case_name, p, e, true, true, s), s);
-}
-
-// The phases of the given app, run one by one as they are timed: phase 1 is checked on mean and
-// inv_std, phases 2 and 3 on the scores they produce together.
-void validate_phases(lab::Lesson& l, const std::string& case_name, Problem& p, const Expected& e) {
-  if (!l.selected("given_stats") && !l.selected("given_standardize") && !l.selected("given_scores"))
-    return;
-  cudaStream_t s = l.stream();
-  set_canaries(p, s);
-  given_stats(p, s);
-  LAB_CHECK(cudaStreamSynchronize(s));
-  if (l.selected("given_stats")) record(l, "given_stats", case_name,
-                                            compare(l, "given_stats", case_name, p, e, true, false, s));
-  given_standardize(p, s);
-  given_scores(p, s);
-  LAB_CHECK(cudaStreamSynchronize(s));
-  const Outcome scores = compare(l, "given_scores", case_name, p, e, false, true, s);
-  for (const char* phase : {"given_standardize", "given_scores"})
-    if (l.selected(phase)) record(l, phase, case_name, scores);
-}
-
-// The floor reads x twice and adds it up: its 64 partial sums must total twice the sum of x.
-void validate_floor(lab::Lesson& l, const std::string& case_name, Problem& p, double sum_of_x) {
-  if (!l.selected("read_twice")) return;
-  cudaStream_t s = l.stream();
-  LAB_CHECK(cudaMemsetAsync(p.sink.data(), 0, p.sink.bytes(), s));
-  read_twice(p, s);
-  double total = 0;
-  for (const float v : p.sink.download(s)) total += v;
-  const double expected = 2 * sum_of_x;
-  l.check("read_twice", case_name, std::fabs(total - expected) <= 1e-4 * std::fabs(expected) + 1e-2,
-          "its partial sums total " + std::to_string(total) + ", expected " + std::to_string(expected));
-}
-
-// ---------------------------------------------------------------------------------------------
-// The exercise's timed calls, checked like validated ones (lab/timed_calls.hpp).
-
 // sum[c] and squares[c] += the sum of x[r][c] and of x[r][c]^2 over the rows, in double, for the
-// table fill_table(seed) makes: regenerated here, never read from x (the exercise could have
-// written into it). Thread t adds up column t % cols over rows t / cols, t / cols + row_step, ...
+// table fill_table(seed) makes: a kernel of the harness (the host would take too long over 67 M
+// elements at every timed call). Thread t adds up column t % cols over rows t / cols,
+// t / cols + row_step, ...
 __global__ void reference_column_sums(int rows, int cols, int row_step, std::uint64_t seed,
                                       double* sum, double* squares) {
   const long long t = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
@@ -356,86 +214,138 @@ struct Table {
   }
 };
 
-// How the exercise's timed calls are prepared and checked.
-//  * prepare, before every timed call: a new table x from the call's seed, which the harness
-//    draws where the exercise cannot see it (every output depends on x; the scores on all of it),
-//    outputs poisoned and the workspace filled with 0xFF bytes, as before a validated call. About
-//    0.1 ms on the device, outside the timed window.
-//  * verify, after the calls the harness picks once they are done: mean and inv_std of every
-//    column, from column sums in double of the regenerated table (a kernel of the harness: the
-//    host would take too long over 67 M elements), and the scores of 256 rows picked at random
-//    only now, computed in double on the host from their regenerated values; then the guard zones.
-//    About 5 ms, most of it copying outputs and guard zones back.
-//  * check_inputs, after timing: x still holds the last call's table.
-class TimedCalls : public lab::TimedCalls {
- public:
-  TimedCalls(lab::Lesson& l, Problem& p) : l_(l), p_(p) {}
-
-  void check_inputs(cudaStream_t s) {
-    if (prepared())  // (else the exercise was not timed)
-      lab::check_inputs_unchanged(
-          l_, "exercise",
-          {lab::changed_input("x", p_.x.data(), p_.x.size(), Table{seed_, p_.cols}, s)});
-  }
-
- private:
-  static constexpr int kRows = 256;
-
-  void prepare(cudaStream_t s, std::uint64_t seed) override {
-    seed_ = seed;
-    fill(p_, seed, s);
-    poison_outputs(p_, s);
-  }
-
-  void verify(cudaStream_t s, const std::string& case_name) override {
-    const int rows = p_.rows, cols = p_.cols;
-    // Column statistics of the regenerated table.
-    lab::DeviceBuffer<double> sums(2 * static_cast<std::size_t>(cols));
-    LAB_CHECK(cudaMemsetAsync(sums.data(), 0, sums.bytes(), s));
-    const int row_step = std::max(1, std::min(rows, (1 << 17) / cols));
-    const long long threads = static_cast<long long>(row_step) * cols;
-    reference_column_sums<<<static_cast<unsigned>((threads + kThreads - 1) / kThreads), kThreads, 0,
-                            s>>>(rows, cols, row_step, seed_, sums.data(), sums.data() + cols);
-    LAB_CHECK_LAUNCH();
-    const std::vector<double> moments = sums.download(s);
-    Expected e;
-    std::vector<double> m(cols), is(cols);
-    for (int c = 0; c < cols; ++c) {
-      m[c] = moments[c] / rows;
-      is[c] = 1.0 / std::sqrt(moments[cols + c] / rows - m[c] * m[c]);
-      e.mean.push_back(static_cast<float>(m[c]));
-      e.inv_std.push_back(static_cast<float>(is[c]));
-    }
-    // Scores of rows picked now.
-    std::uniform_int_distribution<int> any_row(0, rows - 1);
-    std::vector<std::size_t> picked_rows(kRows);
-    for (std::size_t& r : picked_rows) {
-      r = any_row(pick);
-      double s2 = 0;
-      for (int c = 0; c < cols; ++c) {
-        const double z = (table_value(seed_, static_cast<long long>(r) * cols + c, c) - m[c]) * is[c];
-        s2 += z * z;
-      }
-      e.score.push_back(static_cast<float>(s2));
-    }
-    // The exercise's outputs against them, as in validate(): the statistics (compare()), then
-    // the scores of the picked rows; then the guard zones.
-    const std::vector<float> score = p_.score.download(s);
-    std::vector<float> picked_scores;
-    for (std::size_t r : picked_rows) picked_scores.push_back(score[r]);
-    Outcome o = compare(l_, "exercise", case_name, p_, e, true, false, s);
-    if (o.c.ok) {
-      o.c = l_.compare("exercise", case_name + ", score", picked_scores, e.score, kTolerance);
-      for (lab::Mismatch& mm : o.c.first) mm.index = picked_rows[mm.index];  // score's own index
-      o.what = "score";
-    }
-    record_guarded(l_, "exercise", case_name, p_, o, s);
-  }
-
-  lab::Lesson& l_;
-  Problem& p_;
-  std::uint64_t seed_ = 0;  // the last timed call's table
+// What the outputs must hold for the table of one seed: mean and inv_std of every column, and
+// the scores of the rows a check looks at.
+struct Expected {
+  std::vector<float> mean, inv_std;
+  std::vector<std::size_t> rows;
+  std::vector<float> score;  // of rows[0], rows[1], ...
+  double sum_of_x = 0;
 };
+
+Expected reference(const Problem& p, std::uint64_t seed, const std::vector<std::size_t>& rows,
+                   cudaStream_t s) {
+  const int cols = p.cols;
+  lab::DeviceBuffer<double> sums(2 * static_cast<std::size_t>(cols));
+  LAB_CHECK(cudaMemsetAsync(sums.data(), 0, sums.bytes(), s));
+  const int row_step = std::max(1, std::min(p.rows, (1 << 17) / cols));
+  const long long threads = static_cast<long long>(row_step) * cols;
+  reference_column_sums<<<static_cast<unsigned>((threads + kThreads - 1) / kThreads), kThreads, 0,
+                          s>>>(p.rows, cols, row_step, seed, sums.data(), sums.data() + cols);
+  LAB_CHECK_LAUNCH();
+  const std::vector<double> moments = sums.download(s);
+  Expected e;
+  e.rows = rows;
+  std::vector<double> m(cols), is(cols);
+  for (int c = 0; c < cols; ++c) {
+    e.sum_of_x += moments[c];
+    m[c] = moments[c] / p.rows;
+    is[c] = 1.0 / std::sqrt(moments[cols + c] / p.rows - m[c] * m[c]);
+    e.mean.push_back(static_cast<float>(m[c]));
+    e.inv_std.push_back(static_cast<float>(is[c]));
+  }
+  for (const std::size_t r : rows) {
+    double s2 = 0;
+    for (int c = 0; c < cols; ++c) {
+      const double z = (table_value(seed, static_cast<long long>(r) * cols + c, c) - m[c]) * is[c];
+      s2 += z * z;
+    }
+    e.score.push_back(static_cast<float>(s2));
+  }
+  return e;
+}
+
+// The outputs against the reference: the statistics, then the scores; the first that differs
+// decides, and `what` names it.
+struct Outcome {
+  lab::Comparison c;
+  const char* what = "";
+};
+
+// Each output goes through Lesson::compare under "<case>, <output>": the exercise's can be
+// checked out of process. The scores are read at e.rows only.
+Outcome compare(lab::Lesson& l, const std::string& variant, const std::string& case_name,
+                const Problem& p, const Expected& e, bool stats, bool scores, cudaStream_t s) {
+  Outcome o;
+  if (stats) {
+    o.c = l.compare(variant, case_name + ", mean", p.mean.download(s), e.mean, kTolerance);
+    o.what = "mean";
+  }
+  if (stats && o.c.ok) {
+    o.c = l.compare(variant, case_name + ", inv_std", p.inv_std.download(s), e.inv_std, kTolerance);
+    o.what = "inv_std";
+  }
+  if (scores && o.c.ok) {
+    o.c = l.compare(variant, case_name + ", score", lab::gather(p.score.data(), e.rows, s),
+                    e.score, kTolerance);
+    for (lab::Mismatch& mm : o.c.first) mm.index = e.rows[mm.index];  // score's own index
+    o.what = "score";
+  }
+  return o;
+}
+
+// Records `o` under the case, unless its outputs are right but a guard zone (after an output or
+// the workspace) changed, when @p guarded: then what changed there.
+void record(lab::Lesson& l, const std::string& variant, const std::string& case_name,
+            const Problem& p, Outcome o, bool guarded, cudaStream_t s) {
+  if (o.c.ok && guarded)
+    for (const std::string& d :
+         {p.mean.damage(s), p.inv_std.damage(s), p.score.damage(s), p.workspace.damage(s)})
+      if (!d.empty()) {
+        l.check(variant, case_name, false, d);
+        return;
+      }
+  if (!o.c.ok) o.c.note = std::string(o.what) + ": " + o.c.summary();
+  l.check(variant, case_name, o.c);
+}
+
+// How tables are made, outputs reset and results checked (lab/protocol.cuh). Every call, the
+// timed ones included, gets a new table x (every output depends on x; the scores on all of it;
+// about 0.1 ms on the device, outside the timed window), outputs poisoned and the workspace
+// filled with 0xFF bytes. A check compares mean and inv_std of every column, and the scores of
+// every row after a validated call, of 256 rows picked only once the call has finished after a
+// timed one; then the guard zones. Variant by variant:
+//  * given_app and the exercise: all three outputs, and the guard zones;
+//  * the phases, which need the previous phases' outputs (poisoned before every call): phase 1
+//    on mean and inv_std; phases 2 and 3 run again after phase 1, on the scores they produce
+//    together;
+//  * the floor: its 64 partial sums must total twice the sum of x.
+// After timing, x still holds the last call's table.
+lab::Checks<Problem> checks() {
+  lab::Checks<Problem> c;
+  c.fill = [](Problem& p, std::uint64_t seed, cudaStream_t s) { fill(p, seed, s); };
+  c.reset = [](Problem& p, cudaStream_t s) {
+    for (const lab::GuardedBuffer<float>* out : {&p.mean, &p.inv_std, &p.score}) out->reset(s);
+    p.workspace.reset(s);
+    LAB_CHECK(cudaMemsetAsync(p.sink.data(), 0, p.sink.bytes(), s));
+  };
+  c.check = [kept = lab::KeptReference<Expected>()](lab::Look& look, Problem& p) mutable {
+    cudaStream_t s = look.stream();
+    const std::string& v = look.variant();
+    const std::vector<std::size_t> rows = look.indices(p.rows, 256);
+    const Expected& e =
+        kept.get(look.seed(), rows, [&] { return reference(p, look.seed(), rows, s); });
+    if (v == "read_twice") {
+      double total = 0;
+      for (const float part : p.sink.download(s)) total += part;
+      const double expected = 2 * e.sum_of_x;
+      look.check(std::fabs(total - expected) <= 1e-4 * std::fabs(expected) + 1e-2,
+                 "its partial sums total " + std::to_string(total) + ", expected " +
+                     std::to_string(expected));
+      return;
+    }
+    const bool stats = v != "given_standardize" && v != "given_scores";
+    const bool scores = v != "given_stats";
+    if (!stats) given_app(p, s);  // phases 1, 2 and 3 in order, as given_app runs them
+    record(look.lesson(), v, look.case_name(), p,
+           compare(look.lesson(), v, look.case_name(), p, e, stats, scores, s), stats && scores, s);
+  };
+  c.inputs_changed = [](const Problem& p, std::uint64_t seed, cudaStream_t s) {
+    return std::vector<std::string>{
+        lab::changed_input("x", p.x.data(), p.x.size(), Table{seed, p.cols}, s)};
+  };
+  return c;
+}
 
 std::string ms(double v) { return lab::text("%.3f ms", v); }
 
@@ -481,52 +391,30 @@ int main(int argc, char** argv) {
   lesson.option("--rows", &rows, "Rows of the timed table");
   lesson.option("--cols", &cols, "Columns of the timed table");
 
+
   return lesson.run(argc, argv, [&](lab::Lesson& l) {
-    cudaStream_t s = l.stream();
     if (l.quick()) rows = std::min<long long>(rows, 16411);
     if (rows < 2 || cols < 1 || rows * cols > (1LL << 31))
       throw std::runtime_error("--rows must be >= 2, --cols >= 1, rows x cols <= 2^31");
-
-    // Every variant once on p, the exercise last: whatever it does to x cannot touch the given
-    // variants' checks.
-    auto validate_all = [&](const std::string& name, Problem& p, const Expected& e) {
-      if (l.selected("given_app")) validate(l, variants["given_app"], name, p, e);
-      validate_phases(l, name, p, e);
-      validate_floor(l, name, p, e.sum_of_x);
-      if (l.selected("exercise")) validate(l, variants["exercise"], name, p, e);
-    };
+    lab::Protocol<Problem> protocol(l, variants, checks());
 
     // Validation: odd shapes (no multiple of 32 in both), tall and wide, then the timed one.
     const std::pair<int, int> shapes[] = {{2, 1}, {1000, 77}, {4099, 256}, {37, 1000}, {65537, 33}};
     for (const auto& [r, c] : shapes) {
       Problem p(r, c);
-      fill_table<<<256, kThreads, 0, s>>>(p.x.data(), r, c, l.seed() + r);
-      LAB_CHECK_LAUNCH();
-      const Expected e = reference(p, s);
-      validate_all(lab::dims({r, c}), p, e);
+      protocol.validate(p, lab::dims({r, c}));
     }
-
     Problem p(static_cast<int>(rows), static_cast<int>(cols));
-    fill(p, l.seed(), s);
     const double S = 4.0 * p.elements();
     l.size("x: " + std::to_string(p.rows) + " x " + std::to_string(p.cols) + " floats (" +
            std::to_string(static_cast<long long>(S / (1 << 20))) + " MiB), row-major");
-    const Expected e = reference(p, s);
-    validate_all(lab::dims({p.rows, p.cols}), p, e);
-    fill(p, l.seed(), s);  // (x again as the harness wrote it, whatever the exercise did to it)
-    given_app(p, s);  // the phases alone need the previous phases' outputs
+    protocol.validate(p, lab::dims({p.rows, p.cols}));
 
-    // The guard zones are armed once here and must stay intact through the exercise's timed calls
-    // (the given variants, timed first, write nothing there).
-    arm_guards(p, s);
-    TimedCalls checked(l, p);
-    variants.measure_all(p, checked.checks());
-    checked.check_inputs(s);
-
-    // Outputs after timing must still be right (the timed calls reused the buffers), on the table
-    // the reference e was made from.
-    fill(p, l.seed(), s);
-    if (l.selected("exercise")) validate(l, variants["exercise"], "after timing", p, e);
+    // Timing: the phases alone need the previous phases' outputs, so the given app runs once
+    // first. Then the outputs must still be right after timing (the timed calls reused the
+    // buffers), on a new table.
+    protocol.measure(p, [&](Problem& q) { given_app(q, l.stream()); });
+    protocol.validate(p, "after timing");
 
     const lab::Measurement* app = variants.measurement("given_app");
     const lab::Measurement* stats = variants.measurement("given_stats");
@@ -549,3 +437,4 @@ int main(int argc, char** argv) {
              "x the floor (x read twice: " + ms(floor->gpu_ms.median) + ")");
   });
 }
+
