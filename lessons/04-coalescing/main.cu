@@ -152,20 +152,15 @@ lab::Tolerance gemv_tolerance(int cols, double largest) {
   return lab::sum_tolerance(static_cast<double>(cols) + 2.0, largest);
 }
 
-// How inputs are made, y reset and results checked (lab/protocol.cuh). A gemv that recognised
-// its timed calls (same pointers, same sizes, same A as the call before) could skip the work
-// there and still pass every validated call; so every call gets new inputs and a reset y, and
-// is checked once it has finished.
-//  * fill: a fresh A and x (and the column-major copy of A when there is one). A new x alone
-//    would change every answer, but an unchanged A could be kept from one call to the next in a
-//    smaller form (FP16 stays inside the tolerance) and read at half the bytes the rate credits.
-//    Writing A's 1 GiB costs about 0.4 ms per call, outside the timed window.
-//  * reset: the starting y, random when beta != 0; when beta == 0, NaN (y must not be read, and
-//    an element that is never written stays NaN and fails). Its guard zone armed.
-//  * check: every row after a validated call, 128 rows picked only once a timed call has
-//    finished, against a double-precision reference made from A, x and y regenerated from their
-//    seeds (never read back: the exercise could have written into them), and the whole guard
-//    zone. About 5 ms of host time for 128 rows at 16384 columns: 2 M values of A regenerated.
+// How inputs are made, y reset and results checked (lab/protocol.cuh). Every call, timed ones
+// too, gets a new A and x (and the column-major copy of A when there is one): a new x alone
+// would change every answer, but an unchanged A could be kept from one call to the next in a
+// smaller form (FP16 stays inside the tolerance) and read at half the bytes the rate credits
+// (writing A's 1 GiB costs about 0.4 ms, outside the timed window). y starts random when
+// beta != 0; when beta == 0, NaN (y must not be read, and an element never written stays NaN).
+// The check: every row after a validated call, 128 rows picked only once a timed call has
+// finished, against A x in double from A and x regenerated (about 5 ms for 128 rows at 16384
+// columns), and the whole guard zone.
 lab::Checks<Gemv> gemv_checks() {
   lab::Checks<Gemv> c;
   c.fill = [](Gemv& g, std::uint64_t seed, cudaStream_t s) {
@@ -188,13 +183,13 @@ lab::Checks<Gemv> gemv_checks() {
     g.y.arm(s);
   };
   // The products are kept for the next variant of the same validation (at 16384 x 16384, about
-  // a second of host time each).
+  // a second of host time).
   c.check = [kept = lab::KeptReference<std::vector<lab::Dot>>()](lab::Look& look,
                                                                  Gemv& g) mutable {
     const GemvSeeds in(look.seed());
     const std::vector<std::size_t> rows = look.indices(g.rows, 128);
     const std::vector<lab::Dot>& ax = kept.get(look.seed(), rows, [&] {
-      std::vector<float> x(g.cols), a(g.cols);
+      std::vector<float> x(g.cols), a(g.cols);  // a row at a time: not all of A on the host
       lab::fill_random_host(x.data(), x.size(), in.x);
       std::vector<lab::Dot> dots;
       for (const std::size_t r : rows) {
