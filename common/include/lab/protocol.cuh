@@ -214,6 +214,11 @@ class Protocol {
       : lesson_(lesson), variants_(variants), checks_(std::move(checks)) {
     if (!checks_.fill || !checks_.reset || !checks_.check)
       throw std::logic_error("lab::Protocol: fill, reset and check are required");
+    // Each part of a lesson (each list of variants) gets seeds of its own, named by its first
+    // variant (names are unique in a lesson): the same in a --replay run, whatever else ran.
+    if (variants_.begin() != variants_.end())
+      for (const char c : variants_.begin()->name)
+        part_ = (part_ ^ static_cast<unsigned char>(c)) * 0x100000001B3ull;
   }
 
   /// @brief Fresh inputs from the next seed, then every selected variant once (the exercise
@@ -274,13 +279,14 @@ class Protocol {
   }
 
   /// @return the seed of the next set of inputs (validate() and measure() draw one each)
-  std::uint64_t next_seed() { return derive_seed(lesson_.seed(), drawn_++); }
+  std::uint64_t next_seed() { return derive_seed(lesson_.seed() ^ part_, drawn_++); }
 
  private:
   Lesson& lesson_;
   Variants<Problem, V>& variants_;
   Checks<Problem> checks_;
   std::uint64_t drawn_ = 0;
+  std::uint64_t part_ = 0xCBF29CE484222325ull;  // FNV-1a of the part's first variant's name
 };
 
 }  // namespace lab
