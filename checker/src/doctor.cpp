@@ -33,11 +33,13 @@ std::optional<json> read_doctor_report(const std::string& text, std::string& err
   }
   // Only what the report shows, as text a terminal shows as it is.
   json out = {{"device", json::object()}, {"ceilings", json::object()}};
-  for (const char* part : {"device", "ceilings"})
-    for (const auto& [key, value] : as_result.value(part, json::object()).items()) {
+  for (const char* part : {"device", "ceilings"}) {
+    if (!as_result.contains(part)) continue;
+    for (const auto& [key, value] : as_result[part].items()) {
       if (value.is_string()) out[part][printable(key)] = printable(value.get<std::string>());
       else if (value.is_number() || value.is_boolean() || value.is_null()) out[part][printable(key)] = value;
     }
+  }
   return out;
 }
 

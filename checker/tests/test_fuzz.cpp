@@ -214,12 +214,10 @@ struct Mutator {
 
   // A valid JSON document with one node replaced, removed or multiplied.
   std::string structural(const std::string& text, std::string& what) {
-    json doc;
-    try {
-      doc = json::parse(text);
-    } catch (const json::exception&) {
-      return text;  // an earlier mutation broke it: leave it as it is
-    }
+    std::string error;
+    auto limited = parse_json_limited(text, error);
+    if (!limited) return text;  // broken or nested too deep to walk: leave it as it is
+    json doc = std::move(*limited);
     std::vector<json*> nodes;
     std::function<void(json&)> collect = [&](json& j) {
       nodes.push_back(&j);
