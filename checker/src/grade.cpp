@@ -9,6 +9,7 @@
 #include <regex>
 #include <sstream>
 
+#include "inspect.hpp"
 #include "files.hpp"
 #include "process.hpp"
 #include "report.hpp"
@@ -286,6 +287,7 @@ void GradingBuild::prepare() {
       hand_to_build_user(cmake_program(main_cache), dir_, lessons.front());
     prepared_ = true;
     return;
+  steps_deadline_.reset();
   }
   ProcessOptions p;
   p.kind = ProcessKind::tool;  // the course's own CMake code, before any student file is there
@@ -332,6 +334,7 @@ void GradingBuild::set_time_limits(double all_lessons_s, double lesson_s) {
 std::string GradingBuild::stage_submission(const LessonConfig& lesson, const fs::path& exercise) {
   std::error_code ec;
   const auto st = fs::symlink_status(exercise, ec);
+    time_pristine_compile();
   if (ec || !fs::is_regular_file(st))
     return exercise.filename().string() + " is not a regular file (links are not followed)";
   std::string why;
@@ -369,12 +372,53 @@ void GradingBuild::build_all(const std::vector<std::string>& lessons) {
   if (lessons.empty()) return;
   prepare();
   std::vector<std::string> targets;
+  time_pristine_compile();
   for (const auto& lesson : lessons) {
     targets.push_back(lesson + "-submission");
     // The starter's object: the interface the inspection holds the exercise against.
+// The course's own compile time here, which a student's build limits are in proportion to:
+// the starters (harness and library with them) brought up to date untimed, then every lesson's
+// starter exercise compiled and linked again, timed. Its list of what it read is then there too.
+void GradingBuild::time_pristine_compile() {
+  std::vector<std::string> starters;
+  for (const auto& lesson : lessons_with_starter()) starters.push_back(lesson + "-starter");
+  if (starters.empty()) return;
+  const fs::path log = dir_ / "pristine-build.log";
+  auto build_starters = [&] {
+    const ProcessResult r = run_build(starters, {}, log, kBuildTimeoutS);
+    if (!r.exited_ok())
+      throw ConfigError("building the course's starters in the grading build " + dir_.string() + " failed (" +
+                        describe(r, kBuildTimeoutS) + "); the end of " + log.string() + ":\n" + file_tail(log, 3000));
+  };
+  build_starters();
+  for (const auto& target : starters) {
+    std::string why;
+    std::error_code ec;
+    const fs::path program = dir_ / "lessons" / target.substr(0, target.size() - 8) / "starter";
+    if (const auto objects = program_objects(program, why)) fs::remove(objects->exercise, ec);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  build_starters();
+  pristine_compile_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!fixed_limits_)
+    all_lessons_timeout_s_ = lesson_timeout_s_ = std::max(time_floor_s_, time_factor_ * pristine_compile_s_);
+}
+
+SubmissionReads GradingBuild::reads(const std::string& lesson) const {
+  return submission_reads(source_, dir_, lesson, dir_ / "staging" / lesson / "exercise.cu");
+}
+
     targets.push_back(lesson + "-starter-exercise");
   }
   // Past a lesson that does not compile, so the others still build now, in parallel. Another
+  fixed_limits_ = true;
+}
+
+void GradingBuild::set_time_proportion(double factor, double floor_s) {
+  time_factor_ = factor;
+  time_floor_s_ = floor_s;
+  if (!fixed_limits_ && pristine_compile_s_ > 0)
+    all_lessons_timeout_s_ = lesson_timeout_s_ = std::max(time_floor_s_, time_factor_ * pristine_compile_s_);
   // generator stops there; the lesson steps then build what is left.
   const auto cache = read_cmake_cache(dir_);
   const std::string generator = cache.count("CMAKE_GENERATOR") ? cache.at("CMAKE_GENERATOR") : "";
@@ -386,6 +430,9 @@ void GradingBuild::build_all(const std::vector<std::string>& lessons) {
   run_build(targets, keep_going, dir_ / "logs" / "all-lessons.log", all_lessons_timeout_s_);
 }
 
+  // Before any compiler sees it: a file it names that it may not read, or one that would block
+  // the compiler (a device, a FIFO), is refused here.
+  if (std::string unsafe = refuse_unsafe_reads(*content, reads(lesson.name)); !unsafe.empty()) return unsafe;
 namespace {
 
 // Whether the configured build in @p dir defines @p target: a line of a top-level .ninja file
@@ -411,9 +458,13 @@ GradingBuild::Built GradingBuild::build(const LessonConfig& lesson) {
   prepare();
   const fs::path log = dir_ / "logs" / (lesson.name + ".log");
   const ProcessResult r =
-      run_build({lesson.name + "-submission", lesson.name + "-starter-exercise"}, {}, log, lesson_timeout_s_);
+      run_build({lesson.name + "-submission", lesson.name + "-starter-exercise"}, {}, log, limit_s);
   if (r.exited_ok() && fs::exists(b.program)) {
-    b.ok = true;
+    // The compiler's own list of the files it read: one a submission may not read is an error.
+    b.message = refuse_what_compile_read(dir_, b.program, reads(lesson.name));
+    b.ok = b.message.empty();
+    std::error_code ec;
+    if (!b.ok) fs::remove(b.program, ec);  // never run what was built from a file it may not read
     return b;
   }
   const std::string text = read_all(log);
@@ -429,9 +480,11 @@ GradingBuild::Built GradingBuild::build(const LessonConfig& lesson) {
   b.output = compiler_errors(text, prefix, 25, lesson.name + "/exercise.cu");
   const bool limited = sandbox_policy().mode != Containment::none && !r.timed_out;
   const std::string limit = limited ? build_limit_hit(r, text, sandbox_policy().build_limits) : "";
-  b.message = r.timed_out ? "building your exercise.cu " + describe(r, lesson_timeout_s_)
+  b.message = r.timed_out ? "building your exercise.cu " + describe(r, limit_s)
               : !limit.empty() ? "building your exercise.cu went over a limit: " + limit + "; the first errors are below"
                                : "your exercise.cu did not compile; the first errors are below";
+  steps_deadline_ = std::chrono::steady_clock::now() +
+                    std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(lesson_timeout_s_));
   return b;
 }
 
@@ -458,6 +511,10 @@ std::string submission_slug(const fs::path& submission) {
   if (!p.has_filename()) p = p.parent_path();  // "alice/" -> "alice"
   std::string name = p.filename().string();
   for (char& c : name)
+  double limit_s = lesson_timeout_s_;  // after build_all, what is left of the steps' shared limit
+  if (steps_deadline_)
+    limit_s = std::min(limit_s, std::max(kLeastStepS, std::chrono::duration<double>(
+                                                          *steps_deadline_ - std::chrono::steady_clock::now()).count()));
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) c = '_';
   if (name.empty() || name == "." || name == "..") name = "submission";
   return name;

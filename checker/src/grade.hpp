@@ -3,6 +3,7 @@
 // then run and judged lesson by lesson.
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -78,11 +79,18 @@ class GradingBuild {
   /// One lesson on its own (selftest's compile_error mutants): stage_submission(), then build().
   Built build(const LessonConfig& lesson, const fs::path& exercise);
 
-  /// The default of both limits below, and of the starter's check build: 15 minutes.
+  /// The limit on builds of the course's own code (its starters, the harness): 15 minutes.
   static constexpr double kBuildTimeoutS = 900;
-  /// Seconds build_all() may take in all, and build() for one lesson (defaults: kBuildTimeoutS
-  /// each). A lesson that never stops compiling costs at most both.
+  /// Seconds build_all() may take in all, and build() for one lesson. By default both are
+  /// `factor` times the course's own compile time here (prepare() compiles every lesson's
+  /// starter again and times it), and at least `floor_s`; set_time_limits() fixes them instead.
+  /// After build_all(), one submission's lesson steps share one lesson limit in all (each gets
+  /// at least kLeastStepS), so a submission's builds take minutes, however many lessons hang.
+  void set_time_proportion(double factor, double floor_s);
   void set_time_limits(double all_lessons_s, double lesson_s);
+  static constexpr double kTimeFactor = 4, kTimeFloorS = 120, kLeastStepS = 15;
+  double lesson_time_limit() const { return lesson_timeout_s_; }
+  double pristine_compile_s() const { return pristine_compile_s_; }  ///< 0 before prepare()
 
   const fs::path& dir() const { return dir_; }
 
@@ -93,9 +101,15 @@ class GradingBuild {
   ProcessResult run_build(const std::vector<std::string>& targets, const std::vector<std::string>& tool_flags,
                           const fs::path& log, double timeout_s) const;
   std::vector<std::string> lessons_with_starter() const;
+  void time_pristine_compile();
+  /// What the compile of the lesson's staged file may read (sandbox.hpp).
+  SubmissionReads reads(const std::string& lesson) const;
   fs::path source_, main_build_, dir_;
   int jobs_;
   double all_lessons_timeout_s_ = kBuildTimeoutS, lesson_timeout_s_ = kBuildTimeoutS;
+  double time_factor_ = kTimeFactor, time_floor_s_ = kTimeFloorS, pristine_compile_s_ = 0;
+  bool fixed_limits_ = false;
+  std::optional<std::chrono::steady_clock::time_point> steps_deadline_;  ///< set by build_all()
   bool prepared_ = false;
   std::unique_ptr<FileLock> lock_;
 };

@@ -3,6 +3,7 @@
 #include <cxxabi.h>
 #include <elf.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -679,3 +680,241 @@ std::string describe_findings(const std::vector<SealFinding>& findings, std::siz
 }
 
 }  // namespace lab
+SourceText source_text(const std::string& source, bool keep_literals) {
+  // Line splices first, as the compiler joins them before it sees a comment or a directive.
+  std::string joined;
+  std::vector<int> from;
+  int line = 1;
+  for (std::size_t i = 0; i < source.size(); ++i) {
+    if (source[i] == '\\') {
+      std::size_t j = i + 1;
+      if (j < source.size() && source[j] == '\r') ++j;
+      if (j < source.size() && source[j] == '\n') {
+        ++line;
+        i = j;
+        continue;
+      }
+    }
+    joined += source[i];
+    from.push_back(line);
+    if (source[i] == '\n') ++line;
+  }
+  SourceText out;
+  auto emit = [&](char c, std::size_t at) {
+    out.text += c;
+    out.line.push_back(from[at]);
+  };
+  auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  const std::size_t n = joined.size();
+  bool in_number = false;  // a ' inside a number is a digit separator (1'000), not a literal
+  for (std::size_t i = 0; i < n;) {
+    const char c = joined[i];
+    const char next = i + 1 < n ? joined[i + 1] : '\0';
+    if (c == '/' && next == '/') {
+      emit(' ', i);
+      i = std::min(joined.find('\n', i), n);
+      continue;
+    }
+    if (c == '/' && next == '*') {
+      emit(' ', i);
+      const auto end = joined.find("*/", i + 2);
+      i = end == std::string::npos ? n : end + 2;
+      continue;
+    }
+    if (c == '"' || (c == '\'' && !in_number)) {
+      // The literal's end: R"delim( ... )delim" for a raw string, else the closing quote.
+      std::size_t start = i;
+      while (start > 0 && ident(joined[start - 1])) --start;
+      const std::string prefix = joined.substr(start, i - start);
+      std::size_t end = n;
+      const bool raw = c == '"' && !prefix.empty() && prefix.back() == 'R' &&
+                       (prefix == "R" || prefix == "u8R" || prefix == "uR" || prefix == "UR" || prefix == "LR");
+      if (raw) {
+        const auto paren = joined.find('(', i + 1);
+        if (paren != std::string::npos) {
+          const std::string closing = ")" + joined.substr(i + 1, paren - i - 1) + "\"";
+          const auto found = joined.find(closing, paren + 1);
+          end = found == std::string::npos ? n : found + closing.size();
+        }
+      } else {
+        std::size_t j = i + 1;
+        while (j < n && joined[j] != c && joined[j] != '\n') j += joined[j] == '\\' ? 2 : 1;
+        end = std::min(j + 1, n);
+      }
+      for (std::size_t k = i; k < end; ++k)
+        if (keep_literals || k == i || k + 1 == end || joined[k] == '\n') emit(joined[k], k);
+      i = end;
+      in_number = false;
+      continue;
+    }
+    if (ident(c) || (c == '.' && std::isdigit(static_cast<unsigned char>(next)))) {
+      if (!in_number && (i == 0 || !ident(joined[i - 1]))) in_number = std::isdigit(static_cast<unsigned char>(c)) || c == '.';
+    } else if (c != '\'') {
+      in_number = false;
+    }
+    emit(c, i);
+    ++i;
+  }
+  return out;
+}
+
+namespace {
+
+bool word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// The index just past the bracket that closes the one at `open` ('(' or '<'), or npos.
+std::size_t past_closing(const std::string& t, std::size_t open) {
+  const char o = t[open], c = o == '(' ? ')' : '>';
+  int depth = 0;
+  for (std::size_t i = open; i < t.size(); ++i) {
+    if (t[i] == o) ++depth;
+    else if (t[i] == c && --depth == 0) return i + 1;
+  }
+  return std::string::npos;
+}
+
+std::size_t skip_blanks(const std::string& t, std::size_t i) {
+  while (i < t.size() && std::isspace(static_cast<unsigned char>(t[i]))) ++i;
+  return i;
+}
+
+std::string trimmed(const std::string& s) {
+  const auto first = s.find_first_not_of(" \t\n");
+  return first == std::string::npos ? "" : s.substr(first, s.find_last_not_of(" \t\n") - first + 1);
+}
+
+}  // namespace
+
+std::vector<std::string> review_flags(const std::string& source) {
+  const SourceText s = source_text(source, false);
+  const std::string& t = s.text;
+  // Every identifier, where it stands, and how often each name appears.
+  struct Word {
+    std::string name;
+    std::size_t at;
+  };
+  std::vector<Word> words;
+  std::map<std::string, int> count;
+  for (std::size_t i = 0; i < t.size();) {
+    if (!word_char(t[i]) || (i > 0 && word_char(t[i - 1]))) {
+      ++i;
+      continue;
+    }
+    std::size_t end = i;
+    while (end < t.size() && word_char(t[end])) ++end;
+    if (!std::isdigit(static_cast<unsigned char>(t[i]))) {
+      words.push_back({t.substr(i, end - i), i});
+      ++count[words.back().name];
+    }
+    i = end;
+  }
+  // Functions: names called or launched somewhere in the file, and names the file never declares
+  // (from a header: a library function, most often). Function pointer types: spelled out, or an
+  // alias of one (using F = void (*)(); typedef void (*F)();).
+  static const std::set<std::string> not_functions = {
+      "if", "while", "for", "switch", "return", "sizeof", "alignof", "decltype", "catch", "asm",
+      "__asm", "__asm__", "static_cast", "reinterpret_cast", "const_cast", "dynamic_cast",
+      "noexcept", "alignas", "static_assert", "__attribute__", "defined", "throw", "new", "delete"};
+  std::set<std::string> called, pointer_aliases;
+  for (const auto& w : words) {
+    const std::size_t after = skip_blanks(t, w.at + w.name.size());
+    if (after < t.size() && (t[after] == '(' || t.compare(after, 3, "<<<") == 0) && !not_functions.count(w.name))
+      called.insert(w.name);
+    if (w.name == "using" || w.name == "typedef") {
+      const std::size_t end = t.find(';', w.at);
+      const std::string decl = t.substr(w.at, end == std::string::npos ? std::string::npos : end - w.at);
+      std::smatch m;
+      static const std::regex using_alias(R"(^using\s+(\w+)\s*=.*\(\s*[*&])");
+      static const std::regex typedef_alias(R"(\(\s*[*&]\s*(\w+)\s*\)\s*\()");
+      if (std::regex_search(decl, m, using_alias) || std::regex_search(decl, m, typedef_alias))
+        pointer_aliases.insert(m[1].str());
+    }
+  }
+  // A name the file never declares counts where its address is taken, or where it becomes a
+  // pointer (a header's constant cast to a number is no function).
+  auto function_named = [&](std::string operand, const std::string& type) {
+    operand = trimmed(operand);
+    const bool address = !operand.empty() && operand[0] == '&';
+    while (!operand.empty() && (operand[0] == '&' || operand[0] == ' ')) operand.erase(0, 1);
+    static const std::regex qualified(R"(^(?:::)?(?:\w+\s*::\s*)*(\w+)$)");
+    std::smatch m;
+    if (!std::regex_match(operand, m, qualified)) return std::string();
+    const std::string name = m[1].str();
+    const bool from_header = count[name] <= 1 && (address || type.find_first_of("*(") != std::string::npos);
+    return called.count(name) || from_header ? name : std::string();
+  };
+  auto function_pointer_type = [&](const std::string& type) {
+    static const std::regex spelled(R"(\(\s*(\w+\s*::\s*)*[*&^])");
+    static const std::regex last_word(R"((\w+)[\s*&]*$)");
+    std::smatch m;
+    const std::string bare = trimmed(type);
+    return std::regex_search(bare, spelled) ||
+           (std::regex_search(bare, m, last_word) && pointer_aliases.count(m[1].str()) > 0);
+  };
+
+  std::vector<std::pair<int, std::string>> found;
+  auto flag = [&](std::size_t at, const std::string& what) {
+    found.push_back({s.line.empty() ? 1 : s.line[std::min(at, s.line.size() - 1)], what});
+  };
+  // One cast: its target type, its operand, and what follows it.
+  auto judge_cast = [&](std::size_t at, const std::string& type, const std::string& operand, std::size_t end) {
+    if (function_pointer_type(type)) flag(at, "a cast to a function pointer type (" + trimmed(type) + ")");
+    const std::string function = function_named(operand, type);
+    if (function.empty()) return;
+    flag(at, "a cast of a function's address to data or another type (" + function + ")");
+    const std::size_t next = skip_blanks(t, end);
+    if (next < t.size() && (t[next] == '+' || t[next] == '-' || t[next] == '[') && t.compare(next, 2, "->") != 0)
+      flag(at, "arithmetic on a function's address (" + function + ")");
+  };
+  static const std::set<std::string> integer_types = {"uintptr_t", "intptr_t", "size_t", "ptrdiff_t",
+                                                        "uint64_t", "int64_t", "long", "uintmax_t"};
+  for (const auto& w : words) {
+    if (w.name == "asm" || w.name == "__asm" || w.name == "__asm__") {
+      flag(w.at, "inline assembly (" + w.name + ")");
+    } else if (w.name == "reinterpret_cast" || w.name == "bit_cast") {
+      // name<type>(operand)
+      const std::size_t open = skip_blanks(t, w.at + w.name.size());
+      if (open >= t.size() || t[open] != '<') continue;
+      const std::size_t type_end = past_closing(t, open);
+      const std::size_t paren = type_end == std::string::npos ? type_end : skip_blanks(t, type_end);
+      if (paren == std::string::npos || paren >= t.size() || t[paren] != '(') continue;
+      const std::size_t end = past_closing(t, paren);
+      if (end == std::string::npos) continue;
+      judge_cast(w.at, t.substr(open + 1, type_end - open - 2), t.substr(paren + 1, end - paren - 2), end);
+    } else if (integer_types.count(w.name)) {
+      // uintptr_t(&f): a functional cast to an integer.
+      const std::size_t paren = skip_blanks(t, w.at + w.name.size());
+      if (paren >= t.size() || t[paren] != '(') continue;
+      const std::size_t end = past_closing(t, paren);
+      if (end != std::string::npos) judge_cast(w.at, w.name, t.substr(paren + 1, end - paren - 2), end);
+    }
+  }
+  // C-style casts: "(type) operand", where the parentheses hold a type (an identifier with
+  // qualifiers, template arguments, pointers or a function pointer's declarator) and are not a
+  // call's or a statement's ("f(a) b", "if (a) b" are not casts).
+  static const std::regex c_cast(
+      R"(\(\s*((?:const\s+|volatile\s+|unsigned\s+|signed\s+|struct\s+)*[A-Za-z_][\w:]*\s*(?:<[^()]*>)?[\s*&]*(?:const[\s*&]*)*(?:\(\s*[*&]\s*\)\s*\([^()]*\))?)\s*\)\s*(&?\s*(?:::)?[A-Za-z_][\w]*(?:\s*::\s*\w+)*))");
+  static const std::set<std::string> before_cast = {"return", "case", "throw", "co_return"};
+  for (auto it = std::sregex_iterator(t.begin(), t.end(), c_cast); it != std::sregex_iterator(); ++it) {
+    const std::size_t at = static_cast<std::size_t>(it->position(0));
+    std::size_t before = at;
+    while (before > 0 && (t[before - 1] == ' ' || t[before - 1] == '\t')) --before;
+    if (before > 0 && (t[before - 1] == ')' || t[before - 1] == ']')) continue;
+    if (before > 0 && word_char(t[before - 1])) {
+      std::size_t start = before;
+      while (start > 0 && word_char(t[start - 1])) --start;
+      if (!before_cast.count(t.substr(start, before - start))) continue;
+    }
+    const std::string type = (*it)[1].str();
+    const bool pointer_like = type.find('*') != std::string::npos || function_pointer_type(type) ||
+                              integer_types.count(trimmed(type)) > 0 || type.find("long") != std::string::npos;
+    if (!pointer_like) continue;
+    judge_cast(at, type, (*it)[2].str(), at + static_cast<std::size_t>(it->length(0)));
+  }
+  std::sort(found.begin(), found.end());
+  found.erase(std::unique(found.begin(), found.end()), found.end());
+  std::vector<std::string> out;
+  for (const auto& [line, what] : found) out.push_back("line " + std::to_string(line) + ": " + what);
+  return out;
+}
+

@@ -94,4 +94,20 @@ std::string describe_findings(const std::vector<SealFinding>& findings, std::siz
 /// @return the demangled name of a symbol (the symbol itself when it is not mangled C++)
 std::string demangle(const std::string& symbol);
 
+/// A source file as its tokens read: line splices (backslash-newline) joined, each comment made
+/// one space, and (unless `keep_literals`) the text inside string and character literals
+/// removed, quotes kept. `line[i]` is the source line that `text[i]` came from (1-based).
+struct SourceText {
+  std::string text;
+  std::vector<int> line;
+};
+SourceText source_text(const std::string& source, bool keep_literals);
+
+/// What an instructor should review first in a student's exercise.cu (the grade record's
+/// "review" list): the constructs that deliberate corruption of the harness's memory needs,
+/// which the seal does not refuse. Each is "line N: what": inline assembly, a cast to a
+/// function pointer type, a cast of a function's address to data, arithmetic on it. A simple,
+/// conservative scan of the source with comments and literals removed; not a verdict.
+std::vector<std::string> review_flags(const std::string& source);
+
 }  // namespace lab

@@ -258,7 +258,7 @@ int cmd_run(const Common& c, const std::vector<std::string>& names, const std::s
 
 int cmd_grade(const Common& c, const std::vector<std::string>& submissions, const std::string& out,
               const std::string& overrides, bool sanitize, int jobs, bool force,
-              const std::string& grading_dir) {
+              const std::string& grading_dir, const std::pair<double, double>& build_time) {
   const fs::path bdir = build_dir_of(c);
   const auto lessons = lessons_of(c, {}, overrides);
   std::map<std::string, std::string> slugs;
@@ -323,6 +323,7 @@ int cmd_grade(const Common& c, const std::vector<std::string>& submissions, cons
   opt.baselines = use_pristine
                       ? "timed, and results checked, in a process of their own by the course's starter (--baselines pristine)"
                       : "timed in the student's program, which also judges its results (--baselines in-process)";
+  build.set_time_proportion(build_time.first, build_time.second);
   const bool table = c.format == "table";
   const bool colour = table && use_colour(stdout);
   opt.on_lesson = [&](const std::string& name, const LessonOutcome& o) {
@@ -659,9 +660,16 @@ int main(int argc, char** argv) {
   }
   try {
     if (*doctor) return cmd_doctor(c);
+  std::pair<double, double> build_time{GradingBuild::kTimeFactor, GradingBuild::kTimeFloorS};
+  grade->add_option("--build-time-factor", build_time.first,
+                    "A student's build may take this many times the course's own compile time here "
+                    "(the starters, timed when the grading build is prepared)")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  grade->add_option("--build-time-floor", build_time.second, "... and at least this many seconds")
+      ->check(CLI::PositiveNumber)->capture_default_str();
     if (*list) return cmd_list(c, list_overrides);
     if (*run) return cmd_run(c, run_lessons, run_build, quick, sanitize, overrides, report_only);
-    if (*grade) return cmd_grade(c, submissions, out, overrides, grade_sanitize, jobs, force, grading_dir);
+    if (*grade) return cmd_grade(c, submissions, out, overrides, grade_sanitize, jobs, force, grading_dir, build_time);
     if (*merge) return cmd_merge(result_dirs, csv, merge_json);
     if (*selftest) return cmd_selftest(c, self_lessons, repeat, jobs, mutants_once, no_mutants, seal_only);
     if (*roofline) return cmd_roofline(c, roofline_files, svg);

@@ -20,9 +20,14 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <sstream>
 #include <thread>
 
 #include "cgroup.hpp"
+#include "files.hpp"
+#include "grade.hpp"
+#include "inspect.hpp"
+#include "process.hpp"
 #include "lab/syscall_filter.hpp"
 #include "rules.hpp"
 
@@ -393,6 +398,245 @@ std::string limit_hit(const ResourceLimits& limits, int signal, long memory_even
     add("it tried to run more than " + std::to_string(limits.processes) +
         " processes and threads at once, the limit here, and was refused");
   return said;
+}
+
+bool SubmissionReads::allows(const fs::path& file) const {
+  if (files.count(file)) return true;
+  for (const auto& folder : folders)
+    if (is_under(file, folder)) return true;
+  return false;
+}
+
+std::vector<fs::path> compiler_include_folders(const fs::path& build_dir) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  for (const auto& version : fs::directory_iterator(build_dir / "CMakeFiles", ec)) {
+    for (const char* language : {"C", "CXX", "CUDA"}) {
+      std::ifstream in(version.path() / ("CMake" + std::string(language) + "Compiler.cmake"));
+      for (std::string line; std::getline(in, line);) {
+        const std::string lang = language;
+        std::string list;
+        for (const std::string& key : {"CMAKE_" + lang + "_IMPLICIT_INCLUDE_DIRECTORIES", "CMAKE_" + lang + "_TOOLKIT_INCLUDE_DIRECTORIES"})
+          if (line.rfind("set(" + key + " \"", 0) == 0) list = line.substr(key.size() + 6);
+        if (list.empty()) continue;
+        std::istringstream folders(list.substr(0, list.find('"')));
+        for (std::string folder; std::getline(folders, folder, ';');)
+          if (const fs::path c = canonical_or_empty(folder); !c.empty()) out.push_back(c);
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> depfile_inputs(const std::string& text) {
+  // The first rule, its continuation lines joined; names are separated by unescaped blanks.
+  std::string rule;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\\' && i + 1 < text.size() && (text[i + 1] == '\n' || text[i + 1] == '\r')) {
+      rule += ' ';
+      i += text[i + 1] == '\r' && i + 2 < text.size() && text[i + 2] == '\n' ? 2 : 1;
+      continue;
+    }
+    if (text[i] == '\n') break;
+    rule += text[i];
+  }
+  std::size_t colon = 0;  // the target's colon: followed by a blank or the end
+  while ((colon = rule.find(':', colon)) != std::string::npos && colon + 1 < rule.size() &&
+         rule[colon + 1] != ' ' && rule[colon + 1] != '\t')
+    ++colon;
+  std::vector<std::string> out;
+  if (colon == std::string::npos) return out;
+  std::string name;
+  for (std::size_t i = colon + 1; i <= rule.size(); ++i) {
+    const char c = i < rule.size() ? rule[i] : ' ';
+    if (c == '\\' && i + 1 < rule.size() && (rule[i + 1] == ' ' || rule[i + 1] == '#')) {
+      name += rule[++i];
+    } else if (c == '$' && i + 1 < rule.size() && rule[i + 1] == '$') {
+      name += rule[++i];
+    } else if (c == ' ' || c == '\t') {
+      if (!name.empty()) out.push_back(name);
+      name.clear();
+    } else {
+      name += c;
+    }
+  }
+  return out;
+}
+
+std::optional<std::vector<fs::path>> files_compile_read(const fs::path& build_dir, const fs::path& object,
+                                                        const fs::path& ninja, std::string& why) {
+  const fs::path obj = object.lexically_normal();
+  std::vector<std::string> names;
+  if (!ninja.empty() && fs::exists(build_dir / "build.ninja")) {
+    // ninja reads the compiler's depfile into its log (.ninja_deps) and deletes the file.
+    TempDir t("lab-check-deps");
+    ProcessOptions p;
+    p.kind = ProcessKind::tool;  // reads the build's log; runs nothing of the student's
+    const fs::path relative = obj.is_absolute() ? obj.lexically_relative(build_dir) : obj;
+    p.argv = {ninja.string(), "-C", build_dir.string(), "-t", "deps", relative.string()};
+    p.stdout_path = p.stderr_path = t.path() / "deps.txt";
+    p.timeout_s = 60;
+    p.max_output_bytes = 16u << 20;
+    const ProcessResult r = run_process(p);
+    std::ifstream in(p.stdout_path);
+    std::string first;
+    std::getline(in, first);
+    if (!r.exited_ok() || first.find("#deps") == std::string::npos) {
+      why = "ninja's deps log has no list of what " + obj.string() + " read (" + first + ")";
+      return std::nullopt;
+    }
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind("    ", 0) == 0) names.push_back(line.substr(4));
+  } else {
+    const fs::path depfile = obj.string() + ".d";
+    std::string error;
+    const auto text = read_file_limited(depfile, 64u << 20, error);
+    if (!text) {
+      why = "no depfile " + depfile.string() + " (" + error + ")";
+      return std::nullopt;
+    }
+    names = depfile_inputs(*text);
+  }
+  std::vector<fs::path> out;
+  for (const auto& n : names) out.push_back(fs::path(n).is_absolute() ? fs::path(n) : build_dir / n);
+  return out;
+}
+
+SubmissionReads submission_reads(const fs::path& source_dir, const fs::path& build_dir,
+                                 const std::string& lesson, const fs::path& staged) {
+  SubmissionReads reads;
+  const fs::path lesson_dir = source_dir / "lessons" / lesson, library = source_dir / "common" / "include";
+  if (const fs::path c = canonical_or_empty(staged); !c.empty()) reads.files.insert(c);
+  std::string why;
+  const auto starter = program_objects(build_dir / "lessons" / lesson / "starter", why);
+  const auto cache = read_cmake_cache(build_dir);
+  const fs::path ninja = cache.count("CMAKE_MAKE_PROGRAM") ? fs::path(cache.at("CMAKE_MAKE_PROGRAM")) : fs::path();
+  const auto read = starter ? files_compile_read(build_dir, starter->exercise, ninja, why) : std::nullopt;
+  if (!read)
+    throw ConfigError("the grading build " + build_dir.string() + " kept no list of the files " + lesson +
+                      "'s starter read, which a submission's reads are held against: " + why);
+  for (const auto& f : *read)
+    if (const fs::path c = canonical_or_empty(f); !c.empty()) reads.files.insert(c);
+  if (const fs::path c = canonical_or_empty(library); !c.empty()) reads.folders.push_back(c);
+  for (const auto& f : compiler_include_folders(build_dir)) reads.folders.push_back(f);
+  // Where a name is looked for: beside the file, the lesson's folder and the library's headers
+  // (the course's include paths), then the compilers' own folders.
+  reads.search = {staged.parent_path(), lesson_dir, library};
+  for (const auto& f : reads.folders) reads.search.push_back(f);
+  return reads;
+}
+
+namespace {
+
+const char* const kMayRead =
+    "a submission may read only its own exercise.cu, its lesson's exercise.cuh, the lab library's "
+    "headers (lab/...), and the CUDA toolkit's and the system's headers";
+
+bool identifier_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// Whether `word` stands at `at` of `text` as a whole identifier.
+bool word_at(const std::string& text, std::size_t at, const std::string& word) {
+  return text.compare(at, word.size(), word) == 0 && (at == 0 || !identifier_char(text[at - 1])) &&
+         (at + word.size() >= text.size() || !identifier_char(text[at + word.size()]));
+}
+
+}  // namespace
+
+std::string refuse_unsafe_reads(const std::string& source, const SubmissionReads& reads) {
+  const SourceText s = source_text(source, true);
+  const std::string& t = s.text;
+  auto where = [&](std::size_t at) {
+    return "exercise.cu line " + std::to_string(s.line.empty() ? 1 : s.line[std::min(at, s.line.size() - 1)]) + ": ";
+  };
+  // Reads that no dependency list shows, wherever they stand (a literal, a macro's body).
+  std::string lower = t;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* directive : {"incbin", ".include"})
+    if (const auto at = lower.find(directive); at != std::string::npos)
+      return where(at) + "an assembler ." + std::string(directive[0] == '.' ? directive + 1 : directive) +
+             " directive reads a file that the build's list of what it read does not show; " + kMayRead;
+  for (std::size_t at = 0; (at = t.find("dependency", at)) != std::string::npos; ++at)
+    if (word_at(t, at, "dependency"))
+      return where(at) + "#pragma GCC dependency reads a file that the build's list of what it read "
+                         "does not show; " + kMayRead;
+
+  // `rest` follows a directive that reads a file: its name must be written out, and be one it may read.
+  auto check = [&](std::size_t at, const std::string& how) -> std::string {
+    std::size_t i = at;
+    while (i < t.size() && (t[i] == ' ' || t[i] == '\t')) ++i;
+    const char open = i < t.size() ? t[i] : '\0';
+    const char close = open == '"' ? '"' : open == '<' ? '>' : '\0';
+    const auto end = close ? t.find(close, i + 1) : std::string::npos;
+    if (end == std::string::npos || t.find('\n', i) < end)
+      return where(at) + how + " names its file through a macro (or not at all): write the header's "
+                               "name in quotes or angle brackets, so it can be checked before the build";
+    const std::string name = t.substr(i + 1, end - i - 1);
+    const std::string shown = how + " " + open + name + close;
+    const fs::path path(name);
+    if (name.empty() || path.is_absolute())
+      return where(at) + shown + " names a file by its absolute path; " + kMayRead;
+    for (const auto& part : path)
+      if (part == "..")
+        return where(at) + shown + " climbs out of the folders a submission includes from (..); " + kMayRead;
+    for (const auto& folder : reads.search) {
+      std::error_code ec;
+      const fs::path candidate = folder / path;
+      const auto st = fs::status(candidate, ec);
+      if (ec || !fs::exists(st)) continue;
+      if (!fs::is_regular_file(st))
+        return where(at) + shown + " is not a regular file (a device, a FIFO or a folder); " + kMayRead;
+      if (!reads.allows(canonical_or_empty(candidate)))
+        return where(at) + shown + " is " + candidate.string() + ", which a submission may not read; " + kMayRead;
+    }
+    return "";
+  };
+  std::size_t line_start = 0;
+  while (line_start < t.size()) {
+    const std::size_t line_end = std::min(t.find('\n', line_start), t.size());
+    std::size_t i = line_start;
+    while (i < line_end && (t[i] == ' ' || t[i] == '\t')) ++i;
+    std::size_t after = std::string::npos;  // just past the # (or its digraph, %:)
+    if (t.compare(i, 1, "#") == 0) after = i + 1;
+    else if (t.compare(i, 2, "%:") == 0) after = i + 2;
+    else if (t.compare(i, 3, "?\?=") == 0) after = i + 3;
+    if (after != std::string::npos) {
+      while (after < line_end && (t[after] == ' ' || t[after] == '\t')) ++after;
+      for (const std::string directive : {"include_next", "include", "import", "embed"})
+        if (word_at(t, after, directive))
+          if (auto why = check(after + directive.size(), "#" + directive); !why.empty()) return why;
+    }
+    line_start = line_end + 1;
+  }
+  for (const std::string probe : {"__has_include_next", "__has_include", "__has_embed"})
+    for (std::size_t at = 0; (at = t.find(probe, at)) != std::string::npos; at += probe.size()) {
+      if (!word_at(t, at, probe)) continue;
+      std::size_t i = at + probe.size();
+      while (i < t.size() && std::isspace(static_cast<unsigned char>(t[i]))) ++i;
+      const std::string why = i < t.size() && t[i] == '(' ? check(i + 1, probe) : where(at) + probe +
+                              " without a written-out name cannot be checked before the build";
+      if (!why.empty()) return why;
+    }
+  return "";
+}
+
+std::string refuse_what_compile_read(const fs::path& build_dir, const fs::path& program,
+                                     const SubmissionReads& reads) {
+  std::string why;
+  const auto objects = program_objects(program, why);
+  const auto cache = read_cmake_cache(build_dir);
+  const fs::path ninja = cache.count("CMAKE_MAKE_PROGRAM") ? fs::path(cache.at("CMAKE_MAKE_PROGRAM")) : fs::path();
+  const auto read = objects ? files_compile_read(build_dir, objects->exercise, ninja, why) : std::nullopt;
+  if (!read)
+    throw ConfigError("the grading build " + build_dir.string() + " kept no list of the files " +
+                      program.string() + "'s exercise read: " + why);
+  for (const auto& f : *read) {
+    std::error_code ec;
+    const fs::path c = fs::weakly_canonical(f, ec);
+    if (ec || !reads.allows(c))
+      return "your exercise.cu read " + f.lexically_normal().string() +
+             " (the compiler's own list of the files it read says so); " + kMayRead;
+  }
+  return "";
 }
 
 FileLock::FileLock(const fs::path& path, const std::string& waiting_message) {

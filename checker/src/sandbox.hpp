@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -101,6 +103,52 @@ std::string limit_hit(const ResourceLimits& limits, int signal, long memory_even
 
 /// "256 MiB", "8 GiB".
 std::string byte_size(std::uint64_t bytes);
+
+/// What the compile of a student's exercise.cu may read (docs/grading-security.md, "A build reads
+/// only what a student may read"): its own file, what the course's starter of the lesson read
+/// (the lesson's exercise.cuh, the library's headers it uses), and anything in the library's
+/// public headers or the compilers' own include folders (the CUDA toolkit's and the system's).
+struct SubmissionReads {
+  std::set<fs::path> files;         ///< canonical
+  std::vector<fs::path> folders;    ///< canonical
+  std::vector<fs::path> search;     ///< where a name in exercise.cu is looked for, in order
+  bool allows(const fs::path& file) const;  ///< `file` canonical
+};
+
+/// For `lesson` of the grading build `build_dir` of the course `source_dir`, with the student's
+/// file staged at `staged`. The starter's own list of what it read must be there (built first).
+/// @throws ConfigError when the build kept no such list (not the student's doing)
+SubmissionReads submission_reads(const fs::path& source_dir, const fs::path& build_dir,
+                                 const std::string& lesson, const fs::path& staged);
+
+/// Why `source` may not be compiled, in words for the student, or "". Before any compiler runs:
+/// every file a directive names (#include, #include_next, #import, #embed, __has_include,
+/// __has_embed) must be written out (not made by a macro), relative, without "..", and wherever
+/// `reads.search` finds it, a regular file that `reads` allows (a device file or a FIFO would
+/// block the compiler). Assembler .incbin and .include and #pragma GCC dependency are refused:
+/// they read files that no dependency list shows.
+std::string refuse_unsafe_reads(const std::string& source, const SubmissionReads& reads);
+
+/// After a build of `program` in `build_dir`: why its exercise is refused, for the student
+/// ("your exercise.cu read /x/y, which ..."), or "". From the compiler's own list of the files
+/// it read (files_compile_read).
+/// @throws ConfigError when the build kept no such list
+std::string refuse_what_compile_read(const fs::path& build_dir, const fs::path& program,
+                                     const SubmissionReads& reads);
+
+/// The files the compile of `object` read, from the build's own record of it: ninja's deps log
+/// (`ninja -t deps`, where `ninja` is given and the build has a build.ninja), else the
+/// compiler's depfile beside the object (<object>.d, as CMake's Makefiles keep it). Relative
+/// names are taken from `build_dir`. nullopt, with `why`, when there is no record.
+std::optional<std::vector<fs::path>> files_compile_read(const fs::path& build_dir, const fs::path& object,
+                                                        const fs::path& ninja, std::string& why);
+
+/// The inputs of a make-style depfile's first rule ("x.o: a.cu b.h \\\n c.h" -> a.cu, b.h, c.h).
+std::vector<std::string> depfile_inputs(const std::string& text);
+
+/// The include folders CMake found for the compilers of `build_dir` (CMAKE_<LANG>_IMPLICIT_
+/// INCLUDE_DIRECTORIES, CMAKE_CUDA_TOOLKIT_INCLUDE_DIRECTORIES), canonical.
+std::vector<fs::path> compiler_include_folders(const fs::path& build_dir);
 
 /// An exclusive flock(2) on `path` (created if needed), held until the object dies. The kernel
 /// releases it when the process dies however it dies, so a killed checker never leaves it stale.

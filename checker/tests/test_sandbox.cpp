@@ -497,7 +497,12 @@ TEST_CASE("grading build: as root the student's file compiles as uid 65533, whic
   write_text(secret, "ROOT_ONLY_TOKEN\n");
   fs::permissions(secret, fs::perms::owner_read | fs::perms::owner_write);
   write_text(exercise, "#include \"" + secret.string() + "\"\n");
-  const GradingBuild::Built refused = build.build(lesson, exercise);
+  const GradingBuild::Built up_front = build.build(lesson, exercise);  // refused before any compiler
+  CHECK_FALSE(up_front.ok);
+  CHECK(contains(up_front.message, "names a file by its absolute path"));
+  // Staged past that check, the compiler itself cannot read it.
+  write_text(grading / "staging" / "90-fake" / "exercise.cu", "#include \"" + secret.string() + "\"\n");
+  const GradingBuild::Built refused = build.build(lesson);
   CHECK_FALSE(refused.ok);
   CHECK(contains(refused.output, "Permission denied"));
   CHECK_FALSE(contains(refused.output + read_text(grading / "logs" / "90-fake.log"), "ROOT_ONLY_TOKEN"));
@@ -669,6 +674,141 @@ TEST_CASE("grading build: a lesson that never stops compiling costs the overall 
   CHECK(took >= 2 + 8);
   CHECK(took < 2 + 8 + 30);  // the two limits, and the good lesson's few seconds
   build.clear_student_files();
+}
+
+TEST_CASE("a file exercise.cu names that it may not read, or that would block the compiler, is refused before any compiler runs") {
+  TempDir dir("lab-reads");
+  const fs::path lesson = dir.path() / "lesson", system = dir.path() / "system";
+  write_text(lesson / "exercise.cuh", "// the interface\n");
+  write_text(lesson / "mutants" / "taught_path.cu", "// a solution\n");
+  write_text(system / "vector", "// a system header\n");
+  REQUIRE(mkfifo((system / "pipe.h").c_str(), 0600) == 0);
+  fs::create_symlink("/dev/ptmx", system / "terminal.h");
+  SubmissionReads reads;
+  reads.files = {fs::canonical(lesson / "exercise.cuh")};
+  reads.folders = {fs::canonical(system)};
+  reads.search = {lesson, system};
+  auto refused = [&](const std::string& source) { return refuse_unsafe_reads(source, reads); };
+  // What a student writes: the interface, system headers; a directive's text in a literal or a
+  // comment reads nothing; a digit separator is no character literal.
+  CHECK(refused("#include \"exercise.cuh\"\n#include <vector>\nint big = 1'000;\n"
+                "const char* s = \"#include </dev/ptmx>\"; // #include </dev/ptmx>\n"
+                "/*\n#include </dev/ptmx>\n*/\n") == "");
+  for (const std::string bad :
+       {"#include \"/dev/ptmx\"", "  #  include </dev/ptmx>", "%:include \"/dev/ptmx\"",
+        "#inc\\\nlude \"/dev/ptmx\"", "/* c */ #include_next </dev/ptmx>", "#import </dev/ptmx>",
+        "#embed \"/dev/ptmx\"", "#if __has_include(\"/dev/ptmx\")\n#endif",
+        "#include \"../lesson/mutants/taught_path.cu\"", "#include \"mutants/taught_path.cu\"",
+        "#include <pipe.h>", "#include <terminal.h>", "#define F \"/dev/ptmx\"\n#include F",
+        "asm(\".incbin \\\"/dev/ptmx\\\"\");", "asm(\".INCLUDE \\\"/dev/ptmx\\\"\");",
+        "_Pragma(\"GCC dependency \\\"/dev/ptmx\\\"\")"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(refused(bad + "\n").empty());
+  }
+  CHECK(contains(refused("int a;\n#include \"/dev/ptmx\"\n"),
+                 "exercise.cu line 2: #include \"/dev/ptmx\" names a file by its absolute path; a "
+                 "submission may read only its own exercise.cu, its lesson's exercise.cuh"));
+  CHECK(contains(refused("#include <pipe.h>\n"), "#include <pipe.h> is not a regular file (a device, a FIFO"));
+  CHECK(contains(refused("#include <terminal.h>\n"), "is not a regular file"));
+  CHECK(contains(refused("#include \"mutants/taught_path.cu\"\n"), "taught_path.cu, which a submission may not read"));
+  CHECK(contains(refused("#define F \"/dev/ptmx\"\n#include F\n"), "line 2: #include names its file through a macro"));
+}
+
+TEST_CASE("a depfile's first rule lists the inputs, escaped blanks and $$ undone") {
+  CHECK(depfile_inputs("x.o: a.cu /usr/include/b.h \\\n  c\\ d.h \\\n e$$f.h\nother.h:\n") ==
+        std::vector<std::string>{"a.cu", "/usr/include/b.h", "c d.h", "e$f.h"});
+  CHECK(depfile_inputs("C:x.o : a.cu\n").size() == 1);
+  CHECK(depfile_inputs("no rule here\n").empty());
+}
+
+TEST_CASE("grading build: a submission that includes a device file is an error naming it, with no compiler waiting on it") {
+  TwoLessonGrading g;
+  g.build.prepare();
+  g.build.set_time_limits(20, 20);  // the old checker waited out its limits on /dev/ptmx
+  g.build.clear_student_files();
+  const fs::path exercise = g.alice / "90-fake" / "exercise.cu";
+  write_text(exercise, "#include \"/dev/ptmx\"\n" + kGoodExercise);
+  const auto t0 = std::chrono::steady_clock::now();
+  const GradingBuild::Built b = g.build.build(g.first, exercise);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CHECK_FALSE(b.ok);
+  CHECK(contains(b.message, "#include \"/dev/ptmx\""));
+  CHECK(took < 10);
+  g.build.clear_student_files();
+}
+
+TEST_CASE("grading build: a submission whose compile read a course file it may not read is an error naming it (the compiler's own list)") {
+  // Both generators: Ninja keeps the list in its deps log, make beside the object (<object>.d).
+  std::string generator = LAB_TEST_GENERATOR;
+  SUBCASE("the tests' generator") {}
+  SUBCASE("Unix Makefiles") { generator = "Unix Makefiles"; }
+  CAPTURE(generator);
+  TwoLessonGrading g(generator);
+  g.build.prepare();
+  g.build.clear_student_files();
+  const fs::path exercise = g.alice / "90-fake" / "exercise.cu";
+  // System headers and its own file: built.
+  write_text(exercise, "#include <vector>\n#include <cstdio>\n" + kGoodExercise);
+  const GradingBuild::Built ok = g.build.build(g.first, exercise);
+  CHECK_MESSAGE(ok.ok, ok.message << ok.output);
+
+  // The solution, named by its path: refused before the build.
+  const fs::path solution = kFakeCourse / "solutions" / "90-fake" / "exercise.cu";
+  const std::string reads_solution = "#include \"" + solution.string() + "\"\n";
+  write_text(exercise, reads_solution);
+  const GradingBuild::Built up_front = g.build.build(g.first, exercise);
+  CHECK_FALSE(up_front.ok);
+  CHECK(contains(up_front.message, "names a file by its absolute path"));
+
+  // Where such a name got past that scan, the compiler's list of what it read catches it: the
+  // lesson is an error naming the file, and its program is not left to run.
+  write_text(g.grading / "staging" / "90-fake" / "exercise.cu", reads_solution);
+  const GradingBuild::Built after = g.build.build(g.first);
+  INFO(after.message);
+  CHECK_FALSE(after.ok);
+  CHECK(contains(after.message, "your exercise.cu read "));
+  CHECK(contains(after.message, "solutions/90-fake/exercise.cu"));
+  CHECK_FALSE(fs::exists(after.program));
+  g.build.clear_student_files();
+}
+
+TEST_CASE("grading build: build limits are in proportion to the course's own compile time, and a submission whose every lesson hangs costs minutes") {
+  TwoLessonGrading g;
+  g.build.prepare();
+  const double pristine = g.build.pristine_compile_s();
+  CHECK(pristine > 0);
+  CHECK(g.build.lesson_time_limit() == doctest::Approx(std::max(GradingBuild::kTimeFloorS, GradingBuild::kTimeFactor * pristine)));
+  CHECK(g.build.lesson_time_limit() < GradingBuild::kBuildTimeoutS);
+  g.build.set_time_proportion(2, 3);
+  const double limit = std::max(3.0, 2 * pristine);
+  CHECK(g.build.lesson_time_limit() == doctest::Approx(limit));
+
+  // Both lessons compile without end: the overall build, then the steps' one shared limit, then
+  // the least a step gets.
+  g.build.clear_student_files();
+  for (const LessonConfig* l : {&g.first, &g.second}) {
+    write_text(g.alice / l->name / "exercise.cu",
+               "#include <utility>\n"
+               "template <int K> constexpr long spin() {\n"
+               "  long s = K;\n"
+               "  for (long i = 0; i < 1000; ++i)\n"
+               "    for (long j = 0; j < 1000; ++j) s += i ^ j;\n"
+               "  return s;\n}\n"
+               "template <int K> constexpr long spun = spin<K>();\n"
+               "template <int... K> long total(std::integer_sequence<int, K...>) { return (spun<K> + ...); }\n"
+               "const char* exercise_mode() { return total(std::make_integer_sequence<int, 100000>()) ? \"result\" : \"\"; }\n"
+               "double exercise_ms() { return 1.0; }\n");
+    REQUIRE(g.build.stage_submission(*l, g.alice / l->name / "exercise.cu") == "");
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  g.build.build_all({"90-fake", "91-other"});
+  const GradingBuild::Built first = g.build.build(g.first), second = g.build.build(g.second);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  INFO(first.message << " / " << second.message << " / " << took << " s, limit " << limit);
+  CHECK(contains(first.message, "timed out after"));
+  CHECK(contains(second.message, "timed out after"));
+  CHECK(took < 2 * limit + GradingBuild::kLeastStepS + 30);
+  g.build.clear_student_files();
 }
 
 TEST_CASE("two commands on one grading build or output folder take turns (flock)") {
