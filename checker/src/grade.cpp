@@ -9,8 +9,8 @@
 #include <regex>
 #include <sstream>
 
-#include "inspect.hpp"
 #include "files.hpp"
+#include "inspect.hpp"
 #include "process.hpp"
 #include "report.hpp"
 #include "sandbox.hpp"
@@ -239,6 +239,7 @@ std::vector<std::string> GradingBuild::lessons_with_starter() const {
 }
 
 void GradingBuild::clear_student_files() {
+  steps_deadline_.reset();
   std::error_code ec;
   fs::remove_all(dir_ / "staging", ec);
   fs::remove_all(dir_ / "logs", ec);
@@ -285,9 +286,9 @@ void GradingBuild::prepare() {
     // Configured by an earlier run; the build re-runs CMake if needed.
     if (builds_run_as_build_user() && !lessons.empty())
       hand_to_build_user(cmake_program(main_cache), dir_, lessons.front());
+    time_pristine_compile();
     prepared_ = true;
     return;
-  steps_deadline_.reset();
   }
   ProcessOptions p;
   p.kind = ProcessKind::tool;  // the course's own CMake code, before any student file is there
@@ -323,59 +324,10 @@ void GradingBuild::prepare() {
                       file_tail(log, 3000));
   if (builds_run_as_build_user() && !lessons.empty())
     hand_to_build_user(cmake_program(main_cache), dir_, lessons.front());
+  time_pristine_compile();
   prepared_ = true;
 }
 
-void GradingBuild::set_time_limits(double all_lessons_s, double lesson_s) {
-  all_lessons_timeout_s_ = all_lessons_s;
-  lesson_timeout_s_ = lesson_s;
-}
-
-std::string GradingBuild::stage_submission(const LessonConfig& lesson, const fs::path& exercise) {
-  std::error_code ec;
-  const auto st = fs::symlink_status(exercise, ec);
-    time_pristine_compile();
-  if (ec || !fs::is_regular_file(st))
-    return exercise.filename().string() + " is not a regular file (links are not followed)";
-  std::string why;
-  auto content = read_file_limited(exercise, kMaxExerciseBytes, why);
-  if (!content) return "exercise.cu " + why;
-  prepare();
-  stage(lesson.name, *content);
-  fs::remove(dir_ / "lessons" / lesson.name / "submission", ec);  // never run a previous student's program
-  return "";
-}
-
-ProcessResult GradingBuild::run_build(const std::vector<std::string>& targets, const std::vector<std::string>& tool_flags,
-                                      const fs::path& log, double timeout_s) const {
-  fs::create_directories(log.parent_path());
-  ProcessOptions p;
-  p.argv = {cmake_program(read_cmake_cache(main_build_)).string(), "--build", dir_.string(), "--target"};
-  p.argv.insert(p.argv.end(), targets.begin(), targets.end());
-  p.argv.push_back("-j");
-  p.argv.push_back(std::to_string(jobs_));
-  if (!tool_flags.empty()) {
-    p.argv.push_back("--");
-    p.argv.insert(p.argv.end(), tool_flags.begin(), tool_flags.end());
-  }
-  p.kind = ProcessKind::build;
-  p.stdout_path = p.stderr_path = log;
-  p.timeout_s = timeout_s;
-  p.max_output_bytes = 4u << 20;
-  const ProcessResult r = run_process(p);
-  if (!r.started)  // not the student's doing: the build tool or its sandbox would not start
-    throw ConfigError("could not run the grading build " + dir_.string() + ": " + r.start_error);
-  return r;
-}
-
-void GradingBuild::build_all(const std::vector<std::string>& lessons) {
-  if (lessons.empty()) return;
-  prepare();
-  std::vector<std::string> targets;
-  time_pristine_compile();
-  for (const auto& lesson : lessons) {
-    targets.push_back(lesson + "-submission");
-    // The starter's object: the interface the inspection holds the exercise against.
 // The course's own compile time here, which a student's build limits are in proportion to:
 // the starters (harness and library with them) brought up to date untimed, then every lesson's
 // starter exercise compiled and linked again, timed. Its list of what it read is then there too.
@@ -408,9 +360,9 @@ SubmissionReads GradingBuild::reads(const std::string& lesson) const {
   return submission_reads(source_, dir_, lesson, dir_ / "staging" / lesson / "exercise.cu");
 }
 
-    targets.push_back(lesson + "-starter-exercise");
-  }
-  // Past a lesson that does not compile, so the others still build now, in parallel. Another
+void GradingBuild::set_time_limits(double all_lessons_s, double lesson_s) {
+  all_lessons_timeout_s_ = all_lessons_s;
+  lesson_timeout_s_ = lesson_s;
   fixed_limits_ = true;
 }
 
@@ -419,6 +371,57 @@ void GradingBuild::set_time_proportion(double factor, double floor_s) {
   time_floor_s_ = floor_s;
   if (!fixed_limits_ && pristine_compile_s_ > 0)
     all_lessons_timeout_s_ = lesson_timeout_s_ = std::max(time_floor_s_, time_factor_ * pristine_compile_s_);
+}
+
+std::string GradingBuild::stage_submission(const LessonConfig& lesson, const fs::path& exercise) {
+  std::error_code ec;
+  const auto st = fs::symlink_status(exercise, ec);
+  if (ec || !fs::is_regular_file(st))
+    return exercise.filename().string() + " is not a regular file (links are not followed)";
+  std::string why;
+  auto content = read_file_limited(exercise, kMaxExerciseBytes, why);
+  if (!content) return "exercise.cu " + why;
+  prepare();
+  // Before any compiler sees it: a file it names that it may not read, or one that would block
+  // the compiler (a device, a FIFO), is refused here.
+  if (std::string unsafe = refuse_unsafe_reads(*content, reads(lesson.name)); !unsafe.empty()) return unsafe;
+  stage(lesson.name, *content);
+  fs::remove(dir_ / "lessons" / lesson.name / "submission", ec);  // never run a previous student's program
+  return "";
+}
+
+ProcessResult GradingBuild::run_build(const std::vector<std::string>& targets, const std::vector<std::string>& tool_flags,
+                                      const fs::path& log, double timeout_s) const {
+  fs::create_directories(log.parent_path());
+  ProcessOptions p;
+  p.argv = {cmake_program(read_cmake_cache(main_build_)).string(), "--build", dir_.string(), "--target"};
+  p.argv.insert(p.argv.end(), targets.begin(), targets.end());
+  p.argv.push_back("-j");
+  p.argv.push_back(std::to_string(jobs_));
+  if (!tool_flags.empty()) {
+    p.argv.push_back("--");
+    p.argv.insert(p.argv.end(), tool_flags.begin(), tool_flags.end());
+  }
+  p.kind = ProcessKind::build;
+  p.stdout_path = p.stderr_path = log;
+  p.timeout_s = timeout_s;
+  p.max_output_bytes = 4u << 20;
+  const ProcessResult r = run_process(p);
+  if (!r.started)  // not the student's doing: the build tool or its sandbox would not start
+    throw ConfigError("could not run the grading build " + dir_.string() + ": " + r.start_error);
+  return r;
+}
+
+void GradingBuild::build_all(const std::vector<std::string>& lessons) {
+  if (lessons.empty()) return;
+  prepare();
+  std::vector<std::string> targets;
+  for (const auto& lesson : lessons) {
+    targets.push_back(lesson + "-submission");
+    // The starter's object: the interface the inspection holds the exercise against.
+    targets.push_back(lesson + "-starter-exercise");
+  }
+  // Past a lesson that does not compile, so the others still build now, in parallel. Another
   // generator stops there; the lesson steps then build what is left.
   const auto cache = read_cmake_cache(dir_);
   const std::string generator = cache.count("CMAKE_GENERATOR") ? cache.at("CMAKE_GENERATOR") : "";
@@ -428,11 +431,10 @@ void GradingBuild::set_time_proportion(double factor, double floor_s) {
   // Whatever it ends with (errors, a limit, the time limit) is no verdict; each lesson's own step
   // says that to the student.
   run_build(targets, keep_going, dir_ / "logs" / "all-lessons.log", all_lessons_timeout_s_);
+  steps_deadline_ = std::chrono::steady_clock::now() +
+                    std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(lesson_timeout_s_));
 }
 
-  // Before any compiler sees it: a file it names that it may not read, or one that would block
-  // the compiler (a device, a FIFO), is refused here.
-  if (std::string unsafe = refuse_unsafe_reads(*content, reads(lesson.name)); !unsafe.empty()) return unsafe;
 namespace {
 
 // Whether the configured build in @p dir defines @p target: a line of a top-level .ninja file
@@ -457,6 +459,10 @@ GradingBuild::Built GradingBuild::build(const LessonConfig& lesson) {
   b.program = dir_ / "lessons" / lesson.name / "submission";
   prepare();
   const fs::path log = dir_ / "logs" / (lesson.name + ".log");
+  double limit_s = lesson_timeout_s_;  // after build_all, what is left of the steps' shared limit
+  if (steps_deadline_)
+    limit_s = std::min(limit_s, std::max(kLeastStepS, std::chrono::duration<double>(
+                                                          *steps_deadline_ - std::chrono::steady_clock::now()).count()));
   const ProcessResult r =
       run_build({lesson.name + "-submission", lesson.name + "-starter-exercise"}, {}, log, limit_s);
   if (r.exited_ok() && fs::exists(b.program)) {
@@ -483,8 +489,6 @@ GradingBuild::Built GradingBuild::build(const LessonConfig& lesson) {
   b.message = r.timed_out ? "building your exercise.cu " + describe(r, limit_s)
               : !limit.empty() ? "building your exercise.cu went over a limit: " + limit + "; the first errors are below"
                                : "your exercise.cu did not compile; the first errors are below";
-  steps_deadline_ = std::chrono::steady_clock::now() +
-                    std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(lesson_timeout_s_));
   return b;
 }
 
@@ -511,10 +515,6 @@ std::string submission_slug(const fs::path& submission) {
   if (!p.has_filename()) p = p.parent_path();  // "alice/" -> "alice"
   std::string name = p.filename().string();
   for (char& c : name)
-  double limit_s = lesson_timeout_s_;  // after build_all, what is left of the steps' shared limit
-  if (steps_deadline_)
-    limit_s = std::min(limit_s, std::max(kLeastStepS, std::chrono::duration<double>(
-                                                          *steps_deadline_ - std::chrono::steady_clock::now()).count()));
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) c = '_';
   if (name.empty() || name == "." || name == "..") name = "submission";
   return name;

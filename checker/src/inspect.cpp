@@ -679,7 +679,6 @@ std::string describe_findings(const std::vector<SealFinding>& findings, std::siz
   return out;
 }
 
-}  // namespace lab
 SourceText source_text(const std::string& source, bool keep_literals) {
   // Line splices first, as the compiler joins them before it sees a comment or a directive.
   std::string joined;
@@ -918,3 +917,4 @@ std::vector<std::string> review_flags(const std::string& source) {
   return out;
 }
 
+}  // namespace lab

@@ -307,6 +307,7 @@ int cmd_grade(const Common& c, const std::vector<std::string>& submissions, cons
   const std::string containment = set_containment(c, "namespaces", policy);
   GradingBuild build(c.source_dir, bdir, gdir,
                      jobs > 0 ? jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  build.set_time_proportion(build_time.first, build_time.second);
   GradeOptions opt;
   opt.out = out;
   opt.force = force;
@@ -323,7 +324,6 @@ int cmd_grade(const Common& c, const std::vector<std::string>& submissions, cons
   opt.baselines = use_pristine
                       ? "timed, and results checked, in a process of their own by the course's starter (--baselines pristine)"
                       : "timed in the student's program, which also judges its results (--baselines in-process)";
-  build.set_time_proportion(build_time.first, build_time.second);
   const bool table = c.format == "table";
   const bool colour = table && use_colour(stdout);
   opt.on_lesson = [&](const std::string& name, const LessonOutcome& o) {
@@ -616,6 +616,13 @@ int main(int argc, char** argv) {
   grade->add_option("--jobs,-j", jobs, "Compiler jobs (lesson runs are always one at a time)");
   grade->add_flag("--force", force, "Grade again submissions that already have a complete result.json");
   grade->add_option("--grading-dir", grading_dir, "The grading build folder (default: <build>/grading)");
+  std::pair<double, double> build_time{GradingBuild::kTimeFactor, GradingBuild::kTimeFloorS};
+  grade->add_option("--build-time-factor", build_time.first,
+                    "A student's build may take this many times the course's own compile time here "
+                    "(the starters, timed when the grading build is prepared)")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  grade->add_option("--build-time-floor", build_time.second, "... and at least this many seconds")
+      ->check(CLI::PositiveNumber)->capture_default_str();
 
   auto* merge = app.add_subcommand("merge", "Merge graded results into one gradebook");
   std::vector<std::string> result_dirs;
@@ -660,13 +667,6 @@ int main(int argc, char** argv) {
   }
   try {
     if (*doctor) return cmd_doctor(c);
-  std::pair<double, double> build_time{GradingBuild::kTimeFactor, GradingBuild::kTimeFloorS};
-  grade->add_option("--build-time-factor", build_time.first,
-                    "A student's build may take this many times the course's own compile time here "
-                    "(the starters, timed when the grading build is prepared)")
-      ->check(CLI::PositiveNumber)->capture_default_str();
-  grade->add_option("--build-time-floor", build_time.second, "... and at least this many seconds")
-      ->check(CLI::PositiveNumber)->capture_default_str();
     if (*list) return cmd_list(c, list_overrides);
     if (*run) return cmd_run(c, run_lessons, run_build, quick, sanitize, overrides, report_only);
     if (*grade) return cmd_grade(c, submissions, out, overrides, grade_sanitize, jobs, force, grading_dir, build_time);
