@@ -710,12 +710,16 @@ std::string printable(const std::string& text) {
     if (ok) {
       const unsigned least = len == 2 ? 0x80u : len == 3 ? 0x800u : 0x10000u;
       ok = cp >= least && cp <= 0x10ffff && !(cp >= 0xd800 && cp <= 0xdfff);
-      // The C1 controls: U+009B is a terminal's CSI like ESC [; U+FFFE and U+FFFF are no
-      // characters at all (and not allowed in XML).
-      ok = ok && !(cp >= 0x80 && cp <= 0x9f) && cp != 0xfffe && cp != 0xffff;
     }
     if (!ok) {
       out += '?';
+      continue;
+    }
+    // Well-formed, but one '?' all the same: the C1 controls (U+009B is a terminal's CSI, like
+    // ESC [), and U+FFFE and U+FFFF, no characters at all (and not allowed in XML).
+    if ((cp >= 0x80 && cp <= 0x9f) || cp == 0xfffe || cp == 0xffff) {
+      out += '?';
+      i += static_cast<std::size_t>(len) - 1;
       continue;
     }
     out.append(text, i, static_cast<std::size_t>(len));
@@ -855,7 +859,7 @@ void finalize(LessonOutcome& out, const LessonConfig& lesson) {
 }
 
 LessonOutcome judge_program(const LessonConfig& lesson, const fs::path& program, const JudgeOptions& opt) {
-  if (!fs::exists(program))
+  if (std::error_code ec; !fs::exists(program, ec))
     return lesson_outcome(lesson, opt.build, Verdict::error, reason::missing,
                           "no program at " + program.string() + ": build it first");
   if (opt.inspect) {

@@ -213,6 +213,28 @@ TEST_CASE("samples dropped as throttled: the kept median lies between the fastes
   CHECK(contains(check(r, w.text()).message, "dropped 10 of its 30 samples as throttled"));
 }
 
+TEST_CASE("the samples a variant reports are held against the traced ones, not only their median") {
+  TraceWriter w = TraceWriter::base();
+  w.samples(2, 1, 30, 1.0, 0.0);  // 0.99 to 1.01 ms
+  json r = sample_result(1.0);
+  json samples = json::array();
+  for (int i = 0; i < 30; ++i) samples.push_back(1.0 + 0.01 * (2.0 * i / 29 - 1));
+  r["variants"][1]["samples_ms"] = samples;
+  CHECK(check(r, w.text()).state == Corroboration::agrees);
+  // The median agrees, but the fastest sample is 10% faster than any the tracer saw.
+  r["variants"][1]["samples_ms"][0] = 0.9;
+  const CorroborationResult c = check(r, w.text());
+  CHECK(c.state == Corroboration::disagrees);
+  CHECK(contains(c.message, "\"exercise\"'s samples disagree with the checker's tracer: sample 1 of its 30, "
+                            "fastest first, is 900.00 us per launch"));
+  // A file that holds only an even spread of its samples: each within the traced range.
+  r["variants"][1]["time_ms"]["n"] = 30;
+  r["variants"][1]["samples_ms"] = {0.995, 1.005};
+  CHECK(check(r, w.text()).state == Corroboration::agrees);
+  r["variants"][1]["samples_ms"] = {0.995, 1.2};
+  CHECK(contains(check(r, w.text()).message, "sample 2 of its 2, fastest first, is 1.200 ms"));
+}
+
 TEST_CASE("a variant measured twice is held to its last measurement") {
   TraceWriter w = TraceWriter::base();
   w.samples(2, 1, 30, 1.0);

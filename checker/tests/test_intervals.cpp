@@ -208,6 +208,7 @@ TEST_CASE("result files with and without the median interval and the samples are
   v["time_ms"]["median_high"] = 1.01;
   v["time_ms"]["median_coverage"] = 0.959;
   v["samples_ms"] = {1.0, 0.99, 1.01};
+  v["time_ms"]["n"] = 3;  // as many as the samples (validate_result holds the two together)
   v["stop_reason"] = "converged";
   CHECK(validate_result(doc) == "");
   CHECK(samples_of(v).size() == 3);

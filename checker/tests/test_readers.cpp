@@ -115,7 +115,6 @@ TEST_SUITE("readers") {
     const std::string shown = compiler_errors(log, "/g/staging/", 25, "01-x/exercise.cu");
     CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < 5);
     CHECK(shown.rfind("01-x/exercise.cu(1): error: expected a \"}\"\n  int a[] = {1,1,", 0) == 0);
-    CHECK(contains(shown, "(a message about another file than your exercise.cu is not shown)"));
     CHECK(!contains(shown, "xxxx"));
     for (const std::string& line : bounded_lines(shown)) CHECK(line.size() <= kMaxParsedLine + 6);
     CHECK(contains(shown, " [...]\n"));
@@ -169,7 +168,7 @@ TEST_SUITE("readers") {
   TEST_CASE("lab-doctor's report: hostile JSON is a one-line refusal, names are shown printable") {
     std::string error;
     CHECK(!read_doctor_report("{\"device\": {\"l2_bytes\": 1e400}}", error));  // out_of_range.406
-    CHECK(error == "has a number beyond the range of a double (1e400, line 1, column 26)");
+    CHECK(error == "has a number beyond the range of a double (1e400, line 1, column 25)");
     CHECK(!read_doctor_report(std::string(200000, '[') + std::string(200000, ']'), error));  // bad_alloc
     CHECK(error == "is nested more than 64 levels deep (line 1, column 65): not a file the course writes");
     CHECK(!read_doctor_report("{\"device\": {\"debug_build\": \"yes\"}}", error));
@@ -200,7 +199,7 @@ TEST_SUITE("readers") {
     const Roofline r = load_roofline({file});
     REQUIRE(r.runs.size() == 1);
     const std::string svg = roofline_svg(r);
-    CHECK(contains(svg, "k?&lt;&amp;&gt;"));
+    CHECK(contains(svg, "k??&lt;&amp;&gt;"));  // U+FFFE and the \x01 as ?, the escape sequence gone
     for (const std::string_view bad : {"\xef\xbf\xbe", "\xef\xbf\xbf", "\xc2\x9b", "\x1b", "\x01"}) {
       CHECK(svg.find(bad) == std::string::npos);
       CHECK(roofline_table(r).find(bad) == std::string::npos);
