@@ -1,7 +1,9 @@
 // lab-check: the CUDA Performance Lab's checker. See checker/README.md.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <set>
@@ -578,7 +580,15 @@ int main(int argc, char** argv) {
                  "Default: namespaces for grade, auto for run and selftest")
       ->check(CLI::IsMember({"auto", "namespaces", "weak"}));
   app.add_option("--timeout", c.timeout_s, "Seconds each lesson run may take (default: timeout_s in check.toml)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Validator(
+          [](std::string& text) {  // CLI::PositiveNumber lets nan through (nan <= 0 is false)
+            char* end = nullptr;
+            const double s = std::strtod(text.c_str(), &end);
+            return end != text.c_str() && *end == '\0' && std::isfinite(s) && s > 0
+                       ? std::string()
+                       : "must be a positive number of seconds, not " + text;
+          },
+          "SECONDS"));
 
   auto* doctor = app.add_subcommand("doctor", "What this machine has: GPU, driver, clocks, measured ceilings, "
                                               "nsys/ncu/compute-sanitizer, readable counters. Exit 3 without a GPU.");
@@ -685,3 +695,10 @@ int main(int argc, char** argv) {
   }
   return kUsage;
 }
+  } catch (const fs::filesystem_error& e) {
+    // One line of ours, not the library's "filesystem error: ... [path]" (a link loop, a path
+    // too long): the reason, and the path cut to a readable length.
+    const std::string path = printable(e.path1().string());
+    std::cerr << "lab-check: " << (path.size() > 200 ? path.substr(0, 200) + "..." : path) << ": "
+              << e.code().message() << "\n";
+    return kUsage;
