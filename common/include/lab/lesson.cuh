@@ -32,6 +32,7 @@
 #include "lab/ratio.hpp"
 #include "lab/read_only.cuh"
 #include "lab/reduce.cuh"
+#include "lab/sparse_changes.cuh"
 #include "lab/stats.hpp"
 #include "lab/timed_calls.hpp"
 #include "lab/timing.hpp"

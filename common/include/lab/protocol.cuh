@@ -13,6 +13,10 @@
 ///    cannot know and reset outputs; after **every** one, once it has finished, outside the timed
 ///    window, the same check on elements picked only then (Protocol::measure);
 ///  - after timing: the inputs still hold what the last call was given;
+///  - for inputs too large to rewrite before every timed call: a few changes per call instead
+///    (Checks::change, lab::SparseChanges); the harness's own work timed between the calls
+///    (Checks::between_calls); inputs that arrive through the stream just before a validated
+///    call (Checks::late_inputs);
 ///  - --profile and --replay: handled here, never in a lesson.
 ///
 /// @code
@@ -169,6 +173,26 @@ class Look {
                         whole ? std::vector<std::size_t>{} : at);
   }
 
+  /// @brief Compares an output in host memory with @p want and records it (Lesson::compare, so
+  /// that a --replay run can make the same comparison, then Lesson::check).
+  /// @param out the output, on the host
+  /// @param at where each wanted value lies in @p out (from indices()), or empty: all of @p out,
+  ///        want[i] for out[i] (no list of every index for a large output)
+  /// @param want the reference at each of them
+  /// @param tol the tolerance
+  /// @return the comparison, as recorded
+  Comparison compare_host(const float* out, const std::vector<std::size_t>& at,
+                          const std::vector<float>& want, Tolerance tol) {
+    std::vector<float> got;
+    for (const std::size_t i : at) got.push_back(out[i]);
+    Comparison c = lesson_.compare(variant_, case_name_, at.empty() ? out : got.data(),
+                                   want.data(), want.size(), tol);
+    if (!at.empty())
+      for (Mismatch& m : c.first) m.index = at[m.index];
+    lesson_.check(variant_, case_name_, c);
+    return c;
+  }
+
   /// @brief Records a yes/no check (a fact that is not an array comparison).
   /// @param ok passed
   /// @param message what went wrong
@@ -201,6 +225,17 @@ struct Checks {
   /// (lab::changed_input). Empty: the lesson has no device inputs to check.
   std::function<std::vector<std::string>(const Problem&, std::uint64_t seed, cudaStream_t)>
       inputs_changed = {};
+  /// Optional. Before each timed call, instead of fill and reset: for inputs too large to
+  /// rewrite before every call, a few changes made from @p seed (lab::SparseChanges) and the
+  /// outputs poisoned where check will look; check sees the inputs through the changes.
+  std::function<void(Problem&, std::uint64_t seed, cudaStream_t)> change = {};
+  /// Optional. Before each timed call, first, outside its window: the harness's own work timed
+  /// between the exercise's calls (lab::BetweenCalls), for a rule that divides by it.
+  std::function<void(Problem&, cudaStream_t)> between_calls = {};
+  /// Optional. Before each validated call, after reset and the wait, enqueued on the stream and
+  /// not waited for: inputs that arrive through the stream only now (behind a hold), so that a
+  /// call whose own streams do not wait for the given one reads poison.
+  std::function<void(Problem&, cudaStream_t)> late_inputs = {};
 };
 
 /// @brief The protocol itself, for one list of variants on one kind of problem.
@@ -238,6 +273,7 @@ class Protocol {
     for (const V* v : variants_.selected_exercise_last()) {
       checks_.reset(p, s);
       LAB_CHECK(cudaStreamSynchronize(s));  // a host-paced variant may use streams of its own
+      if (checks_.late_inputs) checks_.late_inputs(p, s);
       v->launch(p, s);
       LAB_CHECK(cudaGetLastError());
       Look look(lesson_, v->name, case_name, seed, s, nullptr);
@@ -246,7 +282,8 @@ class Protocol {
   }
 
   /// @brief Fresh inputs, then every variant measured (Variants::measure_all). The exercise's
-  /// timed calls each get new inputs and reset outputs before, and are each checked after.
+  /// timed calls each get new inputs and reset outputs before (or Checks::change, after
+  /// Checks::between_calls), and are each checked after.
   /// Afterwards (unless --profile), the exercise's inputs must hold what its last call was given.
   /// @param p the problem at the timing size
   /// @param before_calls the lesson's own step after the inputs are made, or empty
@@ -265,6 +302,8 @@ class Protocol {
     calls.prepare = [&](cudaStream_t stream, std::uint64_t call_seed) {
       timed = true;
       last_seed = call_seed;
+      if (checks_.between_calls) checks_.between_calls(p, stream);
+      if (checks_.change) return checks_.change(p, call_seed, stream);
       checks_.fill(p, call_seed, stream);
       checks_.reset(p, stream);
     };

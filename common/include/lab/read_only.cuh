@@ -101,6 +101,17 @@ Changed count_changed(const T* p, std::size_t n, Value value, cudaStream_t strea
   return {found[0], found[1]};
 }
 
+/// @brief What changed_input() says about an input.
+/// @param name what the message calls it, e.g. "A"
+/// @param c what count_changed() found
+/// @param n elements of the input
+/// @return "" when nothing changed, else how many elements changed and the first
+inline std::string changed_message(const std::string& name, const Changed& c, std::size_t n) {
+  if (c.count == 0) return "";
+  return name + " was written: " + std::to_string(c.count) + " of its " + std::to_string(n) +
+         " elements changed, the first at [" + std::to_string(c.first) + "]";
+}
+
 /// @brief Compares a read-only input with the values the harness wrote (waits for @p stream).
 /// @param name what the message calls it, e.g. "A"
 /// @param p the input (float or __nv_bfloat16), on the device
@@ -112,10 +123,7 @@ Changed count_changed(const T* p, std::size_t n, Value value, cudaStream_t strea
 template <class T, class Value, std::enable_if_t<!std::is_integral_v<Value>, int> = 0>
 std::string changed_input(const std::string& name, const T* p, std::size_t n, Value value,
                           cudaStream_t stream) {
-  const Changed c = count_changed(p, n, value, stream);
-  if (c.count == 0) return "";
-  return name + " was written: " + std::to_string(c.count) + " of its " + std::to_string(n) +
-         " elements changed, the first at [" + std::to_string(c.first) + "]";
+  return changed_message(name, count_changed(p, n, value, stream), n);
 }
 
 /// @overload

@@ -1,0 +1,94 @@
+// lab::SparseChanges on the host (no GPU): the places and values a timed call's seed gives, the
+// writes that bring an input from one call's changes to the next, the input seen through the
+// changes, and the check after timing.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "lab/sparse_changes.cuh"
+
+namespace {
+
+float unit(std::mt19937_64& g) { return std::uniform_real_distribution<float>(2.0f, 3.0f)(g); }
+
+std::vector<float> filled(std::size_t n, std::uint64_t seed) {
+  std::vector<float> x(n);
+  for (std::size_t i = 0; i < n; ++i) x[i] = lab::random_input(seed, i);
+  return x;
+}
+
+}  // namespace
+
+TEST_CASE("SparseChanges: a call's seed gives its places and values, the same every time") {
+  lab::SparseChanges<> a(64), b(64);
+  a.filled(100000, lab::RandomInput{7});
+  b.filled(100000, lab::RandomInput{7});
+  a.draw(11, unit);
+  b.draw(11, unit);
+  CHECK(a.changed() == b.changed());  // a --replay run makes the same changes
+  CHECK(a.new_values() == b.new_values());
+  REQUIRE(!a.changed().empty());
+  CHECK(a.changed().size() <= 64);
+  for (std::size_t k = 1; k < a.changed().size(); ++k) CHECK(a.changed()[k - 1] < a.changed()[k]);
+  // Seen through the changes: the new values there (in [2, 3), never a fill's), the fill elsewhere.
+  for (std::size_t k = 0; k < a.changed().size(); ++k) CHECK(a(a.changed()[k]) == a.new_values()[k]);
+  for (std::size_t i = 0; i < 1000; ++i)
+    if (!std::binary_search(a.changed().begin(), a.changed().end(), i))
+      CHECK(a(i) == lab::random_input(7, i));
+  a.draw(12, unit);
+  CHECK(a.changed() != b.changed());
+  CHECK(a.restored() == b.changed());  // the last call's places get their filled values back
+}
+
+TEST_CASE("SparseChanges: the writes of call after call leave exactly the fill and the last changes") {
+  const std::size_t n = 5000;
+  lab::SparseChanges<> c(64);
+  c.filled(n, lab::RandomInput{3});
+  std::vector<float> x = filled(n, 3);
+  CHECK(c.changed_host("x", x.data()).empty());
+  for (std::uint64_t call = 0; call < 5; ++call) {
+    c.draw(100 + call, unit);
+    c.write_host(x.data());
+    CHECK(c.changed_host("x", x.data()).empty());
+    for (std::size_t i = 0; i < n; ++i) REQUIRE(x[i] == c(i));
+  }
+  // A call's new values without the last call's places given back: found.
+  c.draw(200, unit);
+  std::vector<float> not_restored = x;
+  for (std::size_t k = 0; k < c.changed().size(); ++k) not_restored[c.changed()[k]] = c.new_values()[k];
+  CHECK(c.changed_host("x", not_restored.data()).find("x was written") == 0);
+  c.write_host(x.data());
+  CHECK(c.changed_host("x", x.data()).empty());
+
+  // One element written by the code under test: how many and the first.
+  x[1234] = -x[1234] - 1.0f;
+  CHECK(c.changed_host("x", x.data()) ==
+        "x was written: 1 of its 5000 elements changed, the first at [1234]");
+  // A changed place holds its new value, not the fill's: the fill there is wrong.
+  x[1234] = c(1234);
+  const std::size_t place = c.changed()[0];
+  x[place] = lab::random_input(3, place);
+  CHECK(c.changed_host("x", x.data()) == "x was written: 1 of its 5000 elements changed, the first at [" +
+                                             std::to_string(place) + "]");
+}
+
+TEST_CASE("SparseChanges: set() replaces a drawn value; a one-element input; a refill forgets") {
+  lab::SparseChanges<> c(64);
+  c.filled(1, lab::RandomInput{5});
+  c.draw(9, unit);
+  REQUIRE(c.changed() == std::vector<std::size_t>{0});  // 64 draws of one place: one change
+  c.set(0, -7.0f);
+  CHECK(c(0) == -7.0f);
+  CHECK_THROWS(c.set(1, 0.0f));
+  std::vector<float> x(1, lab::random_input(5, 0));
+  c.write_host(x.data());
+  CHECK(x[0] == -7.0f);
+  c.filled(1, lab::RandomInput{6});  // a full fill: nothing changed, nothing to give back
+  CHECK(c.changed().empty());
+  CHECK(c.restored().empty());
+  CHECK(c(0) == lab::random_input(6, 0));
+}
