@@ -136,9 +136,9 @@ void shuffle_sum(const float* x, long long n, float* result, float* partials, cu
 //    of any subset is then an integer far below 2^24 in magnitude (a sum of m such values has a
 //    standard deviation of 2.74 sqrt(m): about 45000 at m = 2^28), and float adds integers below
 //    2^24 exactly. So any order of addition gives the exact sum, and the check is equality: a
-//    dropped, doubled or stale element cannot hide in the rounding error.
-//  * uniform in [0, 1) (lab::fill_random): the data of the timing runs, and of an accuracy check
-//    against the bound below.
+//    dropped, doubled or stale element cannot hide in the rounding error. The data of the timing
+//    runs (an addition takes as long whatever the value).
+//  * uniform in [0, 1) (lab::random_input's values): for an accuracy check against the bound below.
 
 // Element i of the integer-valued data of `seed`: the same on host and device.
 __host__ __device__ inline int integer_value(std::uint64_t seed, long long i) {
@@ -146,13 +146,23 @@ __host__ __device__ inline int integer_value(std::uint64_t seed, long long i) {
   return k < 4 ? k - 4 : k - 3;  // 0..7 -> -4..-1, 1..4
 }
 
-__global__ void fill_integers_kernel(float* __restrict__ x, long long n, std::uint64_t seed) {
+enum class Data { Integers, Uniform01 };
+
+// x[i] as a fill of one kind from one seed writes it: the same on host and device.
+struct Input {
+  std::uint64_t seed = 0;
+  Data data = Data::Integers;
+  __host__ __device__ float operator()(std::uint64_t i) const {
+    return data == Data::Integers ? static_cast<float>(integer_value(seed, static_cast<long long>(i)))
+                                  : lab::random_input(seed, i, 0.0f, 1.0f);
+  }
+};
+
+__global__ void fill_kernel(float* __restrict__ x, long long n, Input in) {
   for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<long long>(gridDim.x) * blockDim.x)
-    x[i] = static_cast<float>(integer_value(seed, i));
+    x[i] = in(static_cast<std::uint64_t>(i));
 }
-
-enum class Data { Integers, Uniform01 };
 
 void cub_check(cudaError_t e, const char* call) { lab::check(e, call, __FILE__, __LINE__); }
 
@@ -163,8 +173,52 @@ enum Needs : unsigned {
   kWorkspace = 4,  // exercise::sum_workspace_bytes
 };
 
+// ---------------------------------------------------------------------------------------------
+// Reference and validation.
+//
+// The reference is the sum in double on the host, of the data regenerated from its seed (never
+// read back from x). The double sum of n <= 2^31 floats is exact to far better than the float
+// result can be.
+//
+// The bound for float results, on data in [0, 1). Every rounding in a float sum is relative to a
+// partial sum, and every partial sum is at most S1 = sum |x_i| (here the sum itself). In the worst
+// case n - 1 additions give |error| <= (n - 1) u S1 with u = 2^-24: a bound of 16 at n = 2^28,
+// which says nothing. Rounding errors are not all worst-case and same-signed, though: Higham and
+// Mary (SIAM J. Sci. Comput., 2019) show that, modelling them as independent, |error| <=
+// lambda sqrt(n) u S1 for any order of addition, with probability at least
+// 1 - 2n exp(-lambda^2 / 2). lambda = 8 makes that failure probability below 1e-4 up to n = 2^31,
+// and one more u S1 pays for rounding the exact sum to a float at the end:
+//     bound = (8 sqrt(n) + 1) u S1,
+// about 5e-4 S at n = 1000003 and 8e-3 S at n = 2^28. A tree, a grid-stride loop, several
+// accumulators, atomics in any order: all well inside (they measure 1e-7 to 1e-6). One float
+// accumulator walked through 2^28 values in [0, 1) is not: it stops growing at 2^24 (the note
+// under the table shows it).
+struct Reference {
+  double exact = 0;      // the sum, in double
+  double sum_abs = 0;    // S1
+  float sequential = 0;  // one float accumulator, in index order (for the notes)
+  bool integers = false;
+  double bound = 0;      // |got - exact| allowed (0 for integer data: exact)
+};
+
+Reference reference(const Input& in, long long n) {
+  Reference r;
+  float seq = 0.0f;
+  for (long long i = 0; i < n; ++i) {
+    const float v = in(static_cast<std::uint64_t>(i));
+    r.exact += v;
+    r.sum_abs += std::fabs(static_cast<double>(v));
+    seq += v;
+  }
+  r.sequential = seq;
+  r.integers = in.data == Data::Integers;
+  r.bound = r.integers ? 0.0 : (8.0 * std::sqrt(static_cast<double>(n)) + 1.0) * 0x1p-24 * r.sum_abs;
+  return r;
+}
+
 struct Problem {
   long long n;
+  Data data = Data::Integers;  // what the next fill writes
   lab::DeviceBuffer<float> x;
   // The sum goes to result[0]; the 63 floats after it are a guard zone, and so are the 256 bytes
   // after the workspace the exercise asked for: a write into either is a wrong result.
@@ -174,6 +228,10 @@ struct Problem {
   std::size_t cub_temp_bytes = 0;
   lab::GuardedBuffer<unsigned char> workspace;  // exercise::sum_workspace_bytes of them
   bool has_workspace = false;                   // (it may be 0 bytes, and guarded all the same)
+  lab::SparseChanges<Input> changes;  // what x holds: the fill, and a timed call's changes
+  long long delta = 0;                // the sum of x minus the fill's (the changes')
+  Reference filled;                   // the fill's sum, added up on the host from the generator
+  std::vector<std::pair<std::string, float>> sums;  // each variant's sum since the fill (notes)
 
   Problem(long long count, unsigned needs) : n(count), x(static_cast<std::size_t>(count)) {
     if (needs & kPartials) {
@@ -194,15 +252,6 @@ struct Problem {
     }
   }
 };
-
-void fill(Problem& p, Data data, std::uint64_t seed, cudaStream_t s) {
-  if (data == Data::Uniform01) {
-    lab::fill_random(p.x.data(), p.x.size(), seed, s, 0.0f, 1.0f);
-    return;
-  }
-  fill_integers_kernel<<<lab::grid_for(p.n, kThreads, 16), kThreads, 0, s>>>(p.x.data(), p.n, seed);
-  LAB_CHECK_LAUNCH();
-}
 
 // ---------------------------------------------------------------------------------------------
 // The variants, in the order the lesson takes them. Each leaves the sum in p.result[0] on the
@@ -254,52 +303,6 @@ void add_variants(lab::Variants<Problem>& variants) {
                 work, kWorkspace});
 }
 
-// ---------------------------------------------------------------------------------------------
-// Reference and validation.
-//
-// The reference is the sum in double on the host, of the device's own data (copied back). The
-// double sum of n <= 2^31 floats is exact to far better than the float result can be.
-//
-// The bound for float results, on data in [0, 1). Every rounding in a float sum is relative to a
-// partial sum, and every partial sum is at most S1 = sum |x_i| (here the sum itself). In the worst
-// case n - 1 additions give |error| <= (n - 1) u S1 with u = 2^-24: a bound of 16 at n = 2^28,
-// which says nothing. Rounding errors are not all worst-case and same-signed, though: Higham and
-// Mary (SIAM J. Sci. Comput., 2019) show that, modelling them as independent, |error| <=
-// lambda sqrt(n) u S1 for any order of addition, with probability at least
-// 1 - 2n exp(-lambda^2 / 2). lambda = 8 makes that failure probability below 1e-4 up to n = 2^31,
-// and one more u S1 pays for rounding the exact sum to a float at the end:
-//     bound = (8 sqrt(n) + 1) u S1,
-// about 5e-4 S at n = 1000003 and 8e-3 S at n = 2^28. A tree, a grid-stride loop, several
-// accumulators, atomics in any order: all well inside (they measure 1e-7 to 1e-6). One float
-// accumulator walked through 2^28 values in [0, 1) is not: it stops growing at 2^24 (the note
-// under the table shows it).
-struct Reference {
-  double exact = 0;      // the sum, in double
-  double sum_abs = 0;    // S1
-  float sequential = 0;  // one float accumulator, in index order (for the notes)
-  bool integers = false;
-  double bound = 0;      // |got - exact| allowed (0 for integer data: exact)
-};
-
-Reference reference(const Problem& p, Data data, std::vector<float>& host, cudaStream_t s) {
-  p.x.download(s, host);
-  Reference r;
-  double sum = 0, sum_abs = 0;
-  float seq = 0.0f;
-  for (const float v : host) {
-    sum += v;
-    sum_abs += std::fabs(static_cast<double>(v));
-    seq += v;
-  }
-  r.exact = sum;
-  r.sum_abs = sum_abs;
-  r.sequential = seq;
-  r.integers = data == Data::Integers;
-  r.bound = r.integers ? 0.0
-                       : (8.0 * std::sqrt(static_cast<double>(p.n)) + 1.0) * 0x1p-24 * sum_abs;
-  return r;
-}
-
 // Before a run (enqueued, not waited for): result and the workspace poisoned, guard zones armed.
 void poison_outputs(Problem& p, cudaStream_t s) {
   p.result.reset(s);
@@ -312,9 +315,9 @@ void poison_outputs(Problem& p, cudaStream_t s) {
 // both to the end of their allocations). The comparison says what is wrong in its note.
 lab::Comparison judge_outputs(lab::Lesson& l, const std::string& variant,
                               const std::string& case_name, const Problem& p, const Reference& ref,
-                              cudaStream_t s, float* sum = nullptr) {
+                              cudaStream_t s, float* sum) {
   const float got = p.result.download(s)[0];
-  if (sum) *sum = got;
+  *sum = got;
   const double value = got;
   lab::Comparison c = l.compare(variant, case_name, &value, &ref.exact, 1, lab::Tolerance{0.0, ref.bound});
   std::vector<std::string> wrong;
@@ -340,18 +343,60 @@ lab::Comparison judge_outputs(lab::Lesson& l, const std::string& variant,
   return c;
 }
 
-// Runs one variant once with its outputs poisoned and records whether it got the reference.
-// Returns what it got.
-float validate(lab::Lesson& l, const lab::Variant<Problem>& v, Problem& p, const Reference& ref,
-               const std::string& case_name) {
-  cudaStream_t s = l.stream();
-  poison_outputs(p, s);
-  LAB_CHECK(cudaStreamSynchronize(s));
-  v.launch(p, s);
-  LAB_CHECK(cudaGetLastError());
-  float got = 0;
-  l.check(v.name, case_name, judge_outputs(l, v.name, case_name, p, ref, s, &got));
-  return got;
+// How x is made, the outputs reset and results checked (lab/protocol.cuh). A validated call gets
+// x filled anew (integers or [0,1), p.data) and its outputs poisoned. x is 1 GiB at the timing
+// size, so a timed call gets instead, outside its timed window, new values at 64 places of x drawn
+// from its seed (lab::SparseChanges; the last call's places get their old values back first): the
+// places are spread over all of x, so a fingerprint of a few elements misses them, and the values
+// (integers, never 0) are picked so that the sum differs from the last call's: a replay is wrong.
+// Every call, timed or not, is then checked with its guard zones against the exact sum, known on
+// the host: the fill's (added up once per fill from the generator) plus the changes. After
+// timing, x must hold exactly the fill with the last call's changes: the exercise's input is
+// read-only (a sum that keeps partials in x is right once, then wrong on the next call).
+lab::Checks<Problem> checks() {
+  lab::Checks<Problem> c;
+  c.fill = [](Problem& p, std::uint64_t seed, cudaStream_t s) {
+    const Input in{seed, p.data};
+    fill_kernel<<<lab::grid_for(p.n, kThreads, 16), kThreads, 0, s>>>(p.x.data(), p.n, in);
+    LAB_CHECK_LAUNCH();
+    p.changes.filled(static_cast<std::size_t>(p.n), in);
+    p.filled = reference(in, p.n);  // on the host while the device fills x
+    p.delta = 0;
+    p.sums.clear();
+  };
+  c.reset = poison_outputs;
+  c.change = [](Problem& p, std::uint64_t seed, cudaStream_t s) {
+    p.changes.draw(seed, [](std::mt19937_64& g) {
+      const int k = static_cast<int>(g() % 8);
+      return static_cast<float>(k < 4 ? k - 4 : k - 3);
+    });
+    const std::vector<std::size_t>& at = p.changes.changed();
+    long long delta = 0;
+    for (std::size_t k = 0; k < at.size(); ++k)
+      delta += static_cast<long long>(p.changes.new_values()[k] - p.changes.base()(at[k]));
+    if (delta == p.delta) {  // the same sum as the last call: change one value (never to 0)
+      const int was = static_cast<int>(p.changes.new_values().back());
+      const int v = was == 4 ? 3 : was == -1 ? 1 : was + 1;
+      p.changes.set(at.size() - 1, static_cast<float>(v));
+      delta += v - was;
+    }
+    p.delta = delta;
+    p.changes.write_device(p.x.data(), s);
+    poison_outputs(p, s);
+  };
+  c.check = [](lab::Look& look, Problem& p) {
+    Reference ref = p.filled;
+    ref.exact += static_cast<double>(p.delta);
+    float got = 0;
+    look.lesson().check(look.variant(), look.case_name(),
+                        judge_outputs(look.lesson(), look.variant(), look.case_name(), p, ref,
+                                      look.stream(), &got));
+    p.sums.emplace_back(look.variant(), got);
+  };
+  c.inputs_changed = [](const Problem& p, std::uint64_t, cudaStream_t s) {
+    return std::vector<std::string>{p.changes.changed_device("x", p.x.data(), s)};
+  };
+  return c;
 }
 
 std::string size_name(long long n) {
@@ -363,162 +408,7 @@ std::string size_name(long long n) {
   return std::to_string(n);
 }
 
-// ---------------------------------------------------------------------------------------------
-// The exercise's timed calls, checked like validated ones (lab/timed_calls.hpp). Outside the
-// timed window:
-//  * before every timed call, prepare() poisons the outputs as validate() does and changes the
-//    input. x holds integer-valued data (every sum is exact; on [0,1) data the accuracy bound at
-//    2^28 is about 10^6, room enough to hide a stale answer), and each call puts new values at
-//    kChanged positions drawn from the call's seed, which the harness draws from a generator the
-//    exercise cannot see (the previous call's positions get their old values back first). The
-//    positions are spread over all of x, so a fingerprint of a few elements misses them, and the
-//    values are picked so that the sum differs from the previous call's: a replay is wrong.
-//  * after calls the harness picks at random once they have finished, verify() checks that
-//    call's result and both guard zones against the exact sum, known on the host: the base sum
-//    (added up once on the device from the generator, never read back from x) plus the changes.
-//  * after timing, x must hold exactly what prepare() left there: the exercise's input is
-//    read-only (a sum that keeps partials in x is right once, then wrong on the next call).
-// Cost: prepare() and verify() copy a few hundred bytes each way; the input check reads x once.
-
-// The exact sum of the integer-valued data of `seed`, from the generator: x is not read.
-__global__ void integer_sum_kernel(long long n, std::uint64_t seed, unsigned long long* total) {
-  long long v = 0;
-  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += static_cast<long long>(gridDim.x) * blockDim.x)
-    v += integer_value(seed, i);
-  v = lab::warp_sum(v);
-  if (threadIdx.x % 32 == 0) atomicAdd(total, static_cast<unsigned long long>(v));  // mod 2^64
-}
-
-__global__ void scatter_kernel(float* x, const long long* at, const float* value, int count) {
-  const int k = blockIdx.x * blockDim.x + threadIdx.x;
-  if (k < count) x[at[k]] = value[k];
-}
-
-// Counts the elements of x that differ (bit for bit) from the integer data of `seed` with the
-// `count` changes at[] (ascending) -> value[] applied.
-__global__ void count_changed_kernel(const float* __restrict__ x, long long n, std::uint64_t seed,
-                                     const long long* at, const float* value, int count,
-                                     unsigned long long* changed) {
-  unsigned long long local = 0;
-  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += static_cast<long long>(gridDim.x) * blockDim.x) {
-    int lo = 0, hi = count;  // the first k with at[k] >= i
-    while (lo < hi) {
-      const int mid = (lo + hi) / 2;
-      if (at[mid] < i) lo = mid + 1; else hi = mid;
-    }
-    const float want = lo < count && at[lo] == i ? value[lo]
-                                                 : static_cast<float>(integer_value(seed, i));
-    local += __float_as_uint(x[i]) != __float_as_uint(want);
-  }
-  local = lab::warp_sum(local);
-  if (threadIdx.x % 32 == 0 && local > 0) atomicAdd(changed, local);
-}
-
-class TimedSums : public lab::TimedCalls {
- public:
-  static constexpr int kChanged = 64;  // positions of x changed before each timed call
-
-  // Fills p.x with the integer data of `seed` and adds it up (on the device, from the seed).
-  TimedSums(lab::Lesson& l, Problem& p, std::uint64_t seed, cudaStream_t s)
-      : l_(l), p_(p), seed_(seed), at_(2 * kChanged), value_(2 * kChanged), counter_(1) {
-    fill(p, Data::Integers, seed, s);
-    LAB_CHECK(cudaMemsetAsync(counter_.data(), 0, sizeof(unsigned long long), s));
-    integer_sum_kernel<<<grid(), kThreads, 0, s>>>(p.n, seed, counter_.data());
-    LAB_CHECK_LAUNCH();
-    base_sum_ = static_cast<long long>(read_counter(s));
-  }
-
-  // After timing: x holds the base data with the last call's changes, nothing else.
-  void check_input_unchanged(cudaStream_t s) {
-    upload(positions_, values_, s);
-    LAB_CHECK(cudaMemsetAsync(counter_.data(), 0, sizeof(unsigned long long), s));
-    count_changed_kernel<<<grid(), kThreads, 0, s>>>(p_.x.data(), p_.n, seed_, at_.data(),
-                                                     value_.data(),
-                                                     static_cast<int>(positions_.size()),
-                                                     counter_.data());
-    LAB_CHECK_LAUNCH();
-    const unsigned long long changed = read_counter(s);
-    l_.check("exercise", size_name(p_.n) + " timed calls: inputs unchanged", changed == 0,
-             std::to_string(changed) + " of the " + std::to_string(p_.n) +
-                 " elements of x were changed by the timed calls: x is the input, read-only "
-                 "(const float*), not scratch space");
-  }
-
- private:
-  void prepare(cudaStream_t s, std::uint64_t call_seed) override {
-    poison_outputs(p_, s);
-    std::map<long long, float> writes;  // position -> value, ascending
-    for (const long long i : positions_) writes[i] = static_cast<float>(integer_value(seed_, i));
-    std::mt19937_64 rng(call_seed);
-    std::map<long long, int> fresh;
-    const std::size_t count = static_cast<std::size_t>(std::min<long long>(kChanged, p_.n));
-    while (fresh.size() < count) fresh[static_cast<long long>(rng() % p_.n)] = 0;
-    long long delta = 0;
-    for (auto& [i, v] : fresh) {
-      const int k = static_cast<int>(rng() % 8);
-      v = k < 4 ? k - 4 : k - 3;
-      delta += v - integer_value(seed_, i);
-    }
-    if (delta == delta_) {  // the same sum as the last call: change one value (never to 0)
-      int& v = fresh.rbegin()->second;
-      const int was = v;
-      v = v == 4 ? 3 : v == -1 ? 1 : v + 1;
-      delta += v - was;
-    }
-    positions_.clear();
-    values_.clear();
-    for (const auto& [i, v] : fresh) {
-      writes[i] = static_cast<float>(v);
-      positions_.push_back(i);
-      values_.push_back(static_cast<float>(v));
-    }
-    delta_ = delta;
-    std::vector<long long> at;
-    std::vector<float> value;
-    for (const auto& [i, v] : writes) {
-      at.push_back(i);
-      value.push_back(v);
-    }
-    upload(at, value, s);
-    scatter_kernel<<<(static_cast<int>(at.size()) + kThreads - 1) / kThreads, kThreads, 0, s>>>(
-        p_.x.data(), at_.data(), value_.data(), static_cast<int>(at.size()));
-    LAB_CHECK_LAUNCH();
-  }
-
-  void verify(cudaStream_t s, const std::string& case_name) override {
-    Reference ref;
-    ref.exact = static_cast<double>(base_sum_ + delta_);
-    ref.integers = true;  // bound 0: exact
-    const std::string name = size_name(p_.n) + " integers, " + case_name;
-    l_.check("exercise", name, judge_outputs(l_, "exercise", name, p_, ref, s));
-  }
-
-  // From pageable memory: the copies have taken the values by the time they return.
-  void upload(const std::vector<long long>& at, const std::vector<float>& value, cudaStream_t s) {
-    if (at.empty()) return;
-    LAB_CHECK(cudaMemcpyAsync(at_.data(), at.data(), at.size() * sizeof(long long),
-                              cudaMemcpyHostToDevice, s));
-    LAB_CHECK(cudaMemcpyAsync(value_.data(), value.data(), value.size() * sizeof(float),
-                              cudaMemcpyHostToDevice, s));
-  }
-
-  unsigned long long read_counter(cudaStream_t s) { return counter_.download(s)[0]; }
-
-  int grid() const { return lab::grid_for(p_.n, kThreads, 16); }
-
-  lab::Lesson& l_;
-  Problem& p_;
-  std::uint64_t seed_;
-  lab::DeviceBuffer<long long> at_;
-  lab::DeviceBuffer<float> value_;
-  lab::DeviceBuffer<unsigned long long> counter_;
-  long long base_sum_ = 0;
-  long long delta_ = 0;                // the current sum minus base_sum_
-  std::vector<long long> positions_;  // changed by the last prepare(), ascending ...
-  std::vector<float> values_;         // ... to these values
-};
+std::string data_name(Data data) { return data == Data::Integers ? " integers" : " in [0,1)"; }
 
 }  // namespace
 
@@ -532,71 +422,51 @@ int main(int argc, char** argv) {
   lesson.option("--n", &n, "floats to add at the timing size", 1LL << 28, 1LL << 22);
 
   return lesson.run(argc, argv, [&](lab::Lesson& l) {
-    cudaStream_t stream = l.stream();
     if (n > (1LL << 30)) throw std::invalid_argument("--n: at most 2^30");
     const unsigned needs = variants.needs();
-    std::vector<float> host;
+    lab::Protocol<Problem> protocol(l, variants, checks());
 
     // 1. Validation at sizes that are not powers of two, nor multiples of 4 or of a block: exact
     //    on integer-valued data, within the bound on data in [0, 1). Fresh inputs every case.
-    if (!l.profiling()) {
-      const std::vector<long long> sizes =
-          l.quick() ? std::vector<long long>{1, 3, 65543, 1000003}
-                    : std::vector<long long>{1, 3, 1000003, (1LL << 24) + 7};
-      std::uint64_t seed = l.seed() * 16 + 1;
-      for (const long long size : sizes) {
-        Problem p(size, needs);
-        for (const Data data : {Data::Integers, Data::Uniform01}) {
-          fill(p, data, seed++, stream);
-          const Reference ref = reference(p, data, host, stream);
-          const std::string name =
-              size_name(size) + (data == Data::Integers ? " integers" : " in [0,1)");
-          for (const auto* v : variants.selected()) validate(l, *v, p, ref, name);
-        }
+    const std::vector<long long> sizes = l.quick()
+                                             ? std::vector<long long>{1, 3, 65543, 1000003}
+                                             : std::vector<long long>{1, 3, 1000003, (1LL << 24) + 7};
+    for (const long long size : sizes) {
+      Problem p(size, needs);
+      for (const Data data : {Data::Integers, Data::Uniform01}) {
+        p.data = data;
+        protocol.validate(p, size_name(size) + data_name(data));
       }
     }
 
     // 2. Timing: 2^28 floats, 1 GiB, far past the 50-60 MB L2 (and the harness flushes L2 before
-    //    every cold sample). The exercise's timed calls are checked by TimedSums.
+    //    every cold sample), integer data. The exercise's timed calls are each checked.
     Problem p(n, needs);
     l.size("x: " + size_name(n) + " float32 (" + lab::text("%.0f", 4.0 * n / (1 << 20)) + " MiB)");
-    fill(p, Data::Uniform01, l.seed() * 16 + 100, stream);
-    for (const auto& v : variants) {
-      std::unique_ptr<TimedSums> timed;  // made just before the exercise is timed: it refills x
-      if (v.role == lab::Role::Exercise && l.selected(v.name) && !l.profiling())
-        timed = std::make_unique<TimedSums>(l, p, l.seed() * 16 + 150, stream);
-      variants.measure(v, p, timed ? timed->checks() : lab::TimedCallChecks{});
-      if (timed) timed->check_input_unchanged(stream);
-    }
+    p.data = Data::Integers;
+    protocol.measure(p);
     if (l.profiling()) return;
 
     // 3. Validation again, after timing, in the same buffers with new contents: a variant that
     //    remembers its last answer, or only works the first time, fails here.
-    std::vector<std::pair<std::string, float>> uniform_got;
     for (const Data data : {Data::Integers, Data::Uniform01}) {
-      fill(p, data, l.seed() * 16 + 200 + static_cast<int>(data), stream);
-      const Reference ref = reference(p, data, host, stream);
-      const std::string name = size_name(n) + (data == Data::Integers ? " integers" : " in [0,1)") +
-                               " after timing";
-      for (const auto* v : variants.selected()) {
-        const float got = validate(l, *v, p, ref, name);
-        if (data == Data::Uniform01) uniform_got.emplace_back(v->name, got);
-      }
-      if (data != Data::Uniform01) continue;
-
-      // 4. Notes: the mean, the float error of each variant, and the single accumulator.
-      l.note("the mean of " + size_name(n) + " values in [0,1): " +
-             lab::text("%.9f", ref.exact / n) + " (double); accuracy bound on the sum " +
-             lab::text("%.2g", ref.bound / ref.exact) + " relative");
-      for (const auto& [name, got] : uniform_got) {
-        std::string padded = name;
-        padded.resize(12, ' ');
-        l.note("  " + padded +
-               lab::text(" sum %.8g, relative error %+.2e", got, (got - ref.exact) / ref.exact));
-      }
-      l.note(lab::text("  one float accumulator, in order (host): %.8g, relative error %+.2e",
-                       ref.sequential, (ref.sequential - ref.exact) / ref.exact));
+      p.data = data;
+      protocol.validate(p, size_name(n) + data_name(data) + " after timing");
     }
+
+    // 4. Notes: the mean, the float error of each variant, and the single accumulator.
+    const Reference& ref = p.filled;
+    l.note("the mean of " + size_name(n) + " values in [0,1): " + lab::text("%.9f", ref.exact / n) +
+           " (double); accuracy bound on the sum " + lab::text("%.2g", ref.bound / ref.exact) +
+           " relative");
+    for (const auto& [name, got] : p.sums) {
+      std::string padded = name;
+      padded.resize(12, ' ');
+      l.note("  " + padded +
+             lab::text(" sum %.8g, relative error %+.2e", got, (got - ref.exact) / ref.exact));
+    }
+    l.note(lab::text("  one float accumulator, in order (host): %.8g, relative error %+.2e",
+                     ref.sequential, (ref.sequential - ref.exact) / ref.exact));
 
     // Each variant's speed as a fraction of cub's (the exercise's rule: >= 0.9).
     if (const lab::Measurement* cub = variants.measurement("cub")) {
