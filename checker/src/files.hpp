@@ -16,9 +16,15 @@ namespace lab {
 namespace fs = std::filesystem;
 
 /// Writes `content` to `path` so that readers see the old file or the new one, never half of it:
-/// a temporary file in the same folder, flushed to disk, then renamed over `path`. Creates the
-/// folder if needed. Throws std::runtime_error naming the path on failure.
+/// a temporary file in the same folder, flushed to disk, then renamed over `path` (which keeps
+/// its permissions). Creates the folder if needed. Only a regular file is ever replaced: where
+/// `path` is a link, a folder, a device, a FIFO or a socket it throws, and that stays as it was.
+/// Throws std::runtime_error naming the path on failure.
 void write_file_atomic(const fs::path& path, std::string_view content);
+
+/// Why `path` cannot be an output ("is a symbolic link", "is a character device", ...: what it
+/// is, not a regular file), or "" where it does not exist yet or is a regular file.
+std::string output_path_problem(const fs::path& path);
 
 /// Reads a whole file if it is at most `max_bytes` long. On failure returns nullopt and sets
 /// `error` to a sentence ("does not exist", "is 30 MB, more than the 16 MB allowed", ...).
@@ -57,6 +63,9 @@ std::optional<fs::path> find_on_path(const std::string& name);
 /// A CUDA tool (ncu, nsys, compute-sanitizer): `name` itself if it holds a '/', else found on
 /// $PATH, else in /usr/local/cuda/bin (where the toolkit installs them when PATH does not say).
 std::optional<fs::path> find_cuda_tool(const std::string& name);
+
+/// The SHA-256 digest of `data`, as 64 lower-case hex digits (FIPS 180-4).
+std::string sha256_hex(std::string_view data);
 
 /// `value` as fixed-point text with `digits` decimals ("0.75"); trailing zeros are kept.
 std::string fixed(double value, int digits);

@@ -558,24 +558,141 @@ std::optional<fs::path> submitted_file(const fs::path& submission, const LessonC
   return std::nullopt;
 }
 
+std::string link_out_of_submission(const fs::path& submission, const fs::path& file) {
+  std::error_code ec;
+  const fs::path root = fs::canonical(submission, ec);
+  if (ec) return "the submission folder " + submission.string() + " cannot be read: " + ec.message();
+  fs::path at = submission;
+  for (const auto& part : file.lexically_relative(submission)) {
+    at /= part;
+    if (!fs::is_symlink(fs::symlink_status(at, ec))) continue;
+    const std::string link = printable(at.lexically_relative(submission).string());
+    const std::string target = printable(fs::read_symlink(at, ec).string());
+    const fs::path real = fs::canonical(at, ec);
+    if (ec) return link + " is a link to " + target + ", which leads nowhere (links are not followed)";
+    const fs::path inside = real.lexically_relative(root);
+    if (inside.empty() || *inside.begin() == "..")
+      return link + " is a link to " + target + ", outside the submission folder: nothing outside "
+             "a submission is graded as its own";
+  }
+  return "";
+}
+
+std::string submission_folder(const fs::path& submission) {
+  const fs::path p = fs::absolute(submission).lexically_normal();  // "alice/", "." named too
+  return (p.has_filename() ? p : p.parent_path()).filename().string();
+}
+
 std::string submission_slug(const fs::path& submission) {
-  fs::path p = submission;
-  if (!p.has_filename()) p = p.parent_path();  // "alice/" -> "alice"
-  std::string name = p.filename().string();
+  std::string name = submission_folder(submission);
   for (char& c : name)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) c = '_';
   if (name.empty() || name == "." || name == "..") name = "submission";
   return name;
 }
 
+namespace {
+
+// What the grading of a submission's output folder says of itself: the submission folder it
+// graded and the hash of what was handed in (both "" where no usable record says).
+struct EarlierGrading {
+  bool complete = false;
+  std::string folder, content_hash;
+};
+
+EarlierGrading earlier_grading(const fs::path& out) {
+  EarlierGrading e;
+  std::string why;
+  const auto doc = read_grade_record(out / "result.json", why);
+  if (!doc) return e;  // none, or damaged: graded again
+  e.complete = grade_record_complete(*doc);
+  e.folder = doc->value("folder", "");
+  e.content_hash = doc->value("content_hash", "");
+  return e;
+}
+
+// A submission's lesson as handed in: its file, or why it is not graded, and what it holds.
+struct HandedIn {
+  std::optional<fs::path> file;  ///< none: not submitted
+  std::string refused;           ///< why the file is not read, for the student
+  std::string content;
+};
+
+std::vector<HandedIn> handed_in(const fs::path& submission, const std::vector<LessonConfig>& lessons) {
+  std::vector<HandedIn> out;
+  for (const auto& lesson : lessons) {
+    HandedIn h;
+    h.file = submitted_file(submission, lesson);
+    if (h.file) {
+      h.refused = link_out_of_submission(submission, *h.file);
+      if (h.refused.empty()) {
+        std::string why;
+        if (auto text = read_file_limited(*h.file, kMaxExerciseBytes, why)) h.content = std::move(*text);
+      }
+    }
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
+// SHA-256 of everything that decides a submission's grading, lesson by lesson: whether it was
+// handed in, refused (and why), and the bytes of its file, each with its length.
+std::string content_hash(const std::vector<LessonConfig>& lessons, const std::vector<HandedIn>& handed) {
+  std::string all;
+  for (std::size_t i = 0; i < lessons.size(); ++i) {
+    const HandedIn& h = handed[i];
+    const std::string state = !h.file ? "absent" : !h.refused.empty() ? "refused " + h.refused : "file";
+    for (const std::string* part : {&lessons[i].name, &state, &h.content})
+      all += std::to_string(part->size()) + ":" + *part + "\n";
+  }
+  return sha256_hex(all);
+}
+
+// What went wrong in the checker, on one line a student can read.
+std::string checker_failure(const std::string& what) {
+  std::string line = printable(what);
+  line = line.substr(0, line.find('\n'));
+  if (line.size() > 300) line = line.substr(0, 300) + "...";
+  return "the checker failed while grading this lesson, not because of your code (" + line +
+         "); it is graded again when the instructor re-runs the grading";
+}
+
+}  // namespace
+
+void check_output_folders(const std::vector<fs::path>& submissions, const fs::path& out) {
+  std::map<std::string, fs::path> by_slug;
+  for (const auto& s : submissions) {
+    const std::string slug = submission_slug(s);
+    const auto [first, fresh] = by_slug.emplace(slug, s);
+    if (!fresh)
+      throw ConfigError("two submissions would both be graded into " + (out / slug).string() + ": " +
+                        first->second.string() + " and " + s.string() + " (rename one folder)");
+    const std::string other = earlier_grading(out / slug).folder;
+    if (!other.empty() && other != submission_folder(s))
+      throw ConfigError((out / slug).string() + " holds the grading of the submission folder \"" + printable(other) +
+                        "\", and " + s.string() + " would be graded into it too (rename one folder, or move "
+                        "that grading away)");
+  }
+}
+
 std::optional<Report> grade_submission(const fs::path& submission, const std::vector<LessonConfig>& lessons,
                                        GradingBuild& build, const GradeOptions& opt) {
   const fs::path out = opt.out / submission_slug(submission);
+  const std::string folder = submission_folder(submission);
+  const std::vector<HandedIn> handed = handed_in(submission, lessons);
+  const std::string hash = content_hash(lessons, handed);
   // Another grading command on this output folder (another GPU, an instructor re-running one
   // student) waits here, then finds the record complete and skips it.
   FileLock student_lock(out / ".lock", "lab-check: waiting for another lab-check that is grading into " + out.string());
-  // A complete record is kept; a damaged one (any damage) is graded again.
-  if (!opt.force && grade_record_complete(out / "result.json")) return std::nullopt;
+  // check_output_folders() looked before anything was graded; another command may have graded
+  // another folder of this slug since.
+  const EarlierGrading earlier = earlier_grading(out);
+  if (!earlier.folder.empty() && earlier.folder != folder)
+    throw SubmissionRefused(out.string() + " holds the grading of the submission folder \"" + printable(earlier.folder) +
+                            "\": " + submission.string() + " is not graded into it (rename one folder)");
+  // Only a complete record of this very submission is kept; a damaged one (any damage), or one
+  // of other files than those handed in now, is graded again.
+  if (!opt.force && earlier.complete && earlier.content_hash == hash) return std::nullopt;
   build.prepare();
   // Only this student's files in the grading build while theirs build and run, and none after.
   build.clear_student_files();
@@ -592,23 +709,54 @@ std::optional<Report> grade_submission(const fs::path& submission, const std::ve
 
   Report report;
   report.name = submission_slug(submission);
+  report.folder = folder;
+  report.content_hash = hash;
   report.containment = describe_policy(sandbox_policy());
   report.baselines = opt.baselines;
   report.system_calls = describe_syscall_filter(opt.judge.syscall_filter);
   report.started_at = utc_now();
+  // Any failure while one lesson is staged, built or judged is that lesson's: the grader's setup
+  // (ConfigError) and an interruption still stop the command, with this record incomplete.
+  std::map<std::string, std::string> failed;  // lesson -> what failed in the checker
+  auto contain = [&](const LessonConfig& lesson, const std::function<void()>& step) {
+    try {
+      step();
+    } catch (const Interrupted&) {
+      throw;
+    } catch (const ConfigError&) {
+      throw;
+    } catch (const std::exception& e) {
+      failed[lesson.name] = checker_failure(e.what());
+    } catch (...) {
+      failed[lesson.name] = checker_failure("an exception of an unknown type");
+    }
+  };
   // Every submitted lesson staged first and built together (one build on every job), so the
   // lesson steps below only finish what it left or repeat a lesson's errors for its own log.
-  std::vector<std::optional<fs::path>> files;
   std::map<std::string, std::string> refused;  // lesson -> why its file was not staged
   std::vector<std::string> staged;
-  for (const auto& lesson : lessons) {
-    files.push_back(submitted_file(submission, lesson));
-    if (!files.back()) continue;
-    if (std::string why = build.stage_submission(lesson, *files.back()); !why.empty()) refused[lesson.name] = why;
-    else staged.push_back(lesson.name);
+  for (std::size_t i = 0; i < lessons.size(); ++i) {
+    const LessonConfig& lesson = lessons[i];
+    if (!handed[i].file) continue;
+    if (!handed[i].refused.empty()) {
+      refused[lesson.name] = handed[i].refused;
+      continue;
+    }
+    contain(lesson, [&] {
+      if (std::string why = build.stage_submission(lesson, *handed[i].file); !why.empty()) refused[lesson.name] = why;
+      else staged.push_back(lesson.name);
+    });
   }
   const auto all_t0 = std::chrono::steady_clock::now();
-  build.build_all(staged);
+  try {
+    build.build_all(staged);
+  } catch (const Interrupted&) {
+    throw;
+  } catch (const ConfigError&) {
+    throw;
+  } catch (const std::exception&) {
+    // Like anything it ends with, no verdict: each lesson's own build step below says.
+  }
   // Its time, in equal shares, is part of each built lesson's build_s: the sum stays the total.
   const double shared_build_s =
       staged.empty() ? 0 : std::chrono::duration<double>(std::chrono::steady_clock::now() - all_t0).count() / staged.size();
@@ -616,25 +764,34 @@ std::optional<Report> grade_submission(const fs::path& submission, const std::ve
   for (std::size_t i = 0; i < lessons.size(); ++i) {
     const LessonConfig& lesson = lessons[i];
     LessonOutcome outcome;
-    if (!files[i]) {
+    if (!handed[i].file) {
       outcome = lesson_outcome(lesson, "submission", Verdict::fail, reason::not_submitted,
                                "not submitted (no " + lesson.name + "/exercise.cu)");
     } else if (refused.count(lesson.name)) {
       outcome = lesson_outcome(lesson, "submission", Verdict::error, reason::compile, refused[lesson.name]);
     } else {
       const auto t0 = std::chrono::steady_clock::now();
-      auto built = build.build(lesson);
-      const double build_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      if (!built.ok) {
-        outcome = lesson_outcome(lesson, "submission", Verdict::error, reason::compile, built.message);
-        outcome.output = built.output;
-      } else {
-        JudgeOptions j = opt.judge;
-        j.build = "submission";
-        if (const auto it = opt.pristine.find(lesson.name); it != opt.pristine.end()) j.pristine = it->second;
-        outcome = judge_program(lesson, built.program, j);
+      if (!failed.count(lesson.name)) {
+        contain(lesson, [&] {
+          auto built = build.build(lesson);
+          const double build_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          if (!built.ok) {
+            outcome = lesson_outcome(lesson, "submission", Verdict::error, reason::compile, built.message);
+            outcome.output = built.output;
+          } else {
+            JudgeOptions j = opt.judge;
+            j.build = "submission";
+            if (const auto it = opt.pristine.find(lesson.name); it != opt.pristine.end()) j.pristine = it->second;
+            outcome = opt.judge_lesson(lesson, built.program, j);
+          }
+          outcome.build_s = shared_build_s + build_s;
+        });
       }
-      outcome.build_s = shared_build_s + build_s;
+      if (failed.count(lesson.name)) {
+        outcome = lesson_outcome(lesson, "submission", Verdict::error, reason::checker, failed[lesson.name]);
+        outcome.build_s = shared_build_s;
+        outcome.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      }
     }
     report.lessons.push_back(outcome);
     report.finished_at = utc_now();

@@ -125,19 +125,46 @@ struct GradeOptions {
   std::string baselines;
   /// Called after each lesson (for progress lines).
   std::function<void(const std::string& submission, const LessonOutcome&)> on_lesson;
+  /// Judges a built lesson program: judge_program (tests put one that fails in its place).
+  std::function<LessonOutcome(const LessonConfig&, const fs::path& program, const JudgeOptions&)> judge_lesson =
+      judge_program;
+};
+
+/// A submission that was not graded because its output folder holds another submission's
+/// grading (found once the folder is locked: another command graded into it meanwhile).
+struct SubmissionRefused : std::runtime_error {
+  using std::runtime_error::runtime_error;
 };
 
 /// Where a submission folder keeps a lesson's file: NN-topic/exercise.cu (or, for a copy of the
 /// whole repository, lessons/NN-topic/exercise.cu). nullopt if not submitted.
 std::optional<fs::path> submitted_file(const fs::path& submission, const LessonConfig& lesson);
 
-/// The folder name a submission's outputs go to (unsafe characters replaced).
+/// Why `file`, a path inside `submission`, is not read: a link on its way (a lesson folder,
+/// lessons/, exercise.cu) that leads out of the submission folder, or nowhere. "" where every
+/// link on its way stays inside. A submission is read only inside itself: no other student's
+/// file can be graded as this one's.
+std::string link_out_of_submission(const fs::path& submission, const fs::path& file);
+
+/// The submission folder's own name ("subs/a b/" -> "a b").
+std::string submission_folder(const fs::path& submission);
+/// The folder name a submission's outputs go to (unsafe characters replaced: "a b" -> "a_b").
 std::string submission_slug(const fs::path& submission);
 
+/// Refuses (ConfigError naming both) submissions that would share an output folder: two of
+/// `submissions` with one slug, or one whose <out>/<slug> holds the grading of a submission
+/// folder of another name ("a b" graded there, "a_b" now). Called before anything is graded.
+void check_output_folders(const std::vector<fs::path>& submissions, const fs::path& out);
+
 /// Grades one submission folder and writes <out>/<slug>/{result.json,gradescope.json,junit.xml},
-/// rewritten after every lesson. Returns nullopt if it was skipped (already graded). All submitted
-/// lessons are built together first; each lesson's build_s is an equal share of that build plus
-/// its own build step, so their sum is the submission's whole build time.
+/// rewritten after every lesson. Returns nullopt if it was skipped: graded already, a complete
+/// record of this folder whose content hash (what was handed in, lesson by lesson) is this
+/// submission's; a changed submission is graded again. Throws SubmissionRefused where the
+/// output folder holds another submission folder's grading. All submitted lessons are built
+/// together first; each lesson's build_s is an equal share of that build plus its own build
+/// step, so their sum is the submission's whole build time. Whatever fails while one lesson is
+/// built or judged (any exception but ConfigError, the grader's setup, and Interrupted) is that
+/// lesson's `error` (reason::checker), and the next lesson is graded.
 std::optional<Report> grade_submission(const fs::path& submission, const std::vector<LessonConfig>& lessons,
                                        GradingBuild& build, const GradeOptions& options);
 

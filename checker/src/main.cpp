@@ -103,6 +103,23 @@ std::string threshold(const Rule& r) {
   return s;
 }
 
+/// Refuses, before any work, an output file option whose path exists and is not a regular file:
+/// outputs are written next to it and renamed over it, which would replace a link, a device or
+/// a FIFO with a plain file (as root, `--csv /dev/null` would replace /dev/null).
+void check_output_file(const std::string& option, const std::string& path) {
+  if (const std::string problem = output_path_problem(path); !problem.empty())
+    throw ConfigError(option + " " + path + " " + problem + ", not a regular file: lab-check writes "
+                      "its outputs only as new files or over regular files (name another path)");
+}
+
+/// The same for a folder lab-check writes into: where it exists, it is a folder (or a link to one).
+void check_output_folder(const std::string& option, const std::string& path) {
+  std::error_code ec;
+  const auto st = fs::status(path, ec);
+  if (!fs::exists(st) || fs::is_directory(st)) return;
+  throw ConfigError(option + " " + path + " exists and is not a folder (name a folder)");
+}
+
 // ------------------------------------------------------------------ verbs
 
 int cmd_doctor(const Common& c) {
@@ -263,14 +280,10 @@ int cmd_grade(const Common& c, const std::vector<std::string>& submissions, cons
               const std::string& grading_dir, const std::pair<double, double>& build_time) {
   const fs::path bdir = build_dir_of(c);
   const auto lessons = lessons_of(c, {}, overrides);
-  std::map<std::string, std::string> slugs;
-  for (const auto& s : submissions) {
-    const std::string slug = submission_slug(s);
-    if (slugs.count(slug))
-      throw ConfigError("two submissions would both be written to " + out + "/" + slug + ": " +
-                        slugs[slug] + " and " + s + " (rename one folder)");
-    slugs[slug] = s;
-  }
+  check_output_folder("--out", out);
+  if (!grading_dir.empty()) check_output_folder("--grading-dir", grading_dir);
+  // Every student graded under a name of their own: no two share an output folder.
+  check_output_folders(std::vector<fs::path>(submissions.begin(), submissions.end()), out);
   // Without a GPU, say so first: the submissions are still built and inspected (compile errors
   // and the seal get their real verdicts), which lets an instructor pre-check a class anywhere.
   if (const GpuObservation gpu = probe_gpu(); !gpu.gpu_present)
@@ -347,10 +360,19 @@ int cmd_grade(const Common& c, const std::vector<std::string>& submissions, cons
   if (table)
     std::printf("grading build ready in %.1f s (configured once)\n", configure_s);
   json summary = json::array();
+  int refused = 0;
   for (const auto& s : submissions) {
     if (table) std::cout << "grading " << s << "\n" << std::flush;
     const auto t0 = std::chrono::steady_clock::now();
-    auto report = grade_submission(s, lessons, build, opt);
+    std::optional<Report> report;
+    try {
+      report = grade_submission(s, lessons, build, opt);
+    } catch (const SubmissionRefused& e) {  // not this one; the others are still graded
+      std::cerr << "lab-check: " << e.what() << "\n";
+      summary.push_back({{"submission", submission_slug(s)}, {"refused", e.what()}});
+      ++refused;
+      continue;
+    }
     const double total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const fs::path where = fs::path(out) / submission_slug(s);
     if (!report) {
@@ -382,10 +404,12 @@ int cmd_grade(const Common& c, const std::vector<std::string>& submissions, cons
                                     {"programs", program_s}, {"checker", checker_s}}}});
   }
   if (!table) std::cout << dump_json(summary);
-  return kOk;
+  return refused == 0 ? kOk : kFailed;
 }
 
 int cmd_merge(const std::vector<std::string>& dirs, const std::string& csv, const std::string& json_out) {
+  check_output_file("--csv", csv);
+  if (!json_out.empty()) check_output_file("--json", json_out);
   std::vector<fs::path> paths(dirs.begin(), dirs.end());
   const Gradebook book = merge_results(paths);
   for (const auto& e : book.errors) std::cerr << "lab-check: " << e << "\n";
@@ -525,6 +549,7 @@ int cmd_selftest(const Common& c, const std::vector<std::string>& names, int rep
 }
 
 int cmd_roofline(const Common& c, const std::vector<std::string>& files, const std::string& svg) {
+  if (!svg.empty()) check_output_file("--svg", svg);
   const Roofline r = load_roofline(std::vector<fs::path>(files.begin(), files.end()));
   for (const auto& e : r.errors) std::cerr << "lab-check: " << e << "\n";
   for (const auto& w : r.warnings) std::cerr << "warning: " << w << "\n";

@@ -3,11 +3,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <ctime>
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "files.hpp"
 
@@ -117,7 +119,7 @@ json outcome_json(const LessonOutcome& l) {
             {"pristine_s", l.pristine_s}, {"counters_s", l.counters_s},
             {"rules", rules}, {"diagnostics", l.diagnostics}, {"device", l.device},
             {"output", l.output}, {"corroboration", l.corroboration},
-            {"results_checked", l.results_checked}};
+            {"results_checked", l.results_checked}, {"review", l.review}};
   if (l.sanitizer) {
     j["sanitizer"] = rule_json(*l.sanitizer);
     json findings = json::array();
@@ -135,6 +137,8 @@ json report_json(const Report& r) {
               {"submission", r.name}, {"started_at", r.started_at}, {"finished_at", r.finished_at},
               {"complete", r.complete}, {"score", r.score()}, {"max_score", r.max_score()},
               {"lessons", lessons}};
+  if (!r.folder.empty()) doc["folder"] = r.folder;
+  if (!r.content_hash.empty()) doc["content_hash"] = r.content_hash;
   if (!r.containment.empty()) doc["containment"] = r.containment;
   if (!r.baselines.empty()) doc["baselines"] = r.baselines;
   if (!r.system_calls.empty()) doc["system_calls"] = r.system_calls;
@@ -333,32 +337,94 @@ std::string record_field(const json& obj, const std::string& where, const char* 
   }
 }
 
+// A string of the record as JSON text, whatever bytes it holds.
+std::string json_text(const json& text) { return text.dump(-1, ' ', true, json::error_handler_t::replace); }
+
+// Whether two sums of points are the same (points like 0.1 do not add up exactly).
+bool same_points(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max({1.0, std::abs(a), std::abs(b)}); }
+
+// "" if every score of the record is what its rules earned, within its maximum; else why not.
+// A rule earns all its max_points when its verdict earns points (pass, ambiguous), else none; a
+// lesson's score is what its rules earned, its maximum theirs (a lesson without rules earns
+// nothing); the record's are its lessons'. Nothing a record says about its total is believed.
+std::string score_problem(const json& doc) {
+  auto number = [](const json& j) { return j.dump(); };  // as the record wrote it: 123456789.5
+  const json& lessons = doc["lessons"];
+  double total = 0, total_max = 0;
+  for (std::size_t i = 0; i < lessons.size(); ++i) {
+    const std::string where = "lessons[" + std::to_string(i) + "].";
+    const json& lesson = lessons[i];
+    const json rules = lesson.value("rules", json::array());
+    double earned = 0, most = 0;
+    for (std::size_t j = 0; j < rules.size(); ++j) {
+      const std::string at = where + "rules[" + std::to_string(j) + "].";
+      const std::string said = rules[j]["verdict"].get<std::string>();
+      const auto verdict = verdict_from_string(said);
+      if (!verdict) return "\"" + at + "verdict\" is " + json_text(rules[j]["verdict"]) + ", not a verdict";
+      const double points = rules[j]["points"].get<double>(), max_points = rules[j]["max_points"].get<double>();
+      const double due = earns_points(*verdict) ? max_points : 0;
+      if (!same_points(points, due))
+        return "\"" + at + "points\" is " + number(rules[j]["points"]) + ", but a rule that reads `" + said +
+               "` earns " + points_text(due) + " of its " + points_text(max_points);
+      earned += points;
+      most += max_points;
+    }
+    const double score = lesson["score"].get<double>(), max_score = lesson["max_score"].get<double>();
+    if (score > max_score && !same_points(score, max_score))
+      return "\"" + where + "score\" is " + number(lesson["score"]) + ", more than its max_score " +
+             number(lesson["max_score"]);
+    if (!same_points(score, earned))
+      return "\"" + where + "score\" is " + number(lesson["score"]) + ", but its rules earned " + points_text(earned);
+    if (!rules.empty() && !same_points(max_score, most))
+      return "\"" + where + "max_score\" is " + number(lesson["max_score"]) + ", but its rules' max_points add up to " +
+             points_text(most);
+    total += score;
+    total_max += max_score;
+  }
+  const double score = doc["score"].get<double>(), max_score = doc["max_score"].get<double>();
+  if (score > max_score && !same_points(score, max_score))
+    return "\"score\" is " + number(doc["score"]) + ", more than its max_score " + number(doc["max_score"]);
+  if (!same_points(score, total))
+    return "\"score\" is " + number(doc["score"]) + ", but its lessons' scores add up to " + points_text(total);
+  if (!same_points(max_score, total_max))
+    return "\"max_score\" is " + number(doc["max_score"]) + ", but its lessons' max_score add up to " +
+           points_text(total_max);
+  return "";
+}
+
 std::string grade_record_problem(const json& doc) {
   if (!doc.is_object() || !doc.contains("schema") || doc["schema"] != kGradeSchema)
     return std::string("not a lab-check grade record (schema ") + kGradeSchema + ")";
   using t = json::value_t;
-  for (auto [key, type] : {std::pair{"submission", t::string}, {"complete", t::boolean},
-                           {"score", t::number_float}, {"max_score", t::number_float},
-                           {"lessons", t::array}})
-    if (auto e = record_field(doc, "", key, type, false); !e.empty()) return e;
-  if (!doc.contains("lessons")) return "";
+  for (auto [key, type, required] :
+       {std::tuple{"submission", t::string, false}, {"folder", t::string, false}, {"content_hash", t::string, false},
+        {"complete", t::boolean, false}, {"score", t::number_float, true}, {"max_score", t::number_float, true},
+        {"lessons", t::array, true}})
+    if (auto e = record_field(doc, "", key, type, required); !e.empty()) return e;
   const json& lessons = doc["lessons"];
+  std::set<std::string> seen;
   for (std::size_t i = 0; i < lessons.size(); ++i) {
     const std::string where = "lessons[" + std::to_string(i) + "].";
     if (!lessons[i].is_object()) return "\"lessons[" + std::to_string(i) + "]\" is not an object";
     if (auto e = record_field(lessons[i], where, "lesson", t::string, true); !e.empty()) return e;
     if (lessons[i]["lesson"].get<std::string>().empty()) return "\"" + where + "lesson\" is empty";
-    for (auto [key, type] : {std::pair{"score", t::number_float}, {"max_score", t::number_float},
-                             {"verdict", t::string}, {"rules", t::array}})
-      if (auto e = record_field(lessons[i], where, key, type, false); !e.empty()) return e;
+    for (auto [key, type, required] :
+         {std::tuple{"score", t::number_float, true}, {"max_score", t::number_float, true},
+          {"verdict", t::string, false}, {"reason", t::string, false}, {"message", t::string, false},
+          {"rules", t::array, false}})
+      if (auto e = record_field(lessons[i], where, key, type, required); !e.empty()) return e;
+    // One entry per lesson: a lesson counted twice would count its points twice.
+    if (!seen.insert(lessons[i]["lesson"].get<std::string>()).second)
+      return "\"" + where + "lesson\" is " + json_text(lessons[i]["lesson"]) + " again";
     const json rules = lessons[i].value("rules", json::array());
     for (std::size_t j = 0; j < rules.size(); ++j) {
       const std::string at = where + "rules[" + std::to_string(j) + "]";
       if (!rules[j].is_object()) return "\"" + at + "\" is not an object";
-      if (auto e = record_field(rules[j], at + ".", "verdict", t::string, false); !e.empty()) return e;
+      for (auto [key, type] : {std::pair{"verdict", t::string}, {"points", t::number_float}, {"max_points", t::number_float}})
+        if (auto e = record_field(rules[j], at + ".", key, type, true); !e.empty()) return e;
     }
   }
-  return "";
+  return score_problem(doc);
 }
 
 }  // namespace
@@ -370,10 +436,17 @@ std::optional<json> read_grade_record(const fs::path& file, std::string& error) 
   return doc;
 }
 
+bool grade_record_complete(const json& record) {
+  if (!record.value("complete", false)) return false;
+  for (const auto& l : record["lessons"])
+    if (l.value("reason", "") == reason::checker) return false;  // the checker's failure: again
+  return true;
+}
+
 bool grade_record_complete(const fs::path& file) {
   std::string why;
   const auto doc = read_grade_record(file, why);
-  return doc && doc->value("complete", false);
+  return doc && grade_record_complete(*doc);
 }
 
 Gradebook merge_results(const std::vector<fs::path>& dirs) {
@@ -418,28 +491,43 @@ Gradebook merge_results(const std::vector<fs::path>& dirs) {
       continue;
     }
     const json& doc = *parsed;
-    const std::string name = doc.value("submission", f.parent_path().filename().string());
+    // The student is the folder the record is in ("graded/bob/result.json": bob), never what the
+    // record says of itself: a record moved or copied into another student's folder is refused.
+    const fs::path folder = fs::absolute(f).lexically_normal().parent_path();
+    const std::string name = folder.filename().string();
+    if (const std::string said = doc.value("submission", name); said != name) {
+      book.errors.push_back(f.string() + ": the record is the grading of submission " + json_text(said) +
+                            ", but it is in the folder " + json_text(name) + " (grade that folder again)");
+      continue;
+    }
     if (!doc.value("complete", false))
       book.warnings.push_back(name + ": grading is incomplete (" + f.string() + "); grade it again to finish");
     if (students.count(name)) book.warnings.push_back(name + ": graded twice; keeping " + f.string());
-    json record = {{"name", name}, {"total", doc.value("score", 0.0)},
-                   {"max_score", doc.value("max_score", 0.0)}, {"complete", doc.value("complete", false)},
+    json record = {{"name", name}, {"total", doc["score"].get<double>()},
+                   {"max_score", doc["max_score"].get<double>()}, {"complete", doc.value("complete", false)},
                    {"lessons", json::object()}, {"source", f.string()}};
     std::string unjudged;  // lessons with a rule the checker could not judge (the machine's fault)
     for (const auto& l : doc.value("lessons", json::array())) {
       const std::string lesson = l.value("lesson", "");
       const bool whole = l.value("verdict", "") == "environment";
-      bool environment = whole;
+      const bool checker_failed = l.value("reason", "") == reason::checker;
+      bool environment = whole || checker_failed;
       for (const auto& rule : l.value("rules", json::array()))
         environment = environment || rule.value("verdict", "") == "environment";
-      const std::string why = whole && l.contains("reason") && l["reason"].is_string()
-                                  ? l["reason"].get<std::string>()
-                                  : std::string();
+      const std::string why = checker_failed ? "the checker failed: " + l.value("message", std::string())
+                              : whole        ? l.value("reason", std::string())
+                                             : std::string();
       if (environment)
         unjudged += (unjudged.empty() ? "" : ", ") + lesson + " (" +
                     (why.empty() ? std::string("the GPU was disturbed") : why) + ")";
-      record["lessons"][lesson] = {{"score", l.value("score", 0.0)}, {"verdict", l.value("verdict", "")}};
-      lesson_max[lesson] = std::max(lesson_max[lesson], l.value("max_score", 0.0));
+      record["lessons"][lesson] = {{"score", l["score"].get<double>()}, {"verdict", l.value("verdict", "")}};
+      // What an instructor reviews first: the lesson's flagged constructs (review_flags).
+      const json flags = l.value("review", json::array());
+      if (flags.is_array() && !flags.empty()) {
+        record["lessons"][lesson]["review"] = flags;
+        record["review"].push_back(lesson);
+      }
+      lesson_max[lesson] = std::max(lesson_max[lesson], l["max_score"].get<double>());
     }
     if (!unjudged.empty())
       book.warnings.push_back(name + ": not judged in " + unjudged +
@@ -451,7 +539,10 @@ Gradebook merge_results(const std::vector<fs::path>& dirs) {
   std::ostringstream csv;
   csv << "student";
   for (const auto& [lesson, _] : lesson_max) csv << "," << csv_field(lesson);
-  csv << ",total\n";
+  // A "review" column where any submission has constructs an instructor should look at first.
+  const bool any_review = std::any_of(students.begin(), students.end(),
+                                      [](const auto& st) { return st.second.contains("review"); });
+  csv << ",total" << (any_review ? ",review" : "") << "\n";
   json list = json::array();
   for (const auto& [name, rec] : students) {
     csv << csv_field(name);
@@ -459,7 +550,9 @@ Gradebook merge_results(const std::vector<fs::path>& dirs) {
       csv << ",";
       if (rec["lessons"].contains(lesson)) csv << points_text(rec["lessons"][lesson]["score"].get<double>());
     }
-    csv << "," << points_text(rec["total"].get<double>()) << "\n";
+    std::string review;  // the lessons to review first, "04-coalescing 11-one-time-costs"
+    for (const auto& lesson : rec.value("review", json::array())) review += (review.empty() ? "" : " ") + lesson.get<std::string>();
+    csv << "," << points_text(rec["total"].get<double>()) << (any_review ? "," + csv_field(review) : "") << "\n";
     list.push_back(rec);
   }
   json lessons = json::array();

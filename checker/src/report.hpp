@@ -20,9 +20,17 @@ using json = nlohmann::json;
 inline constexpr const char* kGradeSchema = "cuda-perf-lab/grade/1";
 inline constexpr const char* kGradebookSchema = "cuda-perf-lab/gradebook/1";
 
+namespace reason {
+/// The checker itself failed while building or judging the lesson (an exception it did not
+/// expect): an `error` the student did not cause, so `grade` grades the submission again.
+inline constexpr const char* checker = "checker";
+}  // namespace reason
+
 /// Everything graded for one submission (or one `run`).
 struct Report {
-  std::string name;          ///< the submission (its folder's name), or the build judged
+  std::string name;          ///< the submission (its output folder's name), or the build judged
+  std::string folder;        ///< grade: the submission folder's own name, as handed in
+  std::string content_hash;  ///< grade: SHA-256 of what was graded (grade.hpp: submission_hash)
   std::string started_at;    ///< ISO 8601, UTC
   std::string finished_at;
   bool complete = false;     ///< false while grading is under way (or was interrupted)
@@ -64,15 +72,22 @@ struct Gradebook {
   std::vector<std::string> errors;    ///< records that could not be used, each naming its file
 };
 /// Collects every result.json in `dirs` (each an `--out` folder of `grade`, or one submission's
-/// folder). A record that cannot be read or is not a grade record goes to `errors` and the
-/// others are still merged. Throws ConfigError if a folder has no result.json at all.
+/// folder). A student's name is the name of the folder their record is in. A record that cannot
+/// be read, is not a grade record, names another submission than its folder, or whose scores are
+/// not what its rules' verdicts and points add up to goes to `errors`, and the others are still
+/// merged. Throws ConfigError if a folder has no result.json at all.
 Gradebook merge_results(const std::vector<fs::path>& dirs);
 
-/// Reads a grade record (result.json) and checks every field `merge` uses; on failure returns
-/// nullopt and sets `error` to a phrase naming the field, without the file's name.
+/// Reads a grade record (result.json) and checks every field `merge` uses: their types, and that
+/// every score is what its rules earned (a rule earns all its max_points when it passes or is
+/// ambiguous, else none), within its maximum. On failure returns nullopt and sets `error` to a
+/// phrase naming the field, without the file's name.
 std::optional<json> read_grade_record(const fs::path& file, std::string& error);
-/// Whether `file` is a usable grade record whose grading finished (`grade` then skips the
-/// submission). Missing, damaged or unfinished records are graded again. Never throws.
+/// Whether `file` is a usable grade record whose grading finished with no lesson the checker
+/// itself failed on (reason::checker). Missing, damaged or unfinished records are graded again.
+/// Never throws.
 bool grade_record_complete(const fs::path& file);
+/// The same of a record read_grade_record() accepted.
+bool grade_record_complete(const json& record);
 
 }  // namespace lab

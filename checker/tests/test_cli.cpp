@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include <regex>
 #include <thread>
 
+#include "grade.hpp"
 #include "gpu_watch.hpp"
 #include "helpers.hpp"
 #include "process.hpp"
@@ -454,6 +456,146 @@ TEST_CASE("grade: two commands at once into one output folder give the verdicts 
   }
   CHECK(contains(verdicts(apart / "s2" / "result.json"), "90-fake error compile"));
   CHECK(contains(verdicts(apart / "s3" / "result.json"), "91-other error crash"));
+}
+
+}  // TEST_SUITE
+
+TEST_SUITE("cli") {
+
+TEST_CASE("grade: a failure of the checker in one lesson is that lesson's error; the next lesson and student are graded") {
+  const FakeCourse& c = course();
+  const fs::path subs = c.tmp.path() / "contained", out = c.tmp.path() / "contained-graded";
+  for (const std::string student : {"s1", "s2"})
+    for (const std::string lesson : {"90-fake", "91-other"})
+      write_text(subs / student / lesson / "exercise.cu",
+                 "const char* exercise_mode() { return \"result\"; }\ndouble exercise_ms() { return 1.0; }\n");
+  const std::vector<LessonConfig> lessons = load_lessons(c.source.string());
+  REQUIRE(lessons.size() == 2);
+  GradingBuild build(c.source, c.build, c.tmp.path() / "grading-contained", 2);
+  GradeOptions opt;
+  opt.out = out;
+  // The judge fails as the checker's own code may (a library's exception), once; every other
+  // lesson gets a stand-in's verdict.
+  int judged = 0;
+  bool fail_next = true;
+  opt.judge_lesson = [&](const LessonConfig& lesson, const fs::path&, const JudgeOptions&) {
+    ++judged;
+    if (fail_next && lesson.name == "90-fake") {
+      fail_next = false;
+      throw std::runtime_error("[json.exception.type_error.302] type must be boolean\nsecond line");
+    }
+    return lesson_outcome(lesson, "submission", Verdict::fail, "", "judged by the stand-in");
+  };
+  std::optional<Report> s1, s2;
+  REQUIRE_NOTHROW(s1 = grade_submission(subs / "s1", lessons, build, opt));
+  REQUIRE_NOTHROW(s2 = grade_submission(subs / "s2", lessons, build, opt));
+  CHECK(judged == 4);
+  REQUIRE(s1);
+  const json record = json::parse(read_text(out / "s1" / "result.json"));
+  CHECK(record["complete"] == true);
+  CHECK(record["lessons"][0]["verdict"] == "error");
+  CHECK(record["lessons"][0]["reason"] == "checker");
+  const std::string message = record["lessons"][0]["message"];
+  CHECK(contains(message, "the checker failed while grading this lesson, not because of your code "
+                          "([json.exception.type_error.302] type must be boolean)"));
+  CHECK_FALSE(contains(message, "\n"));
+  CHECK(record["lessons"][1]["message"] == "judged by the stand-in");
+  REQUIRE(s2);
+  CHECK(s2->lessons[0].message == "judged by the stand-in");
+  CHECK(s2->lessons[1].message == "judged by the stand-in");
+  // The checker's failure is not a grading to keep: the next run grades s1 again, s2 not.
+  CHECK_FALSE(grade_record_complete(out / "s1" / "result.json"));
+  CHECK(grade_submission(subs / "s1", lessons, build, opt).has_value());
+  CHECK_FALSE(grade_submission(subs / "s2", lessons, build, opt).has_value());
+  CHECK(json::parse(read_text(out / "s1" / "result.json"))["lessons"][0]["message"] == "judged by the stand-in");
+}
+
+TEST_CASE("grade: `a b` and `a_b` are never graded into one folder; a changed submission is graded again") {
+  const FakeCourse& c = course();
+  const fs::path subs = c.tmp.path() / "slugs", out = c.tmp.path() / "slugs-graded";
+  write_text(subs / "first" / "a b" / "90-fake" / "exercise.cu", "not C++ (a b);\n");
+  write_text(subs / "second" / "a_b" / "90-fake" / "exercise.cu", "not C++ (a_b);\n");
+  const std::string a_space = (subs / "first" / "a b").string(), a_under = (subs / "second" / "a_b").string();
+
+  Cli r = c.run({"grade", a_space, "--out", out.string()});
+  INFO(r.out << r.err);
+  REQUIRE(r.code == 0);
+  const json graded = json::parse(read_text(out / "a_b" / "result.json"));
+  CHECK(graded["folder"] == "a b");
+  CHECK(graded["content_hash"].get<std::string>().size() == 64);
+  // Another command with the other folder: refused before anything is graded, naming both.
+  r = c.run({"grade", a_under, "--out", out.string()});
+  CHECK(r.code == 2);
+  CHECK(contains(r.err, (out / "a_b").string() + " holds the grading of the submission folder \"a b\", and " +
+                            a_under + " would be graded into it too"));
+  CHECK_FALSE(contains(r.out, "already graded"));
+  CHECK(json::parse(read_text(out / "a_b" / "result.json")) == graded);
+  // Both in one command: the same.
+  r = c.run({"grade", a_space, a_under, "--out", (c.tmp.path() / "slugs-together").string()});
+  CHECK(r.code == 2);
+  CHECK(contains(r.err, a_space + " and " + a_under));
+
+  // The same submission again: already graded. Changed: graded again, whatever the folder's name.
+  r = c.run({"grade", a_space, "--out", out.string()});
+  CHECK(r.code == 0);
+  CHECK(contains(r.out, "already graded"));
+  write_text(subs / "first" / "a b" / "91-other" / "exercise.cu", "not C++ either;\n");
+  r = c.run({"grade", a_space, "--out", out.string()});
+  CHECK(r.code == 0);
+  CHECK_FALSE(contains(r.out, "already graded"));
+  const json regraded = json::parse(read_text(out / "a_b" / "result.json"));
+  CHECK(regraded["content_hash"] != graded["content_hash"]);
+  CHECK(regraded["lessons"][1]["reason"] == "compile");
+}
+
+TEST_CASE("grade: a lesson folder that links to another student's is refused, naming the link; theirs is unchanged") {
+  const FakeCourse& c = course();
+  const fs::path subs = c.tmp.path() / "linked", out = c.tmp.path() / "linked-graded";
+  write_text(subs / "alice" / "90-fake" / "exercise.cu",
+             "const char* exercise_mode() { return \"result\"; }\ndouble exercise_ms() { return 0.5; }\n");
+  fs::create_directories(subs / "mallory" / "lessons");
+  fs::create_directory_symlink("../alice/90-fake", subs / "mallory" / "90-fake");
+  fs::create_directory_symlink("../../alice/90-fake", subs / "mallory" / "lessons" / "91-other");
+  const Cli r = c.run({"grade", (subs / "alice").string(), (subs / "mallory").string(), "--out", out.string()});
+  INFO(r.out << r.err);
+  REQUIRE(r.code == 0);
+  const json mallory = json::parse(read_text(out / "mallory" / "result.json"));
+  CHECK(mallory["score"] == 0);
+  CHECK(mallory["lessons"][0]["verdict"] == "error");
+  CHECK(contains(mallory["lessons"][0]["message"], "90-fake is a link to ../alice/90-fake, outside the submission folder"));
+  CHECK(contains(mallory["lessons"][1]["message"],
+                 "lessons/91-other is a link to ../../alice/90-fake, outside the submission folder"));
+  CHECK(json::parse(read_text(out / "alice" / "result.json"))["lessons"][0]["verdict"] == "pass");
+}
+
+TEST_CASE("merge, roofline: an output path that is a link or a FIFO is refused before anything is written") {
+  const FakeCourse& c = course();
+  const fs::path dir = c.tmp.path() / "outputs";
+  Report bob;
+  bob.name = "bob";
+  bob.complete = true;
+  write_report_files(dir / "graded" / "bob", bob);
+  write_text(dir / "precious.txt", "precious");
+  fs::create_symlink(dir / "precious.txt", dir / "grades.csv");
+  Cli r = c.run({"merge", (dir / "graded").string(), "--csv", (dir / "grades.csv").string()});
+  CHECK(r.code == 2);
+  CHECK(contains(r.err, "lab-check: --csv " + (dir / "grades.csv").string() + " is a symbolic link, not a regular file"));
+  CHECK(fs::is_symlink(fs::symlink_status(dir / "grades.csv")));
+  CHECK(read_text(dir / "precious.txt") == "precious");
+  REQUIRE(::mkfifo((dir / "fifo").c_str(), 0600) == 0);
+  r = c.run({"merge", (dir / "graded").string(), "--csv", (dir / "new.csv").string(), "--json", (dir / "fifo").string()});
+  CHECK(r.code == 2);
+  CHECK(contains(r.err, "--json " + (dir / "fifo").string() + " is a FIFO"));
+  CHECK_FALSE(fs::exists(dir / "new.csv"));
+  r = c.run({"roofline", (dir / "precious.txt").string(), "--svg", (dir / "fifo").string()});
+  CHECK(r.code == 2);
+  CHECK(contains(r.err, "--svg " + (dir / "fifo").string() + " is a FIFO"));
+  CHECK(fs::is_fifo(fs::symlink_status(dir / "fifo")));
+  // A regular file there is replaced.
+  write_text(dir / "old.csv", "old");
+  r = c.run({"merge", (dir / "graded").string(), "--csv", (dir / "old.csv").string()});
+  CHECK(r.code == 0);
+  CHECK(read_text(dir / "old.csv") == "student,total\nbob,0\n");
 }
 
 }  // TEST_SUITE

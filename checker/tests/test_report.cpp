@@ -1,7 +1,10 @@
 // Output formats, atomic writes, the gradebook.
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
+
 #include <cstdlib>
+#include <functional>
 #include <sstream>
 
 #include "helpers.hpp"
@@ -126,9 +129,131 @@ TEST_CASE("atomic writes replace whole files and leave no temporary behind") {
   CHECK((fs::status(file).permissions() & fs::perms::others_read) != fs::perms::none);
   // A folder where the file should go: an error naming the path, and the folder untouched.
   fs::create_directories(dir.path() / "taken");
-  CHECK_THROWS_WITH_AS(write_file_atomic(dir.path() / "taken", "x"), doctest::Contains("cannot rename into"),
+  CHECK_THROWS_WITH_AS(write_file_atomic(dir.path() / "taken", "x"), doctest::Contains("it is a folder"),
                        std::runtime_error);
   CHECK(fs::is_directory(dir.path() / "taken"));
+}
+
+TEST_CASE("outputs: a link, a FIFO or a folder where an output goes is refused and left as it was") {
+  TempDir dir;
+  const fs::path target = dir.path() / "precious.txt";
+  write_text(target, "precious");
+  const fs::path link = dir.path() / "grades.csv";
+  fs::create_symlink(target, link);
+  CHECK_THROWS_WITH_AS(write_file_atomic(link, "x"), doctest::Contains("it is a symbolic link"), std::runtime_error);
+  CHECK(fs::is_symlink(fs::symlink_status(link)));  // still the link, not a new regular file
+  CHECK(read_text(target) == "precious");
+  const fs::path fifo = dir.path() / "fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK_THROWS_WITH_AS(write_file_atomic(fifo, "x"), doctest::Contains("it is a FIFO"), std::runtime_error);
+  CHECK(fs::is_fifo(fs::symlink_status(fifo)));
+  CHECK(output_path_problem(dir.path() / "new.csv") == "");
+  CHECK(output_path_problem(target) == "");
+  CHECK(output_path_problem("/dev/null") == "is a character device");
+  // A regular file is replaced whole, and keeps its permissions (a private gradebook stays so).
+  fs::permissions(target, fs::perms::owner_read | fs::perms::owner_write);
+  write_file_atomic(target, "new");
+  CHECK(read_text(target) == "new");
+  CHECK((fs::status(target).permissions() & fs::perms::all) == (fs::perms::owner_read | fs::perms::owner_write));
+}
+
+TEST_CASE("sha256_hex: the FIPS 180-4 examples") {
+  CHECK(sha256_hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  CHECK(sha256_hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  CHECK(sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq") ==
+        "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  CHECK(sha256_hex(std::string(1000000, 'a')) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+TEST_CASE("submissions: a link out of the folder is named and refused; one inside it is not") {
+  TempDir dir;
+  const fs::path other = dir.path() / "other", mallory = dir.path() / "mallory";
+  write_text(other / "06-fusion" / "exercise.cu", "bob's work\n");
+  write_text(mallory / "lessons" / "07-streams" / "exercise.cu", "mine\n");
+  fs::create_directories(mallory);
+  fs::create_directory_symlink("../other/06-fusion", mallory / "06-fusion");
+  fs::create_directory_symlink("lessons/07-streams", mallory / "07-streams");
+  fs::create_directory_symlink("../nowhere", mallory / "08-reductions");
+  fs::create_directories(mallory / "09-graphs");
+  fs::create_symlink("../../other/06-fusion/exercise.cu", mallory / "09-graphs" / "exercise.cu");
+  CHECK(link_out_of_submission(mallory, mallory / "06-fusion" / "exercise.cu") ==
+        "06-fusion is a link to ../other/06-fusion, outside the submission folder: nothing outside a "
+        "submission is graded as its own");
+  CHECK(contains(link_out_of_submission(mallory, mallory / "09-graphs" / "exercise.cu"),
+                 "09-graphs/exercise.cu is a link to ../../other/06-fusion/exercise.cu, outside"));
+  CHECK(contains(link_out_of_submission(mallory, mallory / "08-reductions" / "exercise.cu"), "leads nowhere"));
+  CHECK(link_out_of_submission(mallory, mallory / "07-streams" / "exercise.cu") == "");
+  CHECK(link_out_of_submission(mallory, mallory / "lessons" / "07-streams" / "exercise.cu") == "");
+  // The whole repository's copy behind a link: refused at "lessons".
+  const fs::path eve = dir.path() / "eve";
+  fs::create_directories(eve);
+  fs::create_directory_symlink(other, eve / "lessons");
+  CHECK(contains(link_out_of_submission(eve, eve / "lessons" / "06-fusion" / "exercise.cu"),
+                 "lessons is a link to " + other.string() + ", outside"));
+}
+
+TEST_CASE("output folders: two submissions with one slug, or a folder graded there before, are refused naming both") {
+  TempDir dir;
+  const fs::path out = dir.path() / "out";
+  CHECK(submission_slug(dir.path() / "a b") == "a_b");
+  CHECK(submission_folder(dir.path() / "a b" / "") == "a b");
+  const std::string both = "a b and " + (dir.path() / "y" / "a_b").string();
+  CHECK_THROWS_WITH_AS(check_output_folders({dir.path() / "x" / "a b", dir.path() / "y" / "a_b"}, out),
+                       doctest::Contains(both.c_str()), ConfigError);
+  Report earlier = sample_report();
+  earlier.name = "a_b";
+  earlier.folder = "a b";
+  write_report_files(out / "a_b", earlier);
+  CHECK_NOTHROW(check_output_folders({dir.path() / "x" / "a b"}, out));  // the same folder again
+  const std::string taken = "holds the grading of the submission folder \"a b\", and " + (dir.path() / "y" / "a_b").string();
+  CHECK_THROWS_WITH_AS(check_output_folders({dir.path() / "y" / "a_b"}, out), doctest::Contains(taken.c_str()),
+                       ConfigError);
+}
+
+TEST_CASE("merge: the name is the folder's, and every score is what the record's rules earned") {
+  TempDir dir;
+  const fs::path out = dir.path() / "out";
+  Report bob = sample_report();
+  bob.name = "bob";
+  write_report_files(out / "bob", bob);
+  // zed's folder holds a record that says it is bob's.
+  write_report_files(out / "zed", bob);
+  auto forged = [&](const std::string& name, const std::function<void(json&)>& change) {
+    json doc = report_json(sample_report());
+    doc["submission"] = name;
+    change(doc);
+    write_text(out / name / "result.json", dump_json(doc));
+  };
+  forged("carol", [](json& d) { d["score"] = 123456789.5; d["max_score"] = 124; });
+  forged("dave", [](json& d) { d["score"] = 20; });  // within max_score 30, more than the rules earned
+  forged("erin", [](json& d) {  // a failed rule given its points, and the sums made to match
+    d["lessons"][0]["rules"][1]["points"] = 3;
+    d["lessons"][0]["score"] = 10;
+    d["score"] = 14;
+  });
+  forged("frank", [](json& d) { d["lessons"].push_back(d["lessons"][0]); d["score"] = 18; d["max_score"] = 40; });
+  forged("gina", [](json& d) {  // a lesson that earned more than its maximum
+    d["lessons"][0]["max_score"] = 5;
+    d["max_score"] = 25;
+  });
+  const Gradebook book = merge_results({out});
+  const std::string errors = book.doc["errors"].dump();
+  INFO(errors);
+  REQUIRE(book.errors.size() == 6);
+  CHECK(book.errors[0] == (out / "carol" / "result.json").string() +
+                              ": \"score\" is 123456789.5, more than its max_score 124");
+  CHECK(book.errors[1] == (out / "dave" / "result.json").string() +
+                              ": \"score\" is 20, but its lessons' scores add up to 11");
+  CHECK(book.errors[2] == (out / "erin" / "result.json").string() +
+                              ": \"lessons[0].rules[1].points\" is 3, but a rule that reads `fail` earns 0 of its 3");
+  CHECK(book.errors[3] == (out / "frank" / "result.json").string() + ": \"lessons[3].lesson\" is \"90-fake\" again");
+  CHECK(book.errors[4] == (out / "gina" / "result.json").string() +
+                              ": \"lessons[0].score\" is 7.0, more than its max_score 5");
+  CHECK(book.errors[5] == (out / "zed" / "result.json").string() +
+                              ": the record is the grading of submission \"bob\", but it is in the folder \"zed\" "
+                              "(grade that folder again)");
+  CHECK(book.csv == "student,90-fake,91-other,92-env,total\nbob,7,0,4,11\n");
+  CHECK(book.warnings.size() == 1);  // bob's disturbed lesson, and no "graded twice"
 }
 
 TEST_CASE("write_report_files writes all three outputs") {
@@ -147,8 +272,8 @@ TEST_CASE("merge: a CSV with one column per lesson, and warnings for incomplete 
   b.complete = false;
   b.lessons.pop_back();
   write_report_files(dir.path() / "out1" / "alice", a);
-  write_report_files(dir.path() / "out2" / "bob", b);
-  const Gradebook book = merge_results({dir.path() / "out1", dir.path() / "out2" / "bob"});
+  write_report_files(dir.path() / "out2" / b.name, b);
+  const Gradebook book = merge_results({dir.path() / "out1", dir.path() / "out2" / b.name});
   CHECK(book.csv ==
         "student,90-fake,91-other,92-env,total\n"
         "alice,7,0,4,11\n"
@@ -167,12 +292,11 @@ TEST_CASE("merge: a CSV with one column per lesson, and warnings for incomplete 
 
 TEST_CASE("merge: a submission named like a spreadsheet formula is text in the CSV") {
   TempDir dir;
-  const std::vector<std::string> names = {"=HYPERLINK(\"http://x\",\"y\")", "+1", "-2", "@SUM(A1)",
-                                          "\tcmd"};
+  const std::vector<std::string> names = {"=HYPERLINK(\"x\",\"y\")", "+1", "-2", "@SUM(A1)", "\tcmd"};
   for (const auto& name : names) {
     Report r = sample_report();
-    r.name = name;
-    write_report_files(dir.path() / "out" / ("s" + std::to_string(&name - names.data())), r);
+    r.name = name;  // the name of the folder it is in, as grade writes it
+    write_report_files(dir.path() / "out" / name, r);
   }
   const Gradebook book = merge_results({dir.path() / "out"});
   std::istringstream lines(book.csv);
@@ -185,7 +309,7 @@ TEST_CASE("merge: a submission named like a spreadsheet formula is text in the C
     CHECK_MESSAGE(first.front() == '\'', line);  // the cell starts with an apostrophe
   }
   CHECK(rows == static_cast<int>(names.size()));
-  CHECK(book.csv.find("\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\"") != std::string::npos);
+  CHECK(book.csv.find("\"'=HYPERLINK(\"\"x\"\",\"\"y\"\")\"") != std::string::npos);
   CHECK(book.doc["students"].size() == names.size());  // the JSON keeps the names as they are
 }
 
