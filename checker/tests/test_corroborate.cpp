@@ -235,6 +235,22 @@ TEST_CASE("the samples a variant reports are held against the traced ones, not o
   CHECK(contains(check(r, w.text()).message, "sample 2 of its 2, fastest first, is 1.200 ms"));
 }
 
+TEST_CASE("a traced span the host held up does not make honest samples disagree") {
+  // Seen on an H200: the tracer ends a span when the host launches the next kernel, so a sample
+  // whose host thread was held up reads longer in the trace than between the program's events.
+  TraceWriter w = TraceWriter::base();
+  w.sample(2, 1, -1, 3.0);  // the warm-up
+  for (int i = 0; i < 29; ++i) w.sample(2, 1, i, 1.0 + 0.01 * (2.0 * i / 28 - 1));
+  w.sample(2, 1, 29, 1.4);  // held up
+  json r = sample_result(1.0);
+  json samples = json::array();
+  for (int i = 0; i < 30; ++i) samples.push_back(1.0 + 0.01 * (2.0 * i / 29 - 1));
+  r["variants"][1]["samples_ms"] = samples;
+  CHECK(check(r, w.text()).state == Corroboration::agrees);
+  r["variants"][1]["samples_ms"][0] = 0.9;  // still: faster than any traced sample
+  CHECK(check(r, w.text()).state == Corroboration::disagrees);
+}
+
 TEST_CASE("a variant measured twice is held to its last measurement") {
   TraceWriter w = TraceWriter::base();
   w.samples(2, 1, 30, 1.0);
