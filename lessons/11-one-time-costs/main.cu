@@ -36,8 +36,6 @@
 // Students read this file; they do not edit it. The checker compiles your exercise.cu against it.
 #include <cublas_v2.h>
 #include <cuda.h>
-#include <nvJitLink.h>
-#include <nvrtc.h>
 
 #include <filesystem>
 #include <fstream>
@@ -48,6 +46,7 @@
 #include "lab/cublas.hpp"
 #include "lab/driver.hpp"
 #include "lab/lesson.cuh"
+#include "lab/runtime_compile.hpp"
 #include "lab/write_audit.hpp"
 
 namespace {
@@ -58,12 +57,6 @@ constexpr int kFirstCallN = 4096;         // the first call in a new process: sm
                                           // one-time costs that are timed, not the work
 constexpr double kChildTimeoutS = 120.0;  // one child process, eager loading of every library
                                           // included
-
-void nvrtc_check(nvrtcResult r, const char* call) {
-  if (r != NVRTC_SUCCESS)
-    throw std::runtime_error(std::string(call) + ": " + nvrtcGetErrorString(r));
-}
-#define NVRTC_CHECK(call) nvrtc_check((call), #call)
 
 // ---------------------------------------------------------------------------------------------
 // The operator's source. ARCH_TAG makes the architecture visible in the result for one test:
@@ -123,90 +116,12 @@ NamedProgram arch_program() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Compiling, the harness's own way (the reference, and the timings of part A).
-
-std::string program_log(nvrtcProgram prog) {
-  std::size_t size = 0;
-  nvrtcGetProgramLogSize(prog, &size);
-  std::string log(size, '\0');
-  if (size > 0) nvrtcGetProgramLog(prog, &log[0]);
-  return log;
-}
+// Compiling, the harness's own way (the reference, and the timings of part A), with NVRTC and
+// nvJitLink (lab/runtime_compile.hpp).
 
 // @p lto: LTO-IR for nvJitLink instead of a cubin.
 std::vector<char> compile(const exercise::Program& p, const std::string& arch, bool lto = false) {
-  nvrtcProgram prog = nullptr;
-  NVRTC_CHECK(nvrtcCreateProgram(&prog, p.source.c_str(), "operator.cu", 0, nullptr, nullptr));
-  std::vector<std::string> options = p.options;
-  options.push_back("--gpu-architecture=" + arch);
-  if (lto) options.push_back("-dlto");
-  std::vector<const char*> argv;
-  for (const std::string& o : options) argv.push_back(o.c_str());
-  const nvrtcResult r = nvrtcCompileProgram(prog, static_cast<int>(argv.size()), argv.data());
-  if (r != NVRTC_SUCCESS) {
-    const std::string log = program_log(prog);
-    nvrtcDestroyProgram(&prog);
-    throw std::runtime_error("NVRTC could not compile the operator for " + arch + " (" +
-                             nvrtcGetErrorString(r) + "):\n" + log);
-  }
-  std::size_t size = 0;
-  std::vector<char> out;
-  if (lto) {
-    NVRTC_CHECK(nvrtcGetLTOIRSize(prog, &size));
-    out.resize(size);
-    NVRTC_CHECK(nvrtcGetLTOIR(prog, out.data()));
-  } else {
-    NVRTC_CHECK(nvrtcGetCUBINSize(prog, &size));
-    out.resize(size);
-    NVRTC_CHECK(nvrtcGetCUBIN(prog, out.data()));
-  }
-  NVRTC_CHECK(nvrtcDestroyProgram(&prog));
-  return out;
-}
-
-// LTO-IR -> cubin with nvJitLink (what a library does when it links runtime-compiled code with
-// code it ships as LTO-IR).
-std::vector<char> jit_link(const std::vector<char>& ltoir, const std::string& arch) {
-  const std::string arch_option = "-arch=" + arch;
-  const char* options[] = {arch_option.c_str(), "-lto"};
-  nvJitLinkHandle h = nullptr;
-  if (nvJitLinkCreate(&h, 2, options) != NVJITLINK_SUCCESS)
-    throw std::runtime_error("nvJitLinkCreate failed for " + arch_option);
-  auto fail = [&](const char* call) {
-    std::size_t size = 0;
-    nvJitLinkGetErrorLogSize(h, &size);
-    std::string log(size, '\0');
-    if (size > 0) nvJitLinkGetErrorLog(h, &log[0]);
-    nvJitLinkDestroy(&h);
-    throw std::runtime_error(std::string(call) + " failed:\n" + log);
-  };
-  if (nvJitLinkAddData(h, NVJITLINK_INPUT_LTOIR, ltoir.data(), ltoir.size(), "operator") !=
-      NVJITLINK_SUCCESS)
-    fail("nvJitLinkAddData");
-  if (nvJitLinkComplete(h) != NVJITLINK_SUCCESS) fail("nvJitLinkComplete");
-  std::size_t size = 0;
-  if (nvJitLinkGetLinkedCubinSize(h, &size) != NVJITLINK_SUCCESS)
-    fail("nvJitLinkGetLinkedCubinSize");
-  std::vector<char> cubin(size);
-  if (nvJitLinkGetLinkedCubin(h, cubin.data()) != NVJITLINK_SUCCESS)
-    fail("nvJitLinkGetLinkedCubin");
-  nvJitLinkDestroy(&h);
-  return cubin;
-}
-
-// This GPU's architecture as NVRTC names it ("sm_90"), checked against what NVRTC can target.
-std::string device_arch() {
-  const lab::DeviceInfo& d = lab::device_info();
-  const int cc = d.cc_major * 10 + d.cc_minor;
-  int count = 0;
-  NVRTC_CHECK(nvrtcGetNumSupportedArchs(&count));
-  std::vector<int> archs(count);
-  NVRTC_CHECK(nvrtcGetSupportedArchs(archs.data()));
-  if (std::find(archs.begin(), archs.end(), cc) == archs.end())
-    throw std::runtime_error("this NVRTC cannot compile for this GPU (compute capability " +
-                             std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor) +
-                             "): use the toolkit that supports it");
-  return "sm_" + std::to_string(cc);
+  return lab::nvrtc_compile(p.source, p.options, arch, lto);
 }
 
 // A second target whose cubin also runs on this GPU and gives other bits for arch_program():
@@ -427,7 +342,7 @@ void child_compile(const std::string& arch) {
   const std::vector<char> ltoir = compile(p, arch, true);
   lab::report("nvrtc_lto_ms", t.elapsed_ms());
   t.start();
-  const std::vector<char> linked = jit_link(ltoir, arch);
+  const std::vector<char> linked = lab::nvjitlink(ltoir, arch);
   lab::report("nvjitlink_ms", t.elapsed_ms());
 
   lab::DeviceBuffer<float> x(kFirstCallN), y(kFirstCallN);
@@ -1056,7 +971,7 @@ int main(int argc, char** argv) {
     if (n_ll > (1ll << 28) || processes_ll > 50)
       throw std::invalid_argument("--n at most 2^28, --processes at most 50");
     const int N = static_cast<int>(n_ll), P = static_cast<int>(processes_ll);
-    const std::string arch = device_arch();
+    const std::string arch = lab::nvrtc_arch();
     const bool keep = keep_opt != 0;
 
     // This run's cache folders: under the working directory (the checker's work folder is the
