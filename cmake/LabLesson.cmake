@@ -4,8 +4,9 @@
 #   lessons/NN-topic/main.cu            -> object library <NN-topic>-harness (compiled once)
 #   lessons/NN-topic/exercise.cu        -> program <build>/lessons/NN-topic/starter
 #   solutions/NN-topic/exercise.cu      -> program <build>/lessons/NN-topic/solution
-#   lessons/NN-topic/mutants/<m>.cu     -> program <build>/lessons/NN-topic/mutant-<m>
-#                                          (except mutants named compile_error*.cu)
+#   solutions/NN-topic/mutants/<m>.patch -> <build>/lessons/NN-topic/mutants/<m>.cu (made by
+#                                          lab-mutant at build time) -> program mutant-<m>
+#                                          (except mutants named compile_error*)
 #   ${LAB_SUBMISSION_DIR}/NN-topic/exercise.cu (when set and present)
 #                                       -> program <build>/lessons/NN-topic/submission
 # Only the exercise file differs between them, so a student's file is compiled against the
@@ -13,7 +14,8 @@
 # It also registers the GPU tests: starter and solution run at small sizes and must validate.
 # A grading build (LAB_GRADING_BUILD=ON, configured by `lab-check grade`) has neither solution
 # nor mutant programs, so nothing in it refers to solutions/ and the checker can hide that folder
-# from every build of a student's code.
+# from every build of a student's code. A student's tree (`lab-check handout`) has no solutions/:
+# there the starters alone are built.
 option(LAB_GRADING_BUILD "A build for lab-check grade: starters and submissions only" OFF)
 
 function(lab_add_lesson lesson)
@@ -52,15 +54,25 @@ function(lab_add_lesson lesson)
   endfunction()
 
   lab_lesson_program(starter "${src}/exercise.cu")
-  if(NOT LAB_GRADING_BUILD)
-    lab_lesson_program(solution "${PROJECT_SOURCE_DIR}/solutions/${lesson}/exercise.cu")
+  set(solved "${PROJECT_SOURCE_DIR}/solutions/${lesson}")
+  if(NOT LAB_GRADING_BUILD AND EXISTS "${solved}/exercise.cu")
+    lab_lesson_program(solution "${solved}/exercise.cu")
 
-    file(GLOB mutants CONFIGURE_DEPENDS "${src}/mutants/*.cu")
-    foreach(mutant IN LISTS mutants)
-      get_filename_component(name "${mutant}" NAME_WE)
-      if(NOT name MATCHES "^compile_error")
-        lab_lesson_program(mutant-${name} "${mutant}")
+    # The mutants are patches of the solution or the starter, kept with the solutions; each is
+    # made into a source file in the build folder (rewritten only when its text changes), then
+    # built like any exercise. A patch that no longer fits its base stops the build, naming it.
+    file(GLOB patches CONFIGURE_DEPENDS "${solved}/mutants/*.patch")
+    foreach(patch IN LISTS patches)
+      get_filename_component(name "${patch}" NAME_WE)
+      if(name MATCHES "^compile_error")
+        continue()
       endif()
+      set(made "${out}/mutants/${name}.cu")
+      add_custom_command(OUTPUT "${made}"
+        COMMAND lab-mutant "${PROJECT_SOURCE_DIR}" "${lesson}" "${name}" "${made}"
+        DEPENDS lab-mutant "${patch}" "${solved}/exercise.cu" "${src}/exercise.cu"
+        COMMENT "Making mutant ${lesson}/${name} from its patch" VERBATIM)
+      lab_lesson_program(mutant-${name} "${made}")
     endforeach()
   endif()
 
@@ -73,6 +85,9 @@ function(lab_add_lesson lesson)
 
   if(LAB_BUILD_TESTS AND NOT LAB_GRADING_BUILD)
     foreach(kind starter solution)
+      if(NOT TARGET ${lesson}-${kind})
+        continue()  # a student's tree: no solution
+      endif()
       add_test(NAME ${lesson}.${kind}.validates
                COMMAND ${lesson}-${kind} --quick --json "${out}/${kind}.test.json")
       # Exit 1 means a variant was wrong; the starter must still be correct, so both must pass.

@@ -1,9 +1,11 @@
 # cmake -DSOURCE_DIR=<repo> -DCOMPILE_COMMANDS=<build>/compile_commands.json -P every_cu_compiled.cmake
 #
 # Every .cu file under common/, lessons/, solutions/ and checker/ must be compiled by the build,
-# except the mutants that exist to fail compilation (lessons/*/mutants/compile_error*.cu) and files
-# of a separate CMake project inside the tree (a folder whose CMakeLists.txt calls project(), such as
-# the checker's test fixture course), which that project's own tests build.
+# except files of a separate CMake project inside the tree (a folder whose CMakeLists.txt calls
+# project(), such as the checker's test fixture course), which that project's own tests build.
+# So must every mutant (solutions/NN-topic/mutants/<m>.patch, made into
+# <build>/lessons/NN-topic/mutants/<m>.cu), except those that exist to fail compilation
+# (compile_error*.patch, which `lab-check selftest` compiles as a student's file).
 cmake_minimum_required(VERSION 3.25)
 if(NOT SOURCE_DIR OR NOT COMPILE_COMMANDS)
   message(FATAL_ERROR "usage: cmake -DSOURCE_DIR=<repo> -DCOMPILE_COMMANDS=<file> "
@@ -18,7 +20,8 @@ file(REAL_PATH "${SOURCE_DIR}" SOURCE_DIR)
 file(GLOB_RECURSE sources LIST_DIRECTORIES false RELATIVE "${SOURCE_DIR}"
      "${SOURCE_DIR}/common/*.cu" "${SOURCE_DIR}/lessons/*.cu"
      "${SOURCE_DIR}/solutions/*.cu" "${SOURCE_DIR}/checker/*.cu")
-list(FILTER sources EXCLUDE REGEX "^lessons/[^/]+/mutants/compile_error[^/]*\\.cu$")
+file(GLOB patches LIST_DIRECTORIES false RELATIVE "${SOURCE_DIR}" "${SOURCE_DIR}/solutions/*/mutants/*.patch")
+list(FILTER patches EXCLUDE REGEX "/compile_error[^/]*\\.patch$")
 
 # Sets <out> to the folder of the nearest separate CMake project holding <source>, or "".
 function(own_project source out)
@@ -71,10 +74,23 @@ foreach(source IN LISTS sources)
     list(APPEND missing "${source}")
   endif()
 endforeach()
+# A mutant counts where the build compiled the file made from it (<build>/lessons/NN/mutants/<m>.cu,
+# the build being the folder of compile_commands.json).
+get_filename_component(build_dir "${COMPILE_COMMANDS}" DIRECTORY)
+file(REAL_PATH "${build_dir}" build_dir)
+foreach(patch IN LISTS patches)
+  string(REGEX REPLACE "^solutions/([^/]+)/mutants/([^/]+)\\.patch$" "${build_dir}/lessons/\\1/mutants/\\2.cu"
+         made "${patch}")
+  if(NOT "${made}" IN_LIST compiled)
+    list(APPEND missing "${patch}")
+  endif()
+endforeach()
 list(LENGTH sources total)
+list(LENGTH patches total_patches)
 if(missing)
   list(JOIN missing "\n  " shown)
-  message(FATAL_ERROR "these .cu files are compiled by no target of this build (add them to a "
-                      "lesson, a test or the library, or delete them):\n  ${shown}")
+  message(FATAL_ERROR "these .cu files (or mutants' patches) are compiled by no target of this "
+                      "build (add them to a lesson, a test or the library, or delete them):\n  ${shown}")
 endif()
-message(STATUS "all ${total} .cu files under common/ lessons/ solutions/ checker/ are compiled")
+message(STATUS "all ${total} .cu files under common/ lessons/ solutions/ checker/ and the "
+               "${total_patches} mutants that must compile are compiled")

@@ -1,15 +1,12 @@
 #include "selftest.hpp"
 
+#include "files.hpp"
 #include "inspect.hpp"
+#include "patch.hpp"
+#include "toml_file.hpp"
 
 #include <algorithm>
 #include <chrono>
-
-#if __has_include(<toml++/toml.hpp>)
-#include <toml++/toml.hpp>
-#else
-#include <toml++/toml.h>
-#endif
 
 namespace lab {
 
@@ -19,14 +16,24 @@ std::string Expectation::describe() const {
   return s;
 }
 
+fs::path mutants_dir(const LessonConfig& lesson) {
+  return lesson.dir.parent_path().parent_path() / "solutions" / lesson.name / "mutants";
+}
+
+namespace {
+
+// Whether there is anything at `p` (a link that leads nowhere, or in a loop, too: reading it
+// then says what is wrong with it, where fs::exists would throw its own text).
+bool present(const fs::path& p) {
+  std::error_code ec;
+  return fs::exists(fs::symlink_status(p, ec));
+}
+
+}  // namespace
+
 std::vector<Expectation> load_expectations(const fs::path& file) {
-  toml::table doc;
-  try {
-    doc = toml::parse_file(file.string());
-  } catch (const toml::parse_error& e) {
-    throw ConfigError(file.string() + ":" + std::to_string(e.source().begin.line) +
-                      ": not valid TOML: " + std::string(e.description()));
-  }
+  // With check.toml's limits: a FIFO, a huge file or a key of 40,000 dotted parts is refused.
+  const toml::table doc = parse_toml(file);
   std::vector<Expectation> out;
   for (auto&& [k, node] : doc) {
     const std::string at = file.string() + ":" + std::to_string(node.source().begin.line);
@@ -43,6 +50,8 @@ std::vector<Expectation> load_expectations(const fs::path& file) {
         if (fn.is_integer()) e.timeout_s = static_cast<double>(fn.as_integer()->get());
         else if (fn.is_floating_point()) e.timeout_s = fn.as_floating_point()->get();
         else throw ConfigError(fat + ": \"timeout_s\" must be a number");
+        if (!(e.timeout_s >= 1 && e.timeout_s <= 86400))  // nan and inf too
+          throw ConfigError(fat + ": \"timeout_s\" must be from 1 to 86400 seconds");
         continue;
       }
       if (!fn.is_string()) throw ConfigError(fat + ": \"" + key + "\" must be a string");
@@ -188,13 +197,13 @@ std::vector<SelftestCheck> selftest_lesson(const LessonConfig& lesson, const Sel
     add(c);
   }
 
-  const fs::path mutants = lesson.dir / "mutants";
+  const fs::path mutants = mutants_dir(lesson);
   if (!fs::is_directory(mutants)) return checks;
   std::vector<Expectation> expected;
-  if (fs::exists(mutants / "expected.toml")) expected = load_expectations(mutants / "expected.toml");
+  if (present(mutants / "expected.toml")) expected = load_expectations(mutants / "expected.toml");
   std::vector<std::string> files;
   for (const auto& e : fs::directory_iterator(mutants))
-    if (e.path().extension() == ".cu") files.push_back(e.path().stem().string());
+    if (e.path().extension() == ".patch") files.push_back(e.path().stem().string());
   std::sort(files.begin(), files.end());
   // Without mutants (later rounds of --repeat) the ones expected to pass as a whole (the taught
   // path, other correct designs) still run: the bars must hold for them in every round, like the
@@ -215,7 +224,7 @@ std::vector<SelftestCheck> selftest_lesson(const LessonConfig& lesson, const Sel
     auto e = expected_of(name);
     if (e == expected.end()) {
       c.expected = "an entry in mutants/expected.toml";
-      c.detail = "mutants/" + name + ".cu has no [" + name + "] in expected.toml";
+      c.detail = "mutants/" + name + ".patch has no [" + name + "] in expected.toml";
       add(c);
       continue;
     }
@@ -226,6 +235,16 @@ std::vector<SelftestCheck> selftest_lesson(const LessonConfig& lesson, const Sel
     j.sanitize = e->needs_sanitizer();
     LessonOutcome o;
     const auto t0 = std::chrono::steady_clock::now();
+    // The mutant as a file, in a work folder of its own: the patch must still fit its base.
+    TempDir work("lab-mutant");
+    const fs::path source = work.path() / "exercise.cu";
+    try {
+      write_file_atomic(source, materialise_mutant(lesson.dir.parent_path().parent_path(), lesson.name, name));
+    } catch (const PatchError& err) {
+      c.detail = err.what();
+      add(c);
+      continue;
+    }
     if (name.rfind("compile_error", 0) == 0) {
       // Not built by CMake: it goes through the grading build, exactly like a student's file.
       if (!grading) {
@@ -233,7 +252,7 @@ std::vector<SelftestCheck> selftest_lesson(const LessonConfig& lesson, const Sel
         add(c);
         continue;
       }
-      auto built = grading->build(lesson, mutants / (name + ".cu"));
+      auto built = grading->build(lesson, source);
       if (built.ok) {
         j.build = "submission";
         o = judge_program(lesson, built.program, j);
@@ -253,7 +272,7 @@ std::vector<SelftestCheck> selftest_lesson(const LessonConfig& lesson, const Sel
   for (const auto& e : expected)
     if (opt.mutants && std::find(files.begin(), files.end(), e.mutant) == files.end())
       add({lesson.name, "mutant " + e.mutant, e.describe(), false,
-           e.origin + ": no mutants/" + e.mutant + ".cu"});
+           e.origin + ": no mutants/" + e.mutant + ".patch"});
   return checks;
 }
 
@@ -273,10 +292,10 @@ std::vector<SelftestCheck> seal_lesson(const LessonConfig& lesson, const fs::pat
   };
   check("solution", programs / "solution", false);
   check("starter", programs / "starter", false);
-  const fs::path mutants = lesson.dir / "mutants";
-  if (fs::exists(mutants / "expected.toml"))
+  const fs::path mutants = mutants_dir(lesson);
+  if (present(mutants / "expected.toml"))
     for (const auto& e : load_expectations(mutants / "expected.toml"))
-      if (e.mutant.rfind("compile_error", 0) != 0 && fs::exists(mutants / (e.mutant + ".cu")))
+      if (e.mutant.rfind("compile_error", 0) != 0 && fs::exists(mutants / (e.mutant + ".patch")))
         check("mutant " + e.mutant, programs / ("mutant-" + e.mutant), e.reason == reason::forbidden);
   return checks;
 }

@@ -1,5 +1,7 @@
 // `lab-check selftest`: the checker's verdicts on each lesson's solution, starter and mutants
-// must be the ones the lesson promises (lessons/NN-topic/mutants/expected.toml).
+// must be the ones the lesson promises (solutions/NN-topic/mutants/expected.toml). The mutants
+// live with the solutions, on the instructor's side, as patches of the solution or the starter
+// (solutions/NN-topic/mutants/<name>.patch, patch.hpp).
 #pragma once
 
 #include <filesystem>
@@ -31,6 +33,9 @@ struct Expectation {
   bool whole_lesson_passes() const { return !rule && verdict == Verdict::pass; }
   std::string describe() const;
 };
+
+/// solutions/NN-topic/mutants of the course `lesson` belongs to: <name>.patch and expected.toml.
+fs::path mutants_dir(const LessonConfig& lesson);
 
 /// Parses a lesson's mutants/expected.toml; throws ConfigError naming file:line.
 std::vector<Expectation> load_expectations(const fs::path& expected_toml);
@@ -69,8 +74,10 @@ struct SelftestOptions {
   bool syscall_filter = false;  ///< JudgeOptions::syscall_filter
 };
 
-/// Judges the lesson's solution, starter and every mutant. Compile-error mutants are built
-/// through `grading` (as a student's file would be); it may be null if the lesson has none.
+/// Judges the lesson's solution, starter and every mutant. Each mutant's patch is applied first
+/// (in a work folder; one that does not apply is a failed check naming its hunk); compile-error
+/// mutants are then built through `grading` (as a student's file would be; it may be null if the
+/// lesson has none), the others judged as the build made them (<build>/lessons/NN/mutant-<name>).
 /// `on_check`, if given, sees each check as soon as it is made (a lesson's mutants take minutes).
 std::vector<SelftestCheck> selftest_lesson(
     const LessonConfig& lesson, const SelftestOptions& options, GradingBuild* grading,

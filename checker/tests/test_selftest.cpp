@@ -14,20 +14,28 @@ void program(const fs::path& path, const std::string& args) {
   fs::permissions(path, fs::perms::owner_all);
 }
 
-// The fake lesson in a course of its own below `dir`: its folder (source/lessons/90-fake), its
-// programs' folder (build/lessons/90-fake, a solution at 0.5 ms and a starter at 2.0 ms) and its
-// rules.
+// The fake lesson in a course of its own below `dir`: its folder (src/lessons/90-fake), its
+// mutants' folder (src/solutions/90-fake/mutants), its programs' folder (build/lessons/90-fake, a
+// solution at 0.5 ms and a starter at 2.0 ms) and its rules.
 struct FakeLesson {
-  fs::path dir, build, programs;
+  fs::path dir, mutants, build, programs;
   LessonConfig config;
   explicit FakeLesson(const fs::path& root)
-      : dir(root / "src" / "lessons" / "90-fake"), build(root / "build"), programs(build / "lessons" / "90-fake") {
-    fs::create_directories(dir / "mutants");
+      : dir(root / "src" / "lessons" / "90-fake"), mutants(root / "src" / "solutions" / "90-fake" / "mutants"),
+        build(root / "build"), programs(build / "lessons" / "90-fake") {
+    fs::create_directories(dir);
+    fs::create_directories(mutants);
+    write_text(mutants.parent_path() / "exercise.cu", "// the solution\n");
     fs::copy_file(fs::path(LAB_TEST_DATA_DIR) / "fake-course" / "lessons" / "90-fake" / "check.toml",
                   dir / "check.toml");
     config = load_lesson(dir / "check.toml");
     program(programs / "solution", "--exercise-ms 0.5");
     program(programs / "starter", "--exercise-ms 2.0");
+  }
+  /// mutants/<name>.patch: one line of the solution changed.
+  void mutant(const std::string& name) const {
+    write_text(mutants / (name + ".patch"), "--- solutions/90-fake/exercise.cu\n+++ " + name +
+                                                ".cu\n@@ -1 +1 @@\n-// the solution\n+// " + name + "\n");
   }
 };
 
@@ -45,17 +53,17 @@ TEST_SUITE("selftest") {
 TEST_CASE("solution, starter and mutants are held to their promises") {
   TempDir dir;
   const FakeLesson fake(dir.path());
-  const fs::path &lesson_dir = fake.dir, &build = fake.build, &programs = fake.programs;
+  const fs::path &build = fake.build, &programs = fake.programs;
   const LessonConfig& lesson = fake.config;
-  for (const char* m : {"racy", "crashy", "hang", "forged", "unlisted"}) write_text(lesson_dir / "mutants" / (std::string(m) + ".cu"), "");
+  for (const char* m : {"racy", "crashy", "hang", "forged", "unlisted"}) fake.mutant(m);
   program(programs / "mutant-racy", "--exercise-ms 0.5 --wrong");
   program(programs / "mutant-crashy", "--mode segv");
   program(programs / "mutant-hang", "--mode sleep");
   program(programs / "mutant-forged", "--mode wrong-nonce");
-  write_text(lesson_dir / "mutants" / "expected.toml",
+  write_text(fake.mutants / "expected.toml",
              "[racy]\nrule = \"correct\"\nverdict = \"fail\"\n"
              "[crashy]\nverdict = \"error\"\nreason = \"crash\"\n"
-             "[hang]\nverdict = \"error\"\nreason = \"crash\"\ntimeout_s = 0.5\n"  // wrong on purpose
+             "[hang]\nverdict = \"error\"\nreason = \"crash\"\ntimeout_s = 1\n"  // wrong on purpose
              "[forged]\nverdict = \"error\"\nreason = \"result\"\n"
              "[ghost]\nverdict = \"fail\"\n");
 
@@ -78,13 +86,13 @@ TEST_CASE("solution, starter and mutants are held to their promises") {
   CHECK(find(checks, "mutant forged").held);
   const SelftestCheck& hang = find(checks, "mutant hang");
   CHECK_FALSE(hang.held);
-  CHECK(contains(hang.detail, "got error (timeout): timed out after 0.5 s"));
+  CHECK(contains(hang.detail, "got error (timeout): timed out after 1 s"));
   const SelftestCheck& unlisted = find(checks, "mutant unlisted");
   CHECK_FALSE(unlisted.held);
-  CHECK(unlisted.detail == "mutants/unlisted.cu has no [unlisted] in expected.toml");
+  CHECK(unlisted.detail == "mutants/unlisted.patch has no [unlisted] in expected.toml");
   const SelftestCheck& ghost = find(checks, "mutant ghost");
   CHECK_FALSE(ghost.held);
-  CHECK(contains(ghost.detail, "expected.toml:14: no mutants/ghost.cu"));
+  CHECK(contains(ghost.detail, "expected.toml:14: no mutants/ghost.patch"));
 
   // A starter that already meets the bar is a broken lesson, and selftest says so.
   program(programs / "starter", "--exercise-ms 0.5");
@@ -93,13 +101,34 @@ TEST_CASE("solution, starter and mutants are held to their promises") {
   CHECK(contains(find(again, "starter").detail, "no performance rule failed with its hint"));
 }
 
+TEST_CASE("a mutant whose patch no longer fits its base is a failed check naming the hunk") {
+  TempDir dir;
+  const FakeLesson fake(dir.path());
+  fake.mutant("racy");
+  program(fake.programs / "mutant-racy", "--exercise-ms 0.5 --wrong");
+  write_text(fake.mutants / "expected.toml", "[racy]\nrule = \"correct\"\nverdict = \"fail\"\n");
+  SelftestOptions opt;
+  opt.build_dir = fake.build;
+  opt.inspect = false;
+  CHECK(find(selftest_lesson(fake.config, opt, nullptr), "mutant racy").held);
+  // The solution moved on; the mutant was not made again from it.
+  write_text(fake.mutants.parent_path() / "exercise.cu", "// the solution, improved\n");
+  const auto checks = selftest_lesson(fake.config, opt, nullptr);
+  const SelftestCheck& stale = find(checks, "mutant racy");
+  CHECK_FALSE(stale.held);
+  CHECK(stale.detail ==
+        "solutions/90-fake/mutants/racy.patch: hunk 1 (@@ -1 +1 @@) does not apply: line 1 of "
+        "solutions/90-fake/exercise.cu is \"// the solution, improved\" where the patch has \"// the "
+        "solution\"");
+}
+
 TEST_CASE("with pristine baselines, a mutant that slows its own baseline gains nothing") {
   TempDir dir;
   const FakeLesson fake(dir.path());
   // The starter's speed, its in-process baseline slowed tenfold: 20x over it, where the bar is 3x.
-  write_text(fake.dir / "mutants" / "slows_baseline.cu", "");
+  fake.mutant("slows_baseline");
   program(fake.programs / "mutant-slows_baseline", "--exercise-ms 2.0 --baseline-ms 40");
-  write_text(fake.dir / "mutants" / "expected.toml", "[slows_baseline]\nrule = \"speedup\"\nverdict = \"fail\"\n");
+  write_text(fake.mutants / "expected.toml", "[slows_baseline]\nrule = \"speedup\"\nverdict = \"fail\"\n");
   SelftestOptions opt;
   opt.build_dir = fake.build;
   opt.inspect = false;  // stand-in programs: no object files to inspect
@@ -114,13 +143,13 @@ TEST_CASE("with pristine baselines, a mutant that slows its own baseline gains n
 TEST_CASE("mutants expected to pass run in every round, and passing subjects report their narrowest margin") {
   TempDir dir;
   const FakeLesson fake(dir.path());
-  const fs::path &lesson_dir = fake.dir, &build = fake.build, &programs = fake.programs;
+  const fs::path &build = fake.build, &programs = fake.programs;
   const LessonConfig& lesson = fake.config;
   program(programs / "mutant-taught_path", "--exercise-ms 0.6");
   program(programs / "mutant-racy", "--exercise-ms 0.5 --wrong");
   program(programs / "mutant-alt_design", "--exercise-ms 0.5");
-  for (const char* m : {"taught_path", "racy", "alt_design"}) write_text(lesson_dir / "mutants" / (std::string(m) + ".cu"), "");
-  write_text(lesson_dir / "mutants" / "expected.toml",
+  for (const char* m : {"taught_path", "racy", "alt_design"}) fake.mutant(m);
+  write_text(fake.mutants / "expected.toml",
              "[taught_path]\nverdict = \"pass\"\n[racy]\nrule = \"correct\"\nverdict = \"fail\"\n"
              "[alt_design]\nverdict = \"pass\"\n");
   SelftestOptions opt;

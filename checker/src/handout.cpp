@@ -1,0 +1,81 @@
+#include "handout.hpp"
+
+#include <algorithm>
+#include <system_error>
+
+#include "rules.hpp"  // ConfigError
+
+namespace lab {
+
+const std::vector<std::string>& handout_paths() {
+  // Named one by one where a folder also holds what is the instructor's: docs/ (grading-security.md
+  // is the catalogue of attacks and the dated record of grading runs, writing-a-lesson.md is for
+  // authors) and scripts/ (GPU rounds, grading demos, Slurm). Left out whole: solutions/ (with the
+  // mutants and answer keys), measurements/ (the runs behind the texts' tables), tests/ (the
+  // course's own checks, several of which read solutions/), .ci/.
+  static const std::vector<std::string> paths = {
+      "README.md", "CMakeLists.txt", "CMakePresets.json", ".clang-format", ".gitignore",
+      "cmake", "common", "checker", "lessons", "slides",
+      "docs/CMakeLists.txt", "docs/mainpage.md", "docs/measurement.md", "docs/result-file.md",
+      "docs/check-toml.md",
+      "scripts/bundle-deps.sh", "scripts/check-ncu-commands.sh"};
+  return paths;
+}
+
+bool left_out_of_handout(const fs::path& name) {
+  const std::string n = name.filename().string();
+  return n == "mutants" || n == "ANSWERS.md" || n == "build" || n == "node_modules" ||
+         name.extension() == ".patch" || (!n.empty() && n[0] == '.');
+}
+
+namespace {
+
+bool inside(const fs::path& path, const fs::path& folder) {
+  const auto [end, _] = std::mismatch(folder.begin(), folder.end(), path.begin(), path.end());
+  return end == folder.end();
+}
+
+std::size_t copy_entry(const fs::path& from, const fs::path& to) {
+  std::error_code ec;
+  const fs::file_status st = fs::symlink_status(from, ec);
+  if (fs::is_regular_file(st)) {
+    fs::create_directories(to.parent_path());
+    if (!fs::copy_file(from, to, ec) || ec)
+      throw ConfigError("handout: cannot copy " + from.string() + " to " + to.string() + ": " + ec.message());
+    return 1;
+  }
+  if (!fs::is_directory(st))
+    throw ConfigError("handout: " + from.string() + " is not a file or a folder (a link?): the handout copies files");
+  std::size_t n = 0;
+  std::vector<fs::path> children;
+  for (const auto& e : fs::directory_iterator(from)) children.push_back(e.path());
+  std::sort(children.begin(), children.end());
+  for (const fs::path& child : children)
+    if (!left_out_of_handout(child)) n += copy_entry(child, to / child.filename());
+  return n;
+}
+
+}  // namespace
+
+std::size_t write_handout(const fs::path& source_dir, const fs::path& dest) {
+  std::error_code ec;
+  if (fs::exists(fs::symlink_status(dest, ec)) &&
+      !(fs::is_directory(fs::symlink_status(dest, ec)) && fs::is_empty(dest, ec) && !ec))
+    throw ConfigError("handout: " + dest.string() + " exists and is not an empty folder");
+  const fs::path source = fs::weakly_canonical(source_dir);
+  const fs::path target = fs::weakly_canonical(dest);
+  for (const std::string& p : handout_paths()) {
+    if (!fs::exists(source / p))
+      throw ConfigError("handout: " + (source / p).string() + " does not exist (is " + source.string() +
+                        " the course?)");
+    if (inside(target, source / p))
+      throw ConfigError("handout: " + dest.string() + " lies inside " + (source / p).string() +
+                        ", which the handout copies");
+  }
+  fs::create_directories(target);
+  std::size_t n = 0;
+  for (const std::string& p : handout_paths()) n += copy_entry(source / p, target / p);
+  return n;
+}
+
+}  // namespace lab
