@@ -793,6 +793,7 @@ std::optional<Report> grade_submission(const fs::path& submission, const std::ve
         outcome.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       }
     }
+    if (handed[i].file) outcome.review = review_flags(handed[i].content);  // whatever its verdict
     report.lessons.push_back(outcome);
     report.finished_at = utc_now();
     write_report_files(out, report);  // a killed grading run keeps every lesson graded so far

@@ -71,6 +71,9 @@ struct LessonOutcome {
   /// "entries"} (out of process, use_replayed_checks) or {"state": "in-process", "why"}
   json results_checked = json::array();
   std::vector<std::string> diagnostics;
+  /// What an instructor should review first in a submitted exercise.cu (review_flags in
+  /// inspect.hpp: inline assembly, casts between functions and data, ...); grade only
+  std::vector<std::string> review;
 };
 
 /// Whether reported times are checked against the checker's tracer (corroborate.hpp).

@@ -347,7 +347,10 @@ int cmd_grade(const Common& c, const std::vector<std::string>& submissions, cons
     if (colour) v = std::string(o.verdict == Verdict::pass ? "\033[32m" : "\033[31m") + v + "\033[0m";
     std::cout << "  " << name << "  " << o.lesson << "  " << v << "  " << points(o.score) << "/"
               << points(o.max_score) << (o.reason.empty() ? "" : "  (" + o.reason + ")") << "  "
-              << seconds_split(o) << "\n" << std::flush;
+              << seconds_split(o) << "\n";
+    // Constructs that deliberate corruption of the harness needs: an instructor looks first.
+    for (const auto& flag : o.review) std::cout << "    review: " << flag << "\n";
+    std::cout << std::flush;
   };
   if (table)
     std::cout << "containment: " << containment << "\nbaselines: " << opt.baselines
@@ -714,12 +717,6 @@ int main(int argc, char** argv) {
   } catch (const ConfigError& e) {
     std::cerr << "lab-check: " << e.what() << "\n";
     return kUsage;
-  } catch (const std::exception& e) {
-    std::cerr << "lab-check: " << e.what() << "\n";
-    return kUsage;
-  }
-  return kUsage;
-}
   } catch (const fs::filesystem_error& e) {
     // One line of ours, not the library's "filesystem error: ... [path]" (a link loop, a path
     // too long): the reason, and the path cut to a readable length.
@@ -727,3 +724,9 @@ int main(int argc, char** argv) {
     std::cerr << "lab-check: " << (path.size() > 200 ? path.substr(0, 200) + "..." : path) << ": "
               << e.code().message() << "\n";
     return kUsage;
+  } catch (const std::exception& e) {
+    std::cerr << "lab-check: " << e.what() << "\n";
+    return kUsage;
+  }
+  return kUsage;
+}

@@ -6,6 +6,7 @@
 
 #include "helpers.hpp"
 #include "inspect.hpp"
+#include "report.hpp"
 
 using namespace lab;
 using namespace lab::test;
@@ -500,6 +501,64 @@ TEST_SUITE("inspect") {
     flags.undefined.insert("cudaSetDeviceFlags");
     flags.referenced_from["cudaSetDeviceFlags"] = {".text"};
     CHECK(names(check_seal(flags, lesson()), "cudaSetDeviceFlags"));
+  }
+
+  TEST_CASE("review flags: inline assembly, casts between functions and data, arithmetic on a function's address, by line") {
+    const std::vector<std::string> flags = review_flags(
+        "#include <cstdio>\n"
+        "__global__ void kernel(float4* p) { p[0].x = 1; }\n"
+        "using Fn = int (*)(const char*);\n"
+        "void f(const float* in, float* out) {\n"
+        "  asm volatile(\"\" ::: \"memory\");\n"                                  // 5
+        "  auto v = reinterpret_cast<const float4*>(in);\n"                       // 6: data, not flagged
+        "  char* at = reinterpret_cast<char*>(&puts) + 0x40;\n"                   // 7
+        "  Fn g = reinterpret_cast<Fn>(at);\n"                                    // 8
+        "  auto h = (void (*)())at;\n"                                            // 9
+        "  unsigned long k = (unsigned long)&printf - 16;\n"                      // 10
+        "  void* launch = (void*)kernel;\n"                                       // 11
+        "  if (in) out[0] = (float)in[0];\n"                                      // 12: not flagged
+        "  // asm(\"syscall\"); reinterpret_cast<char*>(&puts)\n"                 // 13: a comment
+        "  const char* s = \"__asm__ (void*)printf\";\n"                          // 14: a literal
+        "  __asm__(\"nop\");\n"                                                   // 15
+        "}\n");
+    std::string all;
+    for (const auto& f : flags) all += f + "\n";
+    INFO(all);
+    auto flagged = [&](const std::string& text) {
+      return std::any_of(flags.begin(), flags.end(), [&](const std::string& f) { return f.find(text) != std::string::npos; });
+    };
+    CHECK(flagged("line 5: inline assembly (asm)"));
+    CHECK(flagged("line 7: a cast of a function's address to data or another type (puts)"));
+    CHECK(flagged("line 7: arithmetic on a function's address (puts)"));
+    CHECK(flagged("line 8: a cast to a function pointer type (Fn)"));
+    CHECK(flagged("line 9: a cast to a function pointer type"));
+    CHECK(flagged("line 10: arithmetic on a function's address (printf)"));
+    CHECK(flagged("line 11: a cast of a function's address to data or another type (kernel)"));
+    CHECK(flagged("line 15: inline assembly (__asm__)"));
+    for (const std::string quiet : {"line 6:", "line 12:", "line 13:", "line 14:"}) CHECK_FALSE(flagged(quiet));
+    // An ordinary exercise has nothing to review.
+    CHECK(review_flags("#include \"exercise.cuh\"\n__global__ void k(const float* a, float* b) { b[0] = a[0]; }\n"
+                       "void run(const float* a, float* b) { k<<<1, 1>>>(a, b); auto p = reinterpret_cast<const float2*>(a); (void)p; }\n")
+              .empty());
+  }
+
+  TEST_CASE("review flags travel in the lesson's record and the merged gradebook") {
+    TempDir dir;
+    Report r;
+    r.name = "mallory";
+    r.complete = true;
+    LessonOutcome o;
+    o.lesson = "90-fake";
+    o.build = "submission";
+    o.review = review_flags("int f() {\n  asm(\"nop\");\n  return 0;\n}\n");
+    r.lessons.push_back(o);
+    write_report_files(dir.path() / "out" / "mallory", r);
+    const json record = json::parse(read_text(dir.path() / "out" / "mallory" / "result.json"));
+    CHECK(record["lessons"][0]["review"] == json::array({"line 2: inline assembly (asm)"}));
+    const Gradebook book = merge_results({dir.path() / "out"});
+    CHECK(book.csv == "student,90-fake,total,review\nmallory,0,0,90-fake\n");
+    CHECK(book.doc["students"][0]["review"] == json::array({"90-fake"}));
+    CHECK(book.doc["students"][0]["lessons"]["90-fake"]["review"] == json::array({"line 2: inline assembly (asm)"}));
   }
 
   TEST_CASE("the findings read as one paragraph that names each symbol") {
