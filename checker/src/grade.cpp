@@ -615,6 +615,7 @@ EarlierGrading earlier_grading(const fs::path& out) {
 struct HandedIn {
   std::optional<fs::path> file;  ///< none: not submitted
   std::string refused;           ///< why the file is not read, for the student
+  std::string unread;            ///< why it could not be read (too large, not a regular file)
   std::string content;
 };
 
@@ -628,6 +629,7 @@ std::vector<HandedIn> handed_in(const fs::path& submission, const std::vector<Le
       if (h.refused.empty()) {
         std::string why;
         if (auto text = read_file_limited(*h.file, kMaxExerciseBytes, why)) h.content = std::move(*text);
+        else h.unread = why;  // stage_submission() refuses it in its own words
       }
     }
     out.push_back(std::move(h));
@@ -641,7 +643,10 @@ std::string content_hash(const std::vector<LessonConfig>& lessons, const std::ve
   std::string all;
   for (std::size_t i = 0; i < lessons.size(); ++i) {
     const HandedIn& h = handed[i];
-    const std::string state = !h.file ? "absent" : !h.refused.empty() ? "refused " + h.refused : "file";
+    const std::string state = !h.file              ? "absent"
+                              : !h.refused.empty() ? "refused " + h.refused
+                              : !h.unread.empty()  ? "unread " + h.unread
+                                                   : "file";
     for (const std::string* part : {&lessons[i].name, &state, &h.content})
       all += std::to_string(part->size()) + ":" + *part + "\n";
   }
