@@ -483,12 +483,19 @@ std::string threshold_text(const Rule& r, const std::string& unit) {
 // Why the checker judged a run's timings untrustworthy: its own observations of the GPU (the
 // judge writes them into "diagnostics", having set the program's own aside), and a device-debug
 // build (which the pristine library reports). Nothing the exercise can say or do decides this.
+// The library writes it under "device" (result.cpp); a file of the older layout, at the top.
+bool debug_build(const json& result) {
+  if (result.value("debug_build", false)) return true;
+  const auto device = result.find("device");
+  return device != result.end() && device->is_object() && device->value("debug_build", false);
+}
+
 std::string untrusted_because(const json& result) {
   std::string why;
   if (result.contains("diagnostics"))
     for (const auto& d : result["diagnostics"])
       if (d.is_string()) why += (why.empty() ? "" : "; ") + d.get<std::string>();
-  if (result.value("debug_build", false)) why += (why.empty() ? "" : "; ") + std::string("a -G build");
+  if (debug_build(result)) why += (why.empty() ? "" : "; ") + std::string("a -G build");
   return why;
 }
 
@@ -713,7 +720,7 @@ RuleOutcome evaluate_rule(const Rule& rule, const json& result) {
   // Counters do not depend on how trustworthy the run's timings were; every timed reading
   // does, a pass included (a GPU shared with another process can slow a baseline and so make a
   // speedup): such a run is judged `environment` and run again.
-  const bool disturbed = !result.value("environment_ok", true) || result.value("debug_build", false);
+  const bool disturbed = !result.value("environment_ok", true) || debug_build(result);
   if (disturbed && rule.kind != RuleKind::counter) {
     const std::string why = untrusted_because(result);
     return finish(Verdict::environment,

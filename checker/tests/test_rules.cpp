@@ -183,6 +183,16 @@ TEST_CASE("every program the checker starts sees one GPU, the one it watches") {
   ::unsetenv("CUDA_DEVICE_ORDER");
 }
 
+TEST_CASE("environment: a -G build, as the library writes it (under device), judges no timed reading") {
+  json result = sample_result(2.0);
+  result["device"] = {{"name", "NVIDIA H200"}, {"debug_build", true}};
+  const auto perf = evaluate_rule(make_rule("speedup", RuleKind::speedup, 1.5), result);
+  CHECK(perf.verdict == Verdict::environment);
+  CHECK(contains(perf.message, "a -G build"));
+  result["device"]["debug_build"] = false;
+  CHECK(evaluate_rule(make_rule("speedup", RuleKind::speedup, 1.5), result).verdict == Verdict::pass);
+}
+
 TEST_CASE("environment: a run the checker saw disturbed judges no timed reading") {
   json result = sample_result(2.0);
   result["environment_ok"] = false;  // set by the judge from its own watch (trust_only_the_checker)
