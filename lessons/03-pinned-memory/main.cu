@@ -7,9 +7,9 @@
 //   exercise           yours (exercise.cu)
 // Each is validated (fresh random input, NaN-filled output, a kernel with fresh coefficients,
 // guard bytes past the device arrays) at an odd size twice, then at the timing size before and
-// after it is timed; the exercise's timed calls get new coefficients and a changed input each,
-// and some of them are checked too (TimedTrips). Then, as notes under the table: bandwidth against transfer size, the price
-// of pinning, and the first-touch penalty.
+// after they are timed (lab::Protocol); the exercise's timed calls get new coefficients and a
+// changed input each, and each is checked too (checks()). Then, as notes under the table:
+// bandwidth against transfer size, the price of pinning, and the first-touch penalty.
 #include <sys/mman.h>
 
 #include "exercise.cuh"
@@ -143,24 +143,52 @@ class RegisteredRoundTrip final : public l03::RoundTrip {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Validation and measurement of one variant.
+// The variants, and what their calls run on.
 
-// What a variant's calls run on: its round trip, set up at the timing size, and the device side.
-struct Trip {
-  l03::RoundTrip* rt;
-  l03::DeviceArrays arrays;
-  l03::Kernel kernel;
-};
+struct Trip;
 
 // A variant of this lesson: besides what every variant has, how its round trip is made.
 struct Way : lab::Variant<Trip> {
   std::unique_ptr<l03::RoundTrip> (*make)() = nullptr;
 };
 
+// What the variants' calls run on: the device side, and each selected variant's round trip, set
+// up at one size. Every input() holds the same values.
+struct Trip {
+  DeviceSide dev;
+  l03::Kernel kernel;
+  std::map<std::string, std::unique_ptr<l03::RoundTrip>> ways;  // by variant name
+  double exercise_setup_ms = 0;  // make_round_trip() and setup(n), on the host clock
+  float a = 2.0f, b = 1.0f;      // the kernel's coefficients, as last set
+  lab::SparseChanges<> input{64};      // what every input() holds (see checks())
+  std::vector<std::size_t> poisoned;  // outputs a timed call was given NaN at
+
+  Trip(const lab::Variants<Trip, Way>& variants, std::size_t n) : dev(n), kernel(dev.kernel()) {
+    for (const Way* v : variants.selected()) {
+      lab::HostTimer setup_timer;
+      std::unique_ptr<l03::RoundTrip> rt = v->make();
+      rt->setup(n);
+      if (v->role == lab::Role::Exercise) exercise_setup_ms = setup_timer.elapsed_ms();
+      if (!rt->input() || !rt->output())
+        throw std::runtime_error(v->name + ": input() or output() returned a null pointer after setup()");
+      ways[v->name] = std::move(rt);
+    }
+  }
+  std::size_t n() const { return dev.n(); }
+
+  void set_coefficients(float new_a, float new_b, cudaStream_t s) {
+    a = new_a;
+    b = new_b;
+    dev.set_coefficients(a, b, s);
+  }
+};
+
 void add_variants(lab::Variants<Trip, Way>& variants) {
-  auto launch = [](Trip& t, cudaStream_t s) { t.rt->round_trip(t.arrays, t.kernel, s); };
+  auto launch = [](const char* name) {
+    return [name](Trip& t, cudaStream_t s) { t.ways.at(name)->round_trip(t.dev.arrays(), t.kernel, s); };
+  };
   auto work = [](const Trip& t) {  // n floats up and down; the kernel's multiply-add
-    return lab::Work{2.0 * t.arrays.n * sizeof(float), 2.0 * t.arrays.n, /*host_link=*/true};
+    return lab::Work{2.0 * t.n() * sizeof(float), 2.0 * t.n(), /*host_link=*/true};
   };
   // Median to 1%: the rules' thresholds are tens of percent away, and pageable copies are too
   // noisy for the default 0.5% in a few seconds.
@@ -171,22 +199,16 @@ void add_variants(lab::Variants<Trip, Way>& variants) {
   // At 1% it ran into its 10 s timeout in every run.
   const lab::BenchmarkOptions baseline = lab::median_within(0.05);
   variants.add({{"pageable", lab::Role::Baseline,
-                 "std::vector buffers, cudaMemcpyAsync: staged through the driver", launch, work, 0,
-                 lab::Pacing::Device, baseline},
+                 "std::vector buffers, cudaMemcpyAsync: staged through the driver",
+                 launch("pageable"), work, 0, lab::Pacing::Device, baseline},
                 [] { return std::unique_ptr<l03::RoundTrip>(new PageableRoundTrip); }});
   variants.add({{"pinned_registered", lab::Role::Reference,
-                 "std::vector memory page-locked in place (cudaHostRegister) in setup", launch,
-                 work, 0, lab::Pacing::Device, o},
+                 "std::vector memory page-locked in place (cudaHostRegister) in setup",
+                 launch("pinned_registered"), work, 0, lab::Pacing::Device, o},
                 [] { return std::unique_ptr<l03::RoundTrip>(new RegisteredRoundTrip); }});
-  variants.add({{"exercise", lab::Role::Exercise, "your round trip (exercise.cu)", launch, work, 0,
-                 lab::Pacing::Device, o},
+  variants.add({{"exercise", lab::Role::Exercise, "your round trip (exercise.cu)",
+                 launch("exercise"), work, 0, lab::Pacing::Device, o},
                 l03::make_round_trip});
-}
-
-// Coefficients of a validated run's kernel: new for every run, unknown to the round trip.
-void coefficients(std::uint64_t seed, std::uint64_t run, float& a, float& b) {
-  a = 0.5f + lab::uniform01(seed ^ 0xA5A5A5A5ull, 2 * run);
-  b = -1.0f + 2.0f * lab::uniform01(seed ^ 0xA5A5A5A5ull, 2 * run + 1);
 }
 
 // In double, a * x is exact and one rounding follows: at most 1 ulp from the GPU's fmaf.
@@ -227,208 +249,87 @@ class PinnedLink {
 };
 
 // ---------------------------------------------------------------------------------------------
-// The exercise's timed calls, checked like validated ones (lab/timed_calls.hpp). Outside the
-// timed window, before every timed call, prepare():
-//  * gives the kernel new coefficients, drawn from the call's seed (which the harness draws from
-//    a generator the exercise cannot see): every output element changes, so an element that this
-//    call did not bring back holds an earlier call's value, which is wrong;
-//  * writes new values at kChanged random positions of the input (the previous call's get their
-//    old values back first): a call that does not upload the whole input is wrong there, and a
-//    fingerprint of a few elements almost never sees them;
-//  * writes NaN at kPoisoned random positions of the output;
-//  * and, first, times the pinned link (PinnedLink), and waits for it: no exercise code runs while
-//    the link is timed.
+// How inputs are made, outputs reset and results checked (lab/protocol.cuh). A validated call
+// gets a fresh random input (written into every input()), a kernel with fresh coefficients, NaN
+// in its output and in both device arrays, and guard bytes past the device arrays armed; it is
+// compared whole. Before each timed call of the exercise, outside its timed window:
+//  * the pinned link is timed first (PinnedLink), and waited for: no exercise code runs then;
+//  * new values at 64 random places of the input, drawn from the call's seed (which the harness
+//    draws from a generator the exercise cannot see), after the previous call's places get their
+//    old values back (lab::SparseChanges): a call that does not upload the whole input is wrong
+//    there, and a fingerprint of a few elements almost never sees them;
+//  * NaN at kPoisoned random places of the output;
+//  * the kernel gets new coefficients (never the last b): every output element changes, so an
+//    element that this call did not bring back holds an earlier call's value, which is wrong.
 // A few thousand host writes per call, where refilling both buffers would cost 2 x 256 MiB of
-// memset. After calls the harness picks at random once they have finished, verify() checks that
-// call's output at all those positions and at kRandom more picked only then, against the input
-// regenerated on the host (the input buffer is the exercise's: its contents are not trusted),
-// and the guard bytes after both device arrays. After timing, the input buffer must hold what
-// prepare() left there: round_trip() reads its input, it does not write it.
-// Cost per verify: about 5000 elements and 8 KiB of guards (well under a millisecond); the input
-// check after timing regenerates the whole input once (a fraction of a second at 256 MiB).
-class TimedTrips : public lab::TimedCalls {
- public:
-  static constexpr std::size_t kChanged = 64, kPoisoned = 1024, kRandom = 4096;
+// memset. After each timed call, once it has finished, its output is checked at all those places
+// and at kRandom more picked only then. Every check compares with the input regenerated on the
+// host (the input buffer is the exercise's: its contents are not trusted), then the guard bytes
+// after both device arrays. After timing, input() must hold what the last call was given:
+// round_trip() reads its input, it does not write it. Cost per timed check: about 5000 elements
+// and 8 KiB of guards (well under a millisecond); the input check after timing regenerates the
+// whole input once (a fraction of a second at 256 MiB).
+constexpr std::size_t kPoisoned = 1024, kRandom = 4096;
 
-  // `input_seed`: the seed of the input the last validated run wrote (lab::fill_random_host).
-  TimedTrips(lab::Lesson& l, l03::RoundTrip& rt, const DeviceSide& dev, std::uint64_t input_seed,
-             PinnedLink& link)
-      : l_(l), in_(rt.input()), out_(rt.output()), dev_(dev), n_(dev.n()), seed_(input_seed),
-        link_(link) {}
-
-  void check_input_unchanged() {
-    std::size_t wrong = 0, first = n_, k = 0;
-    for (std::size_t i = 0; i < n_; ++i) {
-      const float want =
-          k < changed_.size() && changed_[k] == i ? values_[k++] : lab::random_input(seed_, i);
-      if (std::memcmp(&in_[i], &want, sizeof want) != 0 && wrong++ == 0) first = i;
-    }
-    l_.check("exercise", std::to_string(n_) + " floats, timed calls: input unchanged", wrong == 0,
-             std::to_string(wrong) + " of the " + std::to_string(n_) +
-                 " input elements changed (the first at [" + std::to_string(first) +
-                 "]): round_trip() must read input(), not write it");
-  }
-
- private:
-  void prepare(cudaStream_t s, std::uint64_t call_seed) override {
-    link_.time(s);
-    std::mt19937_64 rng(call_seed);
+lab::Checks<Trip> checks(PinnedLink& link) {
+  lab::Checks<Trip> c;
+  c.fill = [](Trip& t, std::uint64_t seed, cudaStream_t s) {
+    for (auto& [name, rt] : t.ways) lab::fill_random_host(rt->input(), t.n(), seed);
+    t.input.filled(t.n(), lab::RandomInput{seed});
+    const std::uint64_t ab = lab::derive_seed(seed, 1);
+    t.set_coefficients(0.5f + lab::uniform01(ab, 0), -1.0f + 2.0f * lab::uniform01(ab, 1), s);
+    t.poisoned.clear();
+  };
+  c.reset = [](Trip& t, cudaStream_t s) {
+    for (auto& [name, rt] : t.ways) std::memset(rt->output(), 0xff, t.n() * sizeof(float));  // NaN
+    t.dev.prepare(s);
+  };
+  c.between_calls = [&link](Trip&, cudaStream_t s) { link.time(s); };
+  c.change = [](Trip& t, std::uint64_t seed, cudaStream_t s) {
     std::uniform_real_distribution<float> unit(0.0f, 1.0f);
-    for (const std::size_t i : changed_) in_[i] = lab::random_input(seed_, i);
-    previous_ = changed_;
-    changed_.clear();
-    values_.clear();
-    for (std::size_t k = 0; k < kChanged; ++k) changed_.push_back(rng() % n_);
-    std::sort(changed_.begin(), changed_.end());
-    changed_.erase(std::unique(changed_.begin(), changed_.end()), changed_.end());
-    for (const std::size_t i : changed_) {
-      values_.push_back(-1.0f + 2.0f * unit(rng));
-      in_[i] = values_.back();
+    t.input.draw(seed, [&unit](std::mt19937_64& g) { return -1.0f + 2.0f * unit(g); });
+    std::mt19937_64& rng = t.input.rng();
+    t.poisoned.clear();
+    for (std::size_t k = 0; k < kPoisoned; ++k) t.poisoned.push_back(rng() % t.n());
+    for (auto& [name, rt] : t.ways) {
+      t.input.write_host(rt->input());
+      for (const std::size_t i : t.poisoned) rt->output()[i] = std::numeric_limits<float>::quiet_NaN();
     }
-    poisoned_.clear();
-    for (std::size_t k = 0; k < kPoisoned; ++k) {
-      poisoned_.push_back(rng() % n_);
-      out_[poisoned_.back()] = std::numeric_limits<float>::quiet_NaN();
+    const float a = 0.5f + unit(rng);
+    float b = -1.0f + 2.0f * unit(rng);
+    if (std::fabs(b - t.b) < 0.01f) b = b > 0 ? b - 0.5f : b + 0.5f;  // never the last b
+    t.set_coefficients(a, b, s);
+  };
+  c.check = [kept = lab::KeptReference<std::vector<float>>()](lab::Look& look, Trip& t) mutable {
+    const cudaStream_t s = look.stream();
+    LAB_CHECK(cudaStreamSynchronize(s));  // the contract: stream s finished = output ready
+    std::vector<std::size_t> at;  // empty after a validated call: all of them
+    if (!look.everything()) {
+      at = t.input.changed();
+      at.insert(at.end(), t.input.restored().begin(), t.input.restored().end());
+      at.insert(at.end(), t.poisoned.begin(), t.poisoned.end());
+      const std::vector<std::size_t> picked = look.indices(t.n(), kRandom);
+      at.insert(at.end(), picked.begin(), picked.end());
     }
-    const float last_b = b_;
-    a_ = 0.5f + unit(rng);
-    b_ = -1.0f + 2.0f * unit(rng);
-    if (std::fabs(b_ - last_b) < 0.01f) b_ = b_ > 0 ? b_ - 0.5f : b_ + 0.5f;  // never the last b
-    dev_.set_coefficients(a_, b_, s);
-  }
-
-  // The input prepare() left at i.
-  float input_at(std::size_t i) const {
-    const auto it = std::lower_bound(changed_.begin(), changed_.end(), i);
-    return it != changed_.end() && *it == i ? values_[it - changed_.begin()]
-                                            : lab::random_input(seed_, i);
-  }
-
-  void verify(cudaStream_t s, const std::string& case_name) override {
-    std::vector<std::size_t> at = changed_;
-    at.insert(at.end(), previous_.begin(), previous_.end());
-    at.insert(at.end(), poisoned_.begin(), poisoned_.end());
-    for (std::size_t k = 0; k < kRandom; ++k) at.push_back(pick() % n_);
-    std::vector<float> got, want;
-    for (const std::size_t i : at) {
-      got.push_back(out_[i]);
-      want.push_back(expected_output(a_, b_, input_at(i)));
-    }
-    const std::string name = std::to_string(n_) + " floats, " + case_name;
-    const std::string elements = name + " (" + std::to_string(at.size()) + " elements)";
-    const lab::Comparison c = l_.compare("exercise", elements, got, want, lab::Tolerance{});
-    l_.check("exercise", elements, c);
+    const std::vector<float>& want = kept.get(look.seed(), at, [&] {
+      std::vector<float> w;
+      w.reserve(at.empty() ? t.n() : at.size());
+      const auto input = t.input.on_host();
+      if (at.empty())
+        for (std::size_t i = 0; i < t.n(); ++i) w.push_back(expected_output(t.a, t.b, input(i)));
+      for (const std::size_t i : at) w.push_back(expected_output(t.a, t.b, input(i)));
+      return w;
+    });
+    look.compare_host(t.ways.at(look.variant())->output(), at, want, lab::Tolerance{});
     LAB_CHECK(cudaDeviceSynchronize());  // whatever else it started, then the guards
-    const std::string damage = dev_.guard_damage(s);
-    l_.check("exercise", name + ", bounds", damage.empty(), damage);
-  }
-
-  lab::Lesson& l_;
-  float* in_;
-  float* out_;
-  const DeviceSide& dev_;
-  std::size_t n_;
-  std::uint64_t seed_;
-  PinnedLink& link_;
-  float a_ = 2.0f, b_ = 1.0f;
-  std::vector<std::size_t> changed_, previous_, poisoned_;  // changed_ ascending, ...
-  std::vector<float> values_;                               // ... to these values
-};
-
-class Runner {
- public:
-  Runner(lab::Lesson& l, lab::Variants<Trip, Way>& variants) : l_(l), variants_(variants) {}
-
-  // One validated run; records its checks under `variant`. Returns the seed of its input.
-  std::uint64_t validated_run(const std::string& variant, l03::RoundTrip& rt, const DeviceSide& dev,
-                     const std::string& when) {
-    // The run's number: the variant's place in the list and its own count, so that a run of some
-    // variants only (--variant, the checker's --replay) gives each one the same inputs.
-    std::uint64_t place = 0;
-    for (const Way& w : variants_) {
-      if (w.name == variant) break;
-      ++place;
-    }
-    const std::uint64_t run = 8 * place + runs_[variant]++;
-    const std::uint64_t seed = l_.seed() + 1000 * run + 1;
-    const std::string name = std::to_string(dev.n()) + " floats, " + when;
-    const std::size_t n = dev.n();
-    const cudaStream_t s = l_.stream();
-    try {
-      float* in = rt.input();
-      float* out = rt.output();
-      if (!in || !out) {
-        l_.check(variant, name, false, "input() or output() returned a null pointer after setup()");
-        return seed;
-      }
-      float a, b;
-      coefficients(l_.seed(), run, a, b);
-      std::memset(out, 0xff, n * sizeof(float));  // NaN: an element never written fails
-      lab::fill_random_host(in, n, seed);
-      expected_.resize(n);
-      for (std::size_t i = 0; i < n; ++i) expected_[i] = expected_output(a, b, in[i]);
-      dev.set_coefficients(a, b, s);
-      dev.prepare(s);
-
-      rt.round_trip(dev.arrays(), dev.kernel(), s);
-      LAB_CHECK(cudaGetLastError());
-      LAB_CHECK(cudaStreamSynchronize(s));  // the contract: stream s finished = output ready
-      l_.check(variant, name, l_.compare(variant, name, out, expected_.data(), n, lab::Tolerance{}));
-
-      LAB_CHECK(cudaDeviceSynchronize());  // drain whatever else it started, then the guards
-      const std::string damage = dev.guard_damage(s);
-      l_.check(variant, name + ", bounds", damage.empty(), damage);
-    } catch (const std::exception& e) {
-      l_.check(variant, name, false, e.what());
-      throw;  // a CUDA error may have broken the context: the harness stops and reports
-    }
-    return seed;
-  }
-
-  // Validates at the odd size (twice: a result kept from an earlier call fails the second),
-  // then sets up at the timing size, validates, measures, validates again.
-  const lab::Measurement* run(const Way& v, std::size_t n, double* setup_ms) {
-    const std::string& variant = v.name;
-    if (!l_.selected(variant)) return nullptr;
-    {
-      std::unique_ptr<l03::RoundTrip> rt = v.make();
-      rt->setup(kOddN);
-      DeviceSide dev(kOddN);
-      validated_run(variant, *rt, dev, "first call");
-      validated_run(variant, *rt, dev, "second call");
-    }
-    lab::HostTimer setup_timer;
-    std::unique_ptr<l03::RoundTrip> rt = v.make();
-    rt->setup(n);
-    if (setup_ms) *setup_ms = setup_timer.elapsed_ms();
-    DeviceSide dev(n);
-    const std::uint64_t input_seed = validated_run(variant, *rt, dev, "before timing");
-
-    // The harness's round trips are timed with the last validated run's kernel; the exercise's
-    // timed calls get new coefficients and inputs each, and some are checked (TimedTrips).
-    Trip trip{rt.get(), dev.arrays(), dev.kernel()};
-    const bool exercise =
-        v.role == lab::Role::Exercise && !l_.profiling() && rt->input() && rt->output();
-    TimedTrips timed(l_, *rt, dev, input_seed, link_);
-    const lab::Measurement* m =
-        variants_.measure(v, trip, exercise ? timed.checks() : lab::TimedCallChecks{});
-    LAB_CHECK(cudaDeviceSynchronize());
-    if (exercise) timed.check_input_unchanged();
-
-    validated_run(variant, *rt, dev, "after timing");
-    return m;
-  }
-
-  // The pinned link, timed before each of the exercise's timed calls.
-  const PinnedLink& link() const { return link_; }
-
- private:
-  lab::Lesson& l_;
-  lab::Variants<Trip, Way>& variants_;
-  PinnedLink link_;
-  std::map<std::string, std::uint64_t> runs_;  // validated runs so far, per variant
-  std::vector<float> expected_;
-};
+    const std::string damage = t.dev.guard_damage(s);
+    look.lesson().check(look.variant(), look.case_name() + ", bounds", damage.empty(), damage);
+  };
+  c.inputs_changed = [](const Trip& t, std::uint64_t, cudaStream_t) {
+    return std::vector<std::string>{t.input.changed_host("input()", t.ways.at("exercise")->input())};
+  };
+  return c;
+}
 
 // ---------------------------------------------------------------------------------------------
 // The demonstrations printed under the table.
@@ -559,10 +460,19 @@ int main(int argc, char** argv) {
     l.size("validated at " + std::to_string(kOddN) + " floats (twice) and at the timing size "
            "(before and after timing)");
 
-    Runner runner(l, variants);
-    double exercise_setup_ms = 0;
-    for (const Way& v : variants)
-      runner.run(v, n, v.role == lab::Role::Exercise ? &exercise_setup_ms : nullptr);
+    PinnedLink pinned_link;  // timed before each of the exercise's timed calls
+    lab::Protocol<Trip, Way> protocol(l, variants, checks(pinned_link));
+    {  // an odd size, twice: a result kept from an earlier call fails the second
+      Trip odd(variants, kOddN);
+      for (const char* when : {"first call", "second call"})
+        protocol.validate(odd, std::to_string(kOddN) + " floats, " + when);
+    }
+    auto trip = std::make_unique<Trip>(variants, n);
+    const double exercise_setup_ms = trip->exercise_setup_ms;
+    protocol.validate(*trip, std::to_string(n) + " floats, before timing");
+    protocol.measure(*trip);
+    protocol.validate(*trip, std::to_string(n) + " floats, after timing");
+    trip.reset();  // its buffers (pinned ones too) are freed before the demonstrations
     const lab::Measurement* exercise = variants.measurement("exercise");
 
     if (l.profiling()) return;  // nothing below is for the profiler
@@ -572,9 +482,9 @@ int main(int argc, char** argv) {
       // each way, one after the other, as a round trip moves its bytes). The interval: the ratio
       // of the two medians' (lab::ratio_of_medians).
       const lab::Stats& t = exercise->gpu_ms;
-      const lab::Stats link = runner.link().times();
+      const lab::Stats link = pinned_link.times();
       const double bytes = 2.0 * n * sizeof(float), link_bytes = 2.0 * PinnedLink::kBytes;
-      if (link.n > 0) {  // (none: input() or output() was null, and correctness failed)
+      if (link.n > 0) {  // (none: the exercise made no timed call)
         const lab::MedianRatio r = lab::ratio_of_medians(link, t);  // link time / trip time
         const double scale = bytes / link_bytes;
         l.metric("fraction_of_pinned", scale * r.value, scale * r.low, scale * r.high);
