@@ -14,12 +14,12 @@
 // longest stage. Its stages are timed again before each of the exercise's timed calls, so that
 // they and the pipeline are measured over the same stretch of time.
 //
-// Validation: at a size that is not a multiple of the chunk count (twice, fresh inputs), then at
-// the timing size before and after timing. Every run starts from poisoned (NaN) buffers; the
-// input reaches the host buffer through work on the harness's stream right before the call; the
-// exercise must match the serial output bit for bit and leave no stream busy once `main` is done.
-// The exercise's timed calls get a changed input and a partly poisoned output each, and some of
-// them are checked too (TimedPipelines).
+// Validation (lab::Protocol): at a size that is not a multiple of the chunk count (twice, fresh
+// inputs), then at the timing size before and after timing. Every run starts from poisoned (NaN)
+// buffers; the input reaches the host buffer through work on the harness's stream right before
+// the call; the output must match the kernel replayed from the input, bit for bit, and no stream
+// may be busy once `main` is done. The exercise's timed calls get a changed input and a partly
+// poisoned output each, and each is checked too (checks()).
 #include "exercise.cuh"
 #include "lab/lesson.cuh"
 
@@ -55,13 +55,13 @@ void launch_churn(const float* in, float* out, std::size_t count, int steps, cud
 }
 
 // ---------------------------------------------------------------------------------------------
-// The job: buffers, the stages, and validated runs.
+// The job: buffers and the stages.
 
 class Job {
  public:
   Job(std::size_t capacity, int steps)
       : steps_(steps), h_in_(capacity), h_out_(capacity), d_in_(capacity),
-        d_out_(capacity), d_src_(capacity) {}
+        d_out_(capacity), d_src_(capacity), d_ref_(capacity) {}
 
   int steps() const { return steps_; }
   void set_steps(int steps) { steps_ = steps; }
@@ -102,206 +102,156 @@ class Job {
     st.copy_out(0, st.n, s);
   }
 
-  // Fresh input for a validated run, kept on the device until a run copies it to the host.
-  void new_input(std::size_t n, std::uint64_t seed, cudaStream_t s) {
-    lab::fill_random(d_src_.data(), n, seed, s);
-    LAB_CHECK(cudaStreamSynchronize(s));
-  }
-
-  // Everything a validated run of `schedule` shows: its output, whether a chunk stream was still
-  // busy when `main` had finished, and the first refused range.
-  struct Outcome {
-    std::vector<float> output;
-    std::string busy;
-    std::string violation;
-  };
-
-  template <class Schedule>
-  Outcome validated_run(std::size_t n, cudaStream_t main, const std::vector<cudaStream_t>& streams,
-                        Schedule&& schedule) {
-    // Poison both sides, then wait: nothing of this can overlap with the run.
-    std::memset(h_in_.data(), 0xff, n * sizeof(float));
-    std::memset(h_out_.data(), 0xff, n * sizeof(float));
-    lab::poison(d_in_.data(), n * sizeof(float), main);
-    lab::poison(d_out_.data(), n * sizeof(float), main);
-    LAB_CHECK(cudaStreamSynchronize(main));
-    violation_.clear();
-
-    // The input arrives through `main`, late: a schedule that does not wait for main copies NaN.
-    lab::spin(kHoldUs, main);
-    LAB_CHECK(cudaMemcpyAsync(h_in_.data(), d_src_.data(), n * sizeof(float),
-                              cudaMemcpyDeviceToHost, main));
-    const l07::Stages st = stages(n);
-    schedule(st, main);
-    LAB_CHECK(cudaGetLastError());
-    LAB_CHECK(cudaStreamSynchronize(main));  // the contract: main finished = output ready
-
-    Outcome out;
-    for (std::size_t i = 0; i < streams.size() && out.busy.empty(); ++i) {
-      const cudaError_t q = cudaStreamQuery(streams[i]);
-      if (q == cudaErrorNotReady)
-        out.busy = "stream " + std::to_string(i) + " still had work when main had finished: " +
-                   "main must wait for every stream you used (record an event on it, then "
-                   "cudaStreamWaitEvent(main, event))";
-      else
-        LAB_CHECK(q);
-    }
-    out.output.assign(h_out_.data(), h_out_.data() + n);
-    LAB_CHECK(cudaDeviceSynchronize());  // drain whatever else it started
-    out.violation = violation_;
-    return out;
-  }
-
-  // Host reference at a sample of indices (every stride-th and the last 64), from the input the
-  // run actually copied.
-  lab::Comparison sample_check(const std::vector<float>& got, std::size_t n) const {
-    std::vector<float> g, e;
-    const std::size_t stride = std::max<std::size_t>(1, n / 4096);
-    auto take = [&](std::size_t i) {
-      g.push_back(got[i]);
-      e.push_back(churn_on_host(h_in_[i], steps_));
-    };
-    for (std::size_t i = 0; i < n; i += stride) take(i);
-    for (std::size_t i = n > 64 ? n - 64 : 0; i < n; ++i) take(i);
-    return lab::allclose(g, e, lab::Tolerance{0.0, 0.0});
-  }
+  // The first range refused since the last clear_violation() ("" if none).
+  const std::string& violation() const { return violation_; }
+  void clear_violation() { violation_.clear(); }
 
   float* d_in() const { return d_in_.data(); }
   float* d_out() const { return d_out_.data(); }
+  float* d_src() const { return d_src_.data(); }  // the harness's: an input on its way to h_in
+  float* d_ref() const { return d_ref_.data(); }  // the harness's: the reference's output
   float* h_in() const { return h_in_.data(); }
   float* h_out() const { return h_out_.data(); }
 
  private:
   int steps_;
   lab::PinnedBuffer<float> h_in_, h_out_;
-  lab::DeviceBuffer<float> d_in_, d_out_, d_src_;
+  lab::DeviceBuffer<float> d_in_, d_out_, d_src_, d_ref_;
   std::string violation_;
 };
 
-// One validated case: the serial reference (checked against the host at a sample of indices),
-// then the exercise (checked bit for bit against the serial output). Returns the serial output.
-std::vector<float> validate_case(lab::Lesson& l, Job& job, std::size_t n, std::uint64_t seed,
-                                 int chunks, const std::vector<cudaStream_t>& streams,
-                                 const std::string& when) {
-  const std::string name = std::to_string(n) + " floats, " + when;
-  const cudaStream_t main = l.stream();
-  job.new_input(n, seed, main);
-
-  Job::Outcome ref = job.validated_run(n, main, streams, Job::serial);
-  if (l.selected("serial")) l.check("serial", name, job.sample_check(ref.output, n));
-
-  if (l.selected("exercise")) {
-    try {
-      Job::Outcome ex = job.validated_run(
-          n, main, streams, [&](const l07::Stages& st, cudaStream_t s) {
-            l07::pipelined(st, chunks, streams, s);
-          });
-      l.check("exercise", name + ", ranges", ex.violation.empty(), ex.violation);
-      l.check("exercise", name + ", main waits for every stream", ex.busy.empty(), ex.busy);
-      const std::string same = name + ", same bits as serial";
-      l.check("exercise", same,
-              l.compare("exercise", same, ex.output, ref.output, lab::Tolerance{0.0, 0.0}));
-    } catch (const std::exception& e) {
-      l.check("exercise", name, false, e.what());
-      throw;  // a CUDA error may have broken the context: the harness stops and reports
-    }
-  }
-  return ref.output;
-}
+// What the variants run on: the three stages over [0, n), and the exercise's chunk count and
+// streams. The job's buffers are shared by every size.
+struct Pipeline {
+  Job& job;
+  l07::Stages stages;
+  int chunks;
+  const std::vector<cudaStream_t>& streams;
+  lab::SparseChanges<> input{64};     // what h_in holds (see checks())
+  std::vector<std::size_t> poisoned;  // h_out places a timed call was given NaN at (first: input's)
+  Pipeline(Job& j, std::size_t n, int k, const std::vector<cudaStream_t>& s)
+      : job(j), stages(j.stages(n)), chunks(k), streams(s) {}
+  std::size_t n() const { return stages.n; }
+  double bytes() const { return double(n()) * sizeof(float); }
+  double flops() const { return 2.0 * n() * job.steps(); }
+};
 
 // ---------------------------------------------------------------------------------------------
-// The exercise's timed calls, checked like validated ones (lab/timed_calls.hpp). Outside the
-// timed window, before every timed call, prepare():
-//  * writes new values at kChanged random positions of the host input, drawn from the call's
-//    seed (which the harness draws from a generator the exercise cannot see), after giving the
-//    previous call's positions their old values back: a chunk that skips copy_in, compute or
-//    copy_out is wrong there, and nothing but the whole input says where they are;
-//  * writes NaN at those positions and at kPoisoned more random positions of the host output;
-//  * and, first, times the three stages over the whole array on the harness's stream (the
-//    overlap rule's reference, lab::BetweenCalls), which overwrite the output before the NaNs.
-// A few hundred host writes per call, where refilling the buffers would cost 2 x 256 MiB of
-// memset. After calls the harness picks at random once they have finished, verify() checks that
-// every stream is idle (the join) and that call's output, bit for bit, at all those positions
-// and at kRandom more picked only then, against the kernel replayed on the host from the input
-// regenerated from the seeds (never read back). The kernel's many steps make each element cost
-// microseconds on the host: the changed positions (this call's and the last's) always, the rest
-// within about 1e6 host multiply-adds: about 450 elements, a few ms, at the calibrated ~2500
-// steps.
-class TimedPipelines : public lab::TimedCalls {
- public:
-  static constexpr std::size_t kChanged = 64, kPoisoned = 256, kRandom = 64;
+// How inputs are made, outputs reset and results checked (lab/protocol.cuh).
+//
+// A validated call starts from poisoned (NaN) buffers on both sides; its input reaches the host
+// buffer through work on `main` right before the call, after a 2 ms hold (late_inputs): a
+// schedule that does not wait for main copies NaN. It must leave no chunk stream busy once main
+// is done, refuse no range, and match, bit for bit, the kernel replayed on the device from the
+// input regenerated from its seed (and that replay, at every 1/4096th element and the last 64, the
+// kernel replayed on the host).
+//
+// Before every timed call, outside the timed window: first the three stages are timed over the
+// whole array on the harness's stream (the overlap rule's reference, lab::BetweenCalls), which
+// overwrite the output; then new values at 64 random places of the host input, drawn from the
+// call's seed (which the harness draws from a generator the exercise cannot see), after the
+// previous call's places get their old values back (lab::SparseChanges): a chunk that skips
+// copy_in, compute or copy_out is wrong there, and nothing but the whole input says where they
+// are; and NaN at those places and at kPoisoned more of the host output. A few hundred host
+// writes per call, where refilling the buffers would cost 2 x 256 MiB of memset. After each timed
+// call, once it has finished, its output is compared bit for bit at all those places and at
+// kRandom more picked only then, with the kernel replayed on the host from the input regenerated
+// from the seeds (never read back). The kernel's many steps make each element cost microseconds
+// on the host: the changed places (this call's and the last's) always, the rest within about 1e6
+// host multiply-adds: about 450 elements, a few ms, at the calibrated ~2500 steps. (No join check
+// there: in a timed call lab::benchmark itself makes the stop event wait for every stream,
+// lab::SideStream.) After timing, h_in must hold what the last call was given.
+constexpr std::size_t kPoisoned = 256, kRandom = 64;
 
-  // `input_seed`: the seed of the input the last validated run copied to the host input.
-  // `stages`: the harness's own stages over the whole array (not the ones the exercise is given).
-  TimedPipelines(lab::Lesson& l, Job& job, const l07::Stages& stages, std::uint64_t input_seed)
-      : l_(l), job_(job), n_(stages.n), seed_(input_seed),
-        stages_({[stages](cudaStream_t s) { stages.copy_in(0, stages.n, s); },
-                 [stages](cudaStream_t s) { stages.compute(0, stages.n, s); },
-                 [stages](cudaStream_t s) { stages.copy_out(0, stages.n, s); }}) {}
+// The reference after a validated call: every element, from the device (see above).
+std::vector<float> device_reference(const Pipeline& p, std::uint64_t seed, cudaStream_t s) {
+  const std::size_t n = p.n();
+  lab::fill_random(p.job.d_src(), n, seed, s);
+  launch_churn(p.job.d_src(), p.job.d_ref(), n, p.job.steps(), s);
+  std::vector<float> want(n);
+  LAB_CHECK(cudaMemcpyAsync(want.data(), p.job.d_ref(), n * sizeof(float), cudaMemcpyDeviceToHost, s));
+  LAB_CHECK(cudaStreamSynchronize(s));
+  const std::size_t stride = std::max<std::size_t>(1, n / 4096);
+  auto on_host = [&](std::size_t i) { want[i] = churn_on_host(lab::random_input(seed, i), p.job.steps()); };
+  for (std::size_t i = 0; i < n; i += stride) on_host(i);
+  for (std::size_t i = n > 64 ? n - 64 : 0; i < n; ++i) on_host(i);
+  return want;
+}
 
-  // Stage i (0 copy_in, 1 compute, 2 copy_out) as timed before each timed call (ms).
-  lab::Stats stage(std::size_t i) const { return stages_.part(i); }
-
- private:
-  float base(std::size_t i) const { return lab::random_input(seed_, i); }
-
-  void prepare(cudaStream_t s, std::uint64_t call_seed) override {
+lab::Checks<Pipeline> checks(lab::BetweenCalls& stage_times) {
+  lab::Checks<Pipeline> c;
+  c.fill = [](Pipeline& p, std::uint64_t seed, cudaStream_t s) {
+    lab::fill_random(p.job.d_src(), p.n(), seed, s);
+    LAB_CHECK(cudaMemcpyAsync(p.job.h_in(), p.job.d_src(), p.bytes(), cudaMemcpyDeviceToHost, s));
+    LAB_CHECK(cudaStreamSynchronize(s));
+    p.input.filled(p.n(), lab::RandomInput{seed});
+    p.poisoned.clear();
+  };
+  c.reset = [](Pipeline& p, cudaStream_t s) {
+    std::memset(p.job.h_out(), 0xff, p.bytes());
+    lab::poison(p.job.d_in(), p.bytes(), s);
+    lab::poison(p.job.d_out(), p.bytes(), s);
+    p.job.clear_violation();
+  };
+  c.late_inputs = [](Pipeline& p, cudaStream_t s) {  // nothing runs: the protocol has waited
+    std::memset(p.job.h_in(), 0xff, p.bytes());
+    lab::spin(kHoldUs, s);
+    LAB_CHECK(cudaMemcpyAsync(p.job.h_in(), p.job.d_src(), p.bytes(), cudaMemcpyDeviceToHost, s));
+  };
+  c.between_calls = [&stage_times](Pipeline&, cudaStream_t s) {
     LAB_CHECK(cudaDeviceSynchronize());  // nothing of the last call may still touch the buffers
-    stages_.time(s);
-    std::mt19937_64 rng(call_seed);
+    stage_times.time(s);
+  };
+  c.change = [](Pipeline& p, std::uint64_t seed, cudaStream_t) {
     std::uniform_real_distribution<float> value(-1.0f, 1.0f);
-    float* in = job_.h_in();
-    float* out = job_.h_out();
-    for (const std::size_t i : changed_) in[i] = base(i);
-    previous_ = changed_;
-    changed_.clear();
-    values_.clear();
-    for (std::size_t k = 0; k < kChanged; ++k) changed_.push_back(rng() % n_);
-    std::sort(changed_.begin(), changed_.end());
-    changed_.erase(std::unique(changed_.begin(), changed_.end()), changed_.end());
-    for (const std::size_t i : changed_) {
-      values_.push_back(value(rng));
-      in[i] = values_.back();
+    p.input.draw(seed, [&value](std::mt19937_64& g) { return value(g); });
+    p.input.write_host(p.job.h_in());
+    p.poisoned = p.input.changed();
+    for (std::size_t k = 0; k < kPoisoned; ++k) p.poisoned.push_back(p.input.rng()() % p.n());
+    for (const std::size_t i : p.poisoned) p.job.h_out()[i] = std::numeric_limits<float>::quiet_NaN();
+  };
+  c.check = [kept = lab::KeptReference<std::vector<float>>()](lab::Look& look, Pipeline& p) mutable {
+    const cudaStream_t main = look.stream();
+    LAB_CHECK(cudaStreamSynchronize(main));  // the contract: main finished = output ready
+    std::string busy;
+    for (std::size_t i = 0; i < p.streams.size() && busy.empty() && look.everything(); ++i) {
+      const cudaError_t q = cudaStreamQuery(p.streams[i]);
+      if (q == cudaErrorNotReady)
+        busy = "stream " + std::to_string(i) + " still had work when main had finished: " +
+               "main must wait for every stream you used (record an event on it, then "
+               "cudaStreamWaitEvent(main, event))";
+      else
+        LAB_CHECK(q);
     }
-    poisoned_ = changed_;
-    for (std::size_t k = 0; k < kPoisoned; ++k) poisoned_.push_back(rng() % n_);
-    for (const std::size_t i : poisoned_) out[i] = std::numeric_limits<float>::quiet_NaN();
-  }
-
-  // The input prepare() left at i.
-  float input_at(std::size_t i) const {
-    const auto it = std::lower_bound(changed_.begin(), changed_.end(), i);
-    return it != changed_.end() && *it == i ? values_[it - changed_.begin()] : base(i);
-  }
-
-  void verify(cudaStream_t, const std::string& case_name) override {
-    // No "main waits for every stream" check here: in a timed call lab::benchmark itself makes
-    // the stop event wait for every stream (lab::SideStream); validated_run checks the join.
-    const std::string name = std::to_string(n_) + " floats, " + case_name;
-    std::vector<std::size_t> at = changed_;
-    at.insert(at.end(), previous_.begin(), previous_.end());
-    const std::size_t more = std::max<std::size_t>(32, 1'000'000 / std::max(job_.steps(), 1));
-    for (std::size_t k = changed_.size(); k < poisoned_.size() && k < changed_.size() + more; ++k)
-      at.push_back(poisoned_[k]);  // poisoned_ starts with changed_
-    for (std::size_t k = 0; k < std::min(kRandom, more / 4 + 1); ++k) at.push_back(pick() % n_);
-    std::vector<float> got, want;
-    for (const std::size_t i : at) {
-      got.push_back(job_.h_out()[i]);
-      want.push_back(churn_on_host(input_at(i), job_.steps()));
+    std::vector<std::size_t> at;  // empty after a validated call: all of them
+    if (!look.everything()) {
+      const std::size_t changed = p.input.changed().size();
+      const std::size_t more = std::max<std::size_t>(32, 1'000'000 / std::max(p.job.steps(), 1));
+      at = p.input.changed();
+      at.insert(at.end(), p.input.restored().begin(), p.input.restored().end());
+      for (std::size_t k = changed; k < p.poisoned.size() && k < changed + more; ++k)
+        at.push_back(p.poisoned[k]);  // poisoned starts with the changed places
+      const std::vector<std::size_t> picked = look.indices(p.n(), std::min(kRandom, more / 4 + 1));
+      at.insert(at.end(), picked.begin(), picked.end());
     }
-    const std::string elements = name + " (" + std::to_string(at.size()) + " elements)";
-    const lab::Comparison c = l_.compare("exercise", elements, got, want, lab::Tolerance{0.0, 0.0});
-    l_.check("exercise", elements, c);
-  }
-
-  lab::Lesson& l_;
-  Job& job_;
-  std::size_t n_;
-  std::uint64_t seed_;
-  std::vector<std::size_t> changed_, previous_, poisoned_;  // changed_ ascending, ...
-  std::vector<float> values_;                               // ... to these values
-  lab::BetweenCalls stages_;
-};
+    const std::vector<float>& want = kept.get(look.seed(), at, [&] {
+      if (at.empty()) return device_reference(p, look.seed(), main);
+      std::vector<float> w;
+      for (const std::size_t i : at) w.push_back(churn_on_host(p.input(i), p.job.steps()));
+      return w;
+    });
+    look.compare_host(p.job.h_out(), at, want, lab::Tolerance{0.0, 0.0});
+    LAB_CHECK(cudaDeviceSynchronize());  // drain whatever else it started
+    if (!look.everything()) return;
+    const std::string& v = look.variant();
+    look.lesson().check(v, look.case_name() + ", ranges", p.job.violation().empty(), p.job.violation());
+    look.lesson().check(v, look.case_name() + ", main waits for every stream", busy.empty(), busy);
+  };
+  c.inputs_changed = [](const Pipeline& p, std::uint64_t, cudaStream_t) {
+    return std::vector<std::string>{p.input.changed_host("h_in", p.job.h_in())};
+  };
+  return c;
+}
 
 // Kernel steps so that the kernel over `n` elements takes about `target_ms`: two timings, a line.
 int calibrate_steps(std::size_t n, double target_ms, const Job& job, cudaStream_t s) {
@@ -318,39 +268,29 @@ int calibrate_steps(std::size_t n, double target_ms, const Job& job, cudaStream_
   return static_cast<int>(std::clamp(std::lround(steps), 1L, 1L << 20));
 }
 
-// What the variants run on: the three stages over the timing size, the kernel's steps, and the
-// exercise's chunk count and streams.
-struct Pipeline {
-  l07::Stages stages;
-  int steps;
-  int chunks;
-  std::vector<cudaStream_t> streams;
-  double bytes() const { return double(stages.n) * sizeof(float); }
-  double flops() const { return 2.0 * stages.n * steps; }
-};
-
-void add_variants(lab::Variants<Pipeline>& variants) {
+// The stages alone (their own list: each is timed, none is a whole call), then the schedules.
+void add_variants(lab::Variants<Pipeline>& stage_variants, lab::Variants<Pipeline>& variants) {
   // A 1% median is plenty: the rules' thresholds are far more than 1% away.
   const lab::BenchmarkOptions o = lab::median_within(0.01);
-  variants.add({"copy_in", lab::Role::Reference, "stage 1 alone: the whole array host -> device",
-                [](Pipeline& p, cudaStream_t s) { p.stages.copy_in(0, p.stages.n, s); },
-                [](const Pipeline& p) {
-                  return lab::Work{p.bytes(), 0, /*host_link=*/true};
-                },
-                0, lab::Pacing::Device, o});
-  variants.add({"compute", lab::Role::Reference,
-                "stage 2 alone: the kernel over the whole array (calibrated to ~copy_in)",
-                [](Pipeline& p, cudaStream_t s) { p.stages.compute(0, p.stages.n, s); },
-                [](const Pipeline& p) {
-                  return lab::Work{2 * p.bytes(), p.flops()};
-                },
-                0, lab::Pacing::Device, o});
-  variants.add({"copy_out", lab::Role::Reference, "stage 3 alone: the whole array device -> host",
-                [](Pipeline& p, cudaStream_t s) { p.stages.copy_out(0, p.stages.n, s); },
-                [](const Pipeline& p) {
-                  return lab::Work{p.bytes(), 0, /*host_link=*/true};
-                },
-                0, lab::Pacing::Device, o});
+  stage_variants.add({"copy_in", lab::Role::Reference, "stage 1 alone: the whole array host -> device",
+                      [](Pipeline& p, cudaStream_t s) { p.stages.copy_in(0, p.n(), s); },
+                      [](const Pipeline& p) {
+                        return lab::Work{p.bytes(), 0, /*host_link=*/true};
+                      },
+                      0, lab::Pacing::Device, o});
+  stage_variants.add({"compute", lab::Role::Reference,
+                      "stage 2 alone: the kernel over the whole array (calibrated to ~copy_in)",
+                      [](Pipeline& p, cudaStream_t s) { p.stages.compute(0, p.n(), s); },
+                      [](const Pipeline& p) {
+                        return lab::Work{2 * p.bytes(), p.flops()};
+                      },
+                      0, lab::Pacing::Device, o});
+  stage_variants.add({"copy_out", lab::Role::Reference, "stage 3 alone: the whole array device -> host",
+                      [](Pipeline& p, cudaStream_t s) { p.stages.copy_out(0, p.n(), s); },
+                      [](const Pipeline& p) {
+                        return lab::Work{p.bytes(), 0, /*host_link=*/true};
+                      },
+                      0, lab::Pacing::Device, o});
   auto round_trip = [](const Pipeline& p) {
     return lab::Work{2 * p.bytes(), p.flops(), /*host_link=*/true};
   };
@@ -367,8 +307,8 @@ void add_variants(lab::Variants<Pipeline>& variants) {
 
 int main(int argc, char** argv) {
   lab::Lesson lesson("07-streams", "Streams and overlap: hiding transfers behind compute");
-  lab::Variants<Pipeline> variants(lesson);
-  add_variants(variants);
+  lab::Variants<Pipeline> stage_variants(lesson), variants(lesson);
+  add_variants(stage_variants, variants);
   long long mib = 0;
   lesson.option("--mib", &mib, "MiB in each direction", 256, 16);
   long long chunks = 16;
@@ -392,7 +332,6 @@ int main(int argc, char** argv) {
     const std::vector<cudaStream_t> streams(stream_set.begin(), stream_set.end());
     Job job(std::max(n, kOddN), 1);
     const int k = static_cast<int>(chunks);
-    const double bytes = double(n) * sizeof(float);
 
     // Calibration: the H2D time of the whole array, then the kernel's steps to match it.
     {
@@ -419,42 +358,39 @@ int main(int argc, char** argv) {
     l.size("validated at " + std::to_string(kOddN) + " floats (twice) and at the timing size "
            "(before and after timing)");
 
-    std::uint64_t run = 0;
-    auto seed = [&] { return l.seed() + 1000 * (run++) + 1; };
-    validate_case(l, job, kOddN, seed(), k, streams, "first call");
-    validate_case(l, job, kOddN, seed(), k, streams, "second call");
-    const std::uint64_t input_seed = seed();
-    const std::vector<float> expected =
-        validate_case(l, job, n, input_seed, k, streams, "before timing");
-
-    // The stages alone, then the serial and the pipelined schedule. h_in still holds the input
-    // of the last case, so the stage chain can be checked against `expected` before the
-    // exercise's timed calls change it.
-    Pipeline pipe{job.stages(n), job.steps(), k, streams};
-    for (const char* v : {"copy_in", "compute", "copy_out", "serial"})
-      variants.measure(variants[v], pipe);
-
-    // The stage variants: one chain copy_in -> compute -> copy_out on the same input must give
-    // the validated output.
-    {
-      std::memset(job.h_out(), 0xff, bytes);
-      Job::serial(pipe.stages, s);
-      LAB_CHECK(cudaStreamSynchronize(s));
-      const lab::Comparison c =
-          lab::allclose(job.h_out(), expected.data(), n, lab::Tolerance{0.0, 0.0});
-      for (const char* v : {"copy_in", "compute", "copy_out"})
-        if (l.selected(v)) l.check(v, "chain of the three stages, after timing", c);
+    // The stages over the whole array, timed before each of the exercise's timed calls.
+    const l07::Stages own = job.stages(n);
+    lab::BetweenCalls stage_times({[own](cudaStream_t st) { own.copy_in(0, own.n, st); },
+                                   [own](cudaStream_t st) { own.compute(0, own.n, st); },
+                                   [own](cudaStream_t st) { own.copy_out(0, own.n, st); }});
+    const lab::Checks<Pipeline> c = checks(stage_times);
+    lab::Protocol<Pipeline> protocol(l, variants, c);
+    {  // an odd size, twice (fresh inputs): a result kept from an earlier call fails the second
+      Pipeline odd(job, kOddN, k, streams);
+      for (const char* when : {"first call", "second call"})
+        protocol.validate(odd, std::to_string(kOddN) + " floats, " + when);
     }
-    TimedPipelines timed(l, job, job.stages(n), input_seed);
-    variants.measure(variants["exercise"], pipe,
-                     l.profiling() ? lab::TimedCallChecks{} : timed.checks());
-    LAB_CHECK(cudaDeviceSynchronize());
+    Pipeline pipe(job, n, k, streams);
+    protocol.validate(pipe, std::to_string(n) + " floats, before timing");
 
-    validate_case(l, job, n, seed(), k, streams, "after timing");
+    // The stages alone, on the input just validated; then one chain copy_in -> compute ->
+    // copy_out on it must give the validated output; then the serial and pipelined schedules.
+    stage_variants.measure_all(pipe);
+    if (!l.profiling()) {
+      c.reset(pipe, s);
+      Job::serial(pipe.stages, s);
+      for (const lab::Variant<Pipeline>* v : stage_variants.selected()) {
+        lab::Look look(l, v->name, "chain of the three stages, after timing",
+                       pipe.input.base().seed, s, nullptr);
+        c.check(look, pipe);
+      }
+    }
+    protocol.measure(pipe);
+    protocol.validate(pipe, std::to_string(n) + " floats, after timing");
 
-    const lab::Measurement* in_m = variants.measurement("copy_in");
-    const lab::Measurement* k_m = variants.measurement("compute");
-    const lab::Measurement* out_m = variants.measurement("copy_out");
+    const lab::Measurement* in_m = stage_variants.measurement("copy_in");
+    const lab::Measurement* k_m = stage_variants.measurement("compute");
+    const lab::Measurement* out_m = stage_variants.measurement("copy_out");
     const lab::Measurement* serial_m = variants.measurement("serial");
     const lab::Measurement* ex_m = variants.measurement("exercise");
     if (l.profiling()) return;
@@ -467,9 +403,9 @@ int main(int argc, char** argv) {
         l.note(lab::text("Serial: %.3f ms, %.3f of the stage sum.", serial_m->gpu_ms.median,
                          serial_m->gpu_ms.median / sum));
     }
-    const lab::Stats between[3] = {timed.stage(0), timed.stage(1), timed.stage(2)};
+    const lab::Stats between[3] = {stage_times.part(0), stage_times.part(1), stage_times.part(2)};
     if (!ex_m || between[0].n == 0) return;
-    // The rule's stages are those timed between the exercise's calls (TimedPipelines): over the
+    // The rule's stages are those timed between the exercise's calls (stage_times): over the
     // same stretch of time, so a link that slows for a while slows both. The interval: every
     // median at the end of its 95% interval that lowers (or raises) the efficiency: stages at
     // their lower ends, the pipeline at its upper end (and the reverse).
