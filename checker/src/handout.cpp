@@ -10,15 +10,16 @@ namespace lab {
 const std::vector<std::string>& handout_paths() {
   // Named one by one where a folder also holds what is the instructor's: docs/ (grading-security.md
   // is the catalogue of attacks and the dated record of grading runs, writing-a-lesson.md is for
-  // authors) and scripts/ (GPU rounds, grading demos, Slurm). Left out whole: solutions/ (with the
-  // mutants and answer keys), measurements/ (the runs behind the texts' tables), tests/ (the
-  // course's own checks, several of which read solutions/), .ci/.
+  // authors), scripts/ (GPU rounds, grading demos, Slurm) and tests/ (the course's own checks,
+  // several of which read solutions/; support/ holds the doctest main()s common/tests builds
+  // with). Left out whole: solutions/ (with the mutants and answer keys), measurements/ (the runs
+  // behind the texts' tables), .ci/.
   static const std::vector<std::string> paths = {
       "README.md", "CMakeLists.txt", "CMakePresets.json", ".clang-format", ".gitignore",
       "cmake", "common", "checker", "lessons", "slides",
       "docs/CMakeLists.txt", "docs/mainpage.md", "docs/measurement.md", "docs/result-file.md",
       "docs/check-toml.md",
-      "scripts/bundle-deps.sh", "scripts/check-ncu-commands.sh"};
+      "scripts/bundle-deps.sh", "scripts/check-ncu-commands.sh", "tests/support"};
   return paths;
 }
 

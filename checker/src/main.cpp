@@ -15,6 +15,7 @@
 #include "files.hpp"
 #include "gpu_watch.hpp"
 #include "grade.hpp"
+#include "handout.hpp"
 #include "process.hpp"
 #include "report.hpp"
 #include "roofline.hpp"
@@ -551,6 +552,14 @@ int cmd_selftest(const Common& c, const std::vector<std::string>& names, int rep
   return ok ? kOk : kFailed;
 }
 
+// handout DEST: the student's tree of this course (handout.hpp).
+int cmd_handout(const Common& c, const std::string& dest) {
+  const std::size_t files = write_handout(c.source_dir, dest);
+  std::cout << "handout: " << files << " files -> " << dest
+            << " (no solutions, mutants, answer keys, instructor notes or measurement runs)\n";
+  return kOk;
+}
+
 int cmd_roofline(const Common& c, const std::vector<std::string>& files, const std::string& svg) {
   if (!svg.empty()) check_output_file("--svg", svg);
   const Roofline r = load_roofline(std::vector<fs::path>(files.begin(), files.end()));
@@ -689,6 +698,12 @@ int main(int argc, char** argv) {
                      "Only the seal: every program's exercise object passes it, and the mutants "
                      "expected to be `forbidden` are refused (reads object files, needs no GPU)");
 
+  auto* handout = app.add_subcommand("handout", "Write the tree a student receives: everything to build and run "
+                                                "the lessons, without solutions/, mutants, answer keys or "
+                                                "instructor notes");
+  std::string handout_dest;
+  handout->add_option("dest", handout_dest, "A folder that does not exist yet, or an empty one")->required();
+
   auto* roofline = app.add_subcommand("roofline", "Place the measured variants of lesson result files "
                                                   "(written with --json) on the roofline of their GPU; "
                                                   "optionally draw it as SVG. Exit 1 if a file was unusable.");
@@ -711,6 +726,7 @@ int main(int argc, char** argv) {
     if (*merge) return cmd_merge(result_dirs, csv, merge_json);
     if (*selftest) return cmd_selftest(c, self_lessons, repeat, jobs, mutants_once, no_mutants, seal_only);
     if (*roofline) return cmd_roofline(c, roofline_files, svg);
+    if (*handout) return cmd_handout(c, handout_dest);
   } catch (const Interrupted& e) {
     std::cerr << "lab-check: interrupted; results written so far are kept\n";
     return 128 + e.signal;
