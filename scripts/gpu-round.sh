@@ -11,7 +11,7 @@
 #                                  mutants get their verdicts (REPEAT=N for N rounds)
 #   scripts/gpu-round.sh grade     a submission of every solution graded as a student's, timed
 #                                  (the grading-time goal; containment line)
-#   scripts/gpu-round.sh alternatives  the solutions with every mutants/alt_*.cu (a legitimately
+#   scripts/gpu-round.sh alternatives  the solutions with every mutant alt_* (a legitimately
 #                                  different correct solution) in place, graded: each must pass
 #   scripts/gpu-round.sh mutants   MUTANTS="NN:name ...": those mutants graded as one submission
 #                                  (new mutants checked in minutes, not a whole selftest)
@@ -92,11 +92,12 @@ case $phase in
     ;;
   alternatives)
     # Legitimately different correct solutions must pass: a submission of the solutions with
-    # every lesson's mutants/alt_*.cu in place of its solution, graded as a student's (if a lesson
-    # has several, each later one is graded in a submission of its own).
+    # every lesson's solutions/NN-topic/mutants/alt_*.patch, made into a file by lab-mutant, in
+    # place of its solution, graded as a student's (if a lesson has several, each later one is
+    # graded in a submission of its own).
     root=$(mktemp -d)
     declare -A placed  # alternatives of each lesson placed so far: the next goes to sub<that>
-    for alt in lessons/[0-9][0-9]-*/mutants/alt_*.cu; do
+    for alt in solutions/[0-9][0-9]-*/mutants/alt_*.patch; do
       lesson=$(basename "$(dirname "$(dirname "$alt")")")
       k=${placed[$lesson]:-0}
       placed[$lesson]=$((k + 1))
@@ -105,7 +106,8 @@ case $phase in
           mkdir -p "$root/sub$k/$(basename "$d")" && cp "$d/exercise.cu" "$root/sub$k/$(basename "$d")/"
         done
       fi
-      cp "$alt" "$root/sub$k/$lesson/exercise.cu"
+      "$build/checker/lab-mutant" . "$lesson" "$(basename "$alt" .patch)" "$root/sub$k/$lesson/exercise.cu" ||
+        status=1
       echo "sub$k: $lesson <- $alt"
     done
     step alternatives bash -c "time $build/checker/lab-check ${CHECK_ARGS:-} grade '$root'/sub* --out '$log/alternatives'"
@@ -116,10 +118,10 @@ case $phase in
     # half an hour; read each verdict against its expected.toml entry by eye.
     root=$(mktemp -d)
     for m in ${MUTANTS:?MUTANTS=\"NN:name ...\"}; do
-      dir=$(ls -d lessons/"${m%%:*}"-*/)
+      dir=$(ls -d solutions/"${m%%:*}"-*/)
       lesson=$(basename "$dir")
       [ -e "$root/sub/$lesson/exercise.cu" ] && continue
-      mkdir -p "$root/sub/$lesson" && cp "$dir/mutants/${m##*:}.cu" "$root/sub/$lesson/exercise.cu"
+      "$build/checker/lab-mutant" . "$lesson" "${m##*:}" "$root/sub/$lesson/exercise.cu" || status=1
       echo "sub: $lesson <- ${m##*:} ($(grep -A2 "^\[${m##*:}\]" "$dir/mutants/expected.toml" | tr '\n' ' '))"
     done
     step mutants bash -c "time $build/checker/lab-check ${CHECK_ARGS:-} grade '$root'/sub --out '$log/mutants'"

@@ -18,7 +18,7 @@ for dir in lessons/[0-9][0-9]-*/; do
   cp "$dir/exercise.cu" "$work/failing/$lesson/exercise.cu"
   cp "$dir/exercise.cu" "$work/broken/$lesson/exercise.cu"
 done
-cp lessons/01-timing-pitfalls/mutants/compile_error.cu "$work/broken/01-timing-pitfalls/exercise.cu"
+"$build/checker/lab-mutant" . 01-timing-pitfalls compile_error "$work/broken/01-timing-pitfalls/exercise.cu"
 
 "$check" grade "$work/good" "$work/failing" "$work/broken" --out "$work/out"
 "$check" merge "$work/out" --csv "$work/gradebook.csv"

@@ -23,7 +23,7 @@
 # It fails with one sentence (the last line) when anything is wrong, and always stops the daemons
 # and removes the temporary folder (LAB_SLURM_KEEP=1 keeps it, for a look at the logs).
 #
-# The checker: LAB_BUILD (a configured build with checker/lab-check built), else build/ci's (the
+# The checker: LAB_BUILD (a configured build with checker/lab-check and lab-mutant built), else build/ci's (the
 # build of `cmake --workflow --preset test`; brought up to date), else one built here in
 # build/slurm (configure, then only the lab-check target). The grading builds need nvcc (on PATH
 # or in /usr/local/cuda/bin). 2 to 4 minutes on 2 cores with the checker already built.
@@ -103,7 +103,7 @@ if [[ -n ${LAB_BUILD:-} ]]; then
 elif [[ -x $repo/build/ci/checker/lab-check ]]; then
   build=$repo/build/ci
   say "bringing $build/checker/lab-check up to date"
-  cmake --build "$build" --target lab-check >/dev/null || die "cmake --build $build --target lab-check failed"
+  cmake --build "$build" --target lab-check lab-mutant >/dev/null || die "cmake --build $build --target lab-check lab-mutant failed"
 else
   build=$repo/build/slurm
   if [[ ! -f $build/CMakeCache.txt ]]; then
@@ -116,7 +116,7 @@ else
       { tail -n 30 "$build/configure.log" >&2 || true; die "configuring $build failed (log above)"; }
   fi
   say "building $build/checker/lab-check"
-  cmake --build "$build" --target lab-check || die "cmake --build $build --target lab-check failed"
+  cmake --build "$build" --target lab-check lab-mutant || die "cmake --build $build --target lab-check lab-mutant failed"
 fi
 check=$build/checker/lab-check
 [[ -x $check ]] || die "$check is not built"
@@ -236,13 +236,18 @@ say "Slurm up in ${SECONDS}s: node $node, $cpus CPUs, 2 stand-in GPUs, slurmctld
 work=$tmp/work
 declare -A from=(
   [good]=solutions/$lesson/exercise.cu
-  [broken]=lessons/$lesson/mutants/compile_error.cu
+  [broken]=mutant:compile_error
   [starter]=lessons/$lesson/exercise.cu
-  [sealed]=lessons/$lesson/mutants/replaces_the_library.cu
+  [sealed]=mutant:replaces_the_library
 )
 for student in "${!from[@]}"; do
   mkdir -p "$work/submissions/$student/$lesson"
-  cp "$repo/${from[$student]}" "$work/submissions/$student/$lesson/exercise.cu"
+  to=$work/submissions/$student/$lesson/exercise.cu
+  if [[ ${from[$student]} == mutant:* ]]; then  # solutions/$lesson/mutants/<name>.patch, applied
+    "$build/checker/lab-mutant" "$repo" "$lesson" "${from[$student]#mutant:}" "$to" || die "lab-mutant failed"
+  else
+    cp "$repo/${from[$student]}" "$to"
+  fi
 done
 # As an instructor would, from the class folder; two per task: task 0 good+broken, task 1
 # starter+sealed, task 2 nothing (past the end).
