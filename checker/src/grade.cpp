@@ -597,8 +597,28 @@ namespace {
 // graded and the hash of what was handed in (both "" where no usable record says).
 struct EarlierGrading {
   bool complete = false;
-  std::string folder, content_hash;
+  std::string folder, path, content_hash;
 };
+
+// The submission folder's absolute path: two sections' "alice" have one name, two paths.
+std::string submission_path(const fs::path& submission) {
+  fs::path p = fs::absolute(submission).lexically_normal();
+  if (!p.has_filename()) p = p.parent_path();
+  return p.string();
+}
+
+// Whether an earlier grading in the same output folder was of another submission folder: by its
+// name (`a b` and `a_b`), or by its path where the record has one (sec1/alice and sec2/alice).
+bool graded_another(const EarlierGrading& e, const fs::path& submission) {
+  return (!e.folder.empty() && e.folder != submission_folder(submission)) ||
+         (!e.path.empty() && e.path != submission_path(submission));
+}
+
+// The earlier grading's submission folder in words: its name, and its path where only that differs.
+std::string described(const EarlierGrading& e, const fs::path& submission) {
+  const bool same_name = e.folder.empty() || e.folder == submission_folder(submission);
+  return "\"" + printable(e.folder) + "\"" + (same_name && !e.path.empty() ? " at " + printable(e.path) : "");
+}
 
 EarlierGrading earlier_grading(const fs::path& out) {
   EarlierGrading e;
@@ -607,6 +627,7 @@ EarlierGrading earlier_grading(const fs::path& out) {
   if (!doc) return e;  // none, or damaged: graded again
   e.complete = grade_record_complete(*doc);
   e.folder = doc->value("folder", "");
+  e.path = doc->value("folder_path", "");
   e.content_hash = doc->value("content_hash", "");
   return e;
 }
@@ -672,11 +693,11 @@ void check_output_folders(const std::vector<fs::path>& submissions, const fs::pa
     if (!fresh)
       throw ConfigError("two submissions would both be graded into " + (out / slug).string() + ": " +
                         first->second.string() + " and " + s.string() + " (rename one folder)");
-    const std::string other = earlier_grading(out / slug).folder;
-    if (!other.empty() && other != submission_folder(s))
-      throw ConfigError((out / slug).string() + " holds the grading of the submission folder \"" + printable(other) +
-                        "\", and " + s.string() + " would be graded into it too (rename one folder, or move "
-                        "that grading away)");
+    const EarlierGrading other = earlier_grading(out / slug);
+    if (graded_another(other, s))
+      throw ConfigError((out / slug).string() + " holds the grading of the submission folder " +
+                        described(other, s) + ", and " + s.string() +
+                        " would be graded into it too (rename one folder, or move that grading away)");
   }
 }
 
@@ -692,9 +713,10 @@ std::optional<Report> grade_submission(const fs::path& submission, const std::ve
   // check_output_folders() looked before anything was graded; another command may have graded
   // another folder of this slug since.
   const EarlierGrading earlier = earlier_grading(out);
-  if (!earlier.folder.empty() && earlier.folder != folder)
-    throw SubmissionRefused(out.string() + " holds the grading of the submission folder \"" + printable(earlier.folder) +
-                            "\": " + submission.string() + " is not graded into it (rename one folder)");
+  if (graded_another(earlier, submission))
+    throw SubmissionRefused(out.string() + " holds the grading of the submission folder " +
+                            described(earlier, submission) + ": " + submission.string() +
+                            " is not graded into it (rename one folder)");
   // Only a complete record of this very submission is kept; a damaged one (any damage), or one
   // of other files than those handed in now, is graded again.
   if (!opt.force && earlier.complete && earlier.content_hash == hash) return std::nullopt;
@@ -715,6 +737,7 @@ std::optional<Report> grade_submission(const fs::path& submission, const std::ve
   Report report;
   report.name = submission_slug(submission);
   report.folder = folder;
+  report.folder_path = submission_path(submission);
   report.content_hash = hash;
   report.containment = describe_policy(sandbox_policy());
   report.baselines = opt.baselines;

@@ -792,6 +792,13 @@ std::string trimmed(const std::string& s) {
 std::vector<std::string> review_flags(const std::string& source) {
   const SourceText s = source_text(source, false);
   const std::string& t = s.text;
+  // std::regex recurses once per character it matches: no text longer than this goes to one
+  // (a 40,000-character line overflowed the stack); what is longer is flagged, not read.
+  constexpr std::size_t kLongest = 4096;
+  std::vector<std::pair<int, std::string>> found;
+  auto flag = [&](std::size_t at, const std::string& what) {
+    found.push_back({s.line.empty() ? 1 : s.line[std::min(at, s.line.size() - 1)], what});
+  };
   // Every identifier, where it stands, and how often each name appears.
   struct Word {
     std::string name;
@@ -827,6 +834,10 @@ std::vector<std::string> review_flags(const std::string& source) {
     if (w.name == "using" || w.name == "typedef") {
       const std::size_t end = t.find(';', w.at);
       const std::string decl = t.substr(w.at, end == std::string::npos ? std::string::npos : end - w.at);
+      if (decl.size() > kLongest) {
+        flag(w.at, "a declaration of " + std::to_string(decl.size()) + " characters, too long to read");
+        continue;
+      }
       std::smatch m;
       static const std::regex using_alias(R"(^using\s+(\w+)\s*=.*\(\s*[*&])");
       static const std::regex typedef_alias(R"(\(\s*[*&]\s*(\w+)\s*\)\s*\()");
@@ -840,6 +851,7 @@ std::vector<std::string> review_flags(const std::string& source) {
     operand = trimmed(operand);
     const bool address = !operand.empty() && operand[0] == '&';
     while (!operand.empty() && (operand[0] == '&' || operand[0] == ' ')) operand.erase(0, 1);
+    if (operand.size() > kLongest) return "(an operand of " + std::to_string(operand.size()) + " characters)";
     static const std::regex qualified(R"(^(?:::)?(?:\w+\s*::\s*)*(\w+)$)");
     std::smatch m;
     if (!std::regex_match(operand, m, qualified)) return std::string();
@@ -852,14 +864,11 @@ std::vector<std::string> review_flags(const std::string& source) {
     static const std::regex last_word(R"((\w+)[\s*&]*$)");
     std::smatch m;
     const std::string bare = trimmed(type);
+    if (bare.size() > kLongest) return true;  // too long to read: flagged for a look
     return std::regex_search(bare, spelled) ||
            (std::regex_search(bare, m, last_word) && pointer_aliases.count(m[1].str()) > 0);
   };
 
-  std::vector<std::pair<int, std::string>> found;
-  auto flag = [&](std::size_t at, const std::string& what) {
-    found.push_back({s.line.empty() ? 1 : s.line[std::min(at, s.line.size() - 1)], what});
-  };
   // One cast: its target type, its operand, and what follows it.
   auto judge_cast = [&](std::size_t at, const std::string& type, const std::string& operand, std::size_t end) {
     if (function_pointer_type(type)) flag(at, "a cast to a function pointer type (" + trimmed(type) + ")");
@@ -899,21 +908,36 @@ std::vector<std::string> review_flags(const std::string& source) {
   static const std::regex c_cast(
       R"(\(\s*((?:const\s+|volatile\s+|unsigned\s+|signed\s+|struct\s+)*[A-Za-z_][\w:]*\s*(?:<[^()]*>)?[\s*&]*(?:const[\s*&]*)*(?:\(\s*[*&]\s*\)\s*\([^()]*\))?)\s*\)\s*(&?\s*(?:::)?[A-Za-z_][\w]*(?:\s*::\s*\w+)*))");
   static const std::set<std::string> before_cast = {"return", "case", "throw", "co_return"};
-  for (auto it = std::sregex_iterator(t.begin(), t.end(), c_cast); it != std::sregex_iterator(); ++it) {
-    const std::size_t at = static_cast<std::size_t>(it->position(0));
-    std::size_t before = at;
-    while (before > 0 && (t[before - 1] == ' ' || t[before - 1] == '\t')) --before;
-    if (before > 0 && (t[before - 1] == ')' || t[before - 1] == ']')) continue;
-    if (before > 0 && word_char(t[before - 1])) {
-      std::size_t start = before;
-      while (start > 0 && word_char(t[start - 1])) --start;
-      if (!before_cast.count(t.substr(start, before - start))) continue;
+  // Statement by statement (a cast and its operand never cross a ';', '{' or '}'), each short
+  // enough for the regex; a longer one is flagged for a look instead.
+  for (std::size_t first = 0; first < t.size();) {
+    std::size_t last = t.find_first_of(";{}", first);
+    if (last == std::string::npos) last = t.size();
+    const std::size_t from = first;
+    first = last + 1;
+    if (last - from > kLongest) {
+      flag(from, "a statement of " + std::to_string(last - from) + " characters, too long to read");
+      continue;
     }
-    const std::string type = (*it)[1].str();
-    const bool pointer_like = type.find('*') != std::string::npos || function_pointer_type(type) ||
-                              integer_types.count(trimmed(type)) > 0 || type.find("long") != std::string::npos;
-    if (!pointer_like) continue;
-    judge_cast(at, type, (*it)[2].str(), at + static_cast<std::size_t>(it->length(0)));
+    const auto begin = t.begin() + static_cast<std::ptrdiff_t>(from);
+    const auto end = t.begin() + static_cast<std::ptrdiff_t>(last);
+    for (auto it = std::sregex_iterator(begin, end, c_cast); it != std::sregex_iterator(); ++it) {
+      const std::size_t at = from + static_cast<std::size_t>(it->position(0));
+      std::size_t before = at;
+      while (before > 0 && (t[before - 1] == ' ' || t[before - 1] == '\t')) --before;
+      if (before > 0 && (t[before - 1] == ')' || t[before - 1] == ']')) continue;
+      if (before > 0 && word_char(t[before - 1])) {
+        std::size_t start = before;
+        while (start > 0 && word_char(t[start - 1])) --start;
+        if (!before_cast.count(t.substr(start, before - start))) continue;
+      }
+      const std::string type = (*it)[1].str();
+      const bool pointer_like = type.find('*') != std::string::npos || function_pointer_type(type) ||
+                                integer_types.count(trimmed(type)) > 0 ||
+                                type.find("long") != std::string::npos;
+      if (!pointer_like) continue;
+      judge_cast(at, type, (*it)[2].str(), at + static_cast<std::size_t>(it->length(0)));
+    }
   }
   std::sort(found.begin(), found.end());
   found.erase(std::unique(found.begin(), found.end()), found.end());

@@ -138,6 +138,7 @@ json report_json(const Report& r) {
               {"complete", r.complete}, {"score", r.score()}, {"max_score", r.max_score()},
               {"lessons", lessons}};
   if (!r.folder.empty()) doc["folder"] = r.folder;
+  if (!r.folder_path.empty()) doc["folder_path"] = r.folder_path;
   if (!r.content_hash.empty()) doc["content_hash"] = r.content_hash;
   if (!r.containment.empty()) doc["containment"] = r.containment;
   if (!r.baselines.empty()) doc["baselines"] = r.baselines;
@@ -397,7 +398,8 @@ std::string grade_record_problem(const json& doc) {
     return std::string("not a lab-check grade record (schema ") + kGradeSchema + ")";
   using t = json::value_t;
   for (auto [key, type, required] :
-       {std::tuple{"submission", t::string, false}, {"folder", t::string, false}, {"content_hash", t::string, false},
+       {std::tuple{"submission", t::string, false}, {"folder", t::string, false}, {"folder_path", t::string, false},
+        {"content_hash", t::string, false},
         {"complete", t::boolean, false}, {"score", t::number_float, true}, {"max_score", t::number_float, true},
         {"lessons", t::array, true}})
     if (auto e = record_field(doc, "", key, type, required); !e.empty()) return e;

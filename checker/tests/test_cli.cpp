@@ -548,6 +548,24 @@ TEST_CASE("grade: `a b` and `a_b` are never graded into one folder; a changed su
   CHECK(regraded["lessons"][1]["reason"] == "compile");
 }
 
+TEST_CASE("grade: two sections' `alice` are never graded into one folder by two commands") {
+  // One command refuses them by their shared output folder; two commands, one after the other,
+  // used to grade the second over the first (the record named only the folder's name).
+  const FakeCourse& c = course();
+  const fs::path subs = c.tmp.path() / "sections", out = c.tmp.path() / "sections-graded";
+  write_text(subs / "sec1" / "alice" / "90-fake" / "exercise.cu", "not C++ (sec1);\n");
+  write_text(subs / "sec2" / "alice" / "90-fake" / "exercise.cu", "not C++ (sec2);\n");
+  Cli r = c.run({"grade", (subs / "sec1" / "alice").string(), "--out", out.string()});
+  INFO(r.out << r.err);
+  REQUIRE(r.code == 0);
+  const json first = json::parse(read_text(out / "alice" / "result.json"));
+  CHECK(first["folder_path"] == (subs / "sec1" / "alice").string());
+  r = c.run({"grade", (subs / "sec2" / "alice").string(), "--out", out.string()});
+  CHECK(r.code == 2);
+  CHECK(contains(r.err, "holds the grading of the submission folder \"alice\" at " + (subs / "sec1" / "alice").string()));
+  CHECK(json::parse(read_text(out / "alice" / "result.json")) == first);
+}
+
 TEST_CASE("grade: a lesson folder that links to another student's is refused, naming the link; theirs is unchanged") {
   const FakeCourse& c = course();
   const fs::path subs = c.tmp.path() / "linked", out = c.tmp.path() / "linked-graded";

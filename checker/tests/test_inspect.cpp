@@ -551,6 +551,24 @@ TEST_SUITE("inspect") {
               .empty());
   }
 
+  TEST_CASE("review flags read a source of hostile lengths in time and on a bounded stack") {
+    // One 40,000-element initializer on a line (issue 52's reproducer), a 40,000-character name in
+    // a cast and in an alias: std::regex recursed once per character and overflowed the stack.
+    std::string ones = "int a[] = {";
+    for (int i = 0; i < 40000; ++i) ones += "1,";
+    ones += "1};\n";
+    const std::string name(40000, 'n');
+    const std::vector<std::string> flags = review_flags(
+        ones + "void " + name + "();\n" + "auto p = reinterpret_cast<void*>(&" + name + ");\n" +
+        "auto q = (void*)" + name + ";\n" + "using F = void (*" + name + ")();\n");
+    std::string all;
+    for (const auto& f : flags) all += f + "\n";
+    INFO(all);
+    CHECK(contains(all, "line 1: a statement of"));  // too long to read: flagged for a look
+    CHECK(contains(all, "line 3: a cast of a function's address"));
+    CHECK(contains(all, "line 4:"));
+  }
+
   TEST_CASE("review flags travel in the lesson's record and the merged gradebook") {
     TempDir dir;
     Report r;
