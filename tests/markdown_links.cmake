@@ -1,7 +1,7 @@
 # cmake -DSOURCE_DIR=<repo> [-DFILES=<file;file...>] -P markdown_links.cmake
 #
 # Keeps the course's texts from pointing at files a reader does not have. It scans README.md,
-# checker/README.md, lessons/*/README.md, slides/*.md, docs/*.md and solutions/*/ANSWERS.md
+# checker/README.md, lessons/*/README.md, slides/*.md, docs/*.md and solutions/*/ANSWERS.md and NOTES.md
 # (or the FILES given) and fails, naming file and line, on
 #
 #   - a Markdown link or image [text](target), a reference definition [id]: target, or an HTML
@@ -24,7 +24,8 @@ get_filename_component(root "${SOURCE_DIR}" REALPATH)
 if(NOT FILES)
   file(GLOB FILES
        "${root}/README.md" "${root}/checker/README.md" "${root}/lessons/*/README.md"
-       "${root}/slides/*.md" "${root}/docs/*.md" "${root}/solutions/*/ANSWERS.md")
+       "${root}/slides/*.md" "${root}/docs/*.md" "${root}/solutions/*/ANSWERS.md"
+       "${root}/solutions/*/NOTES.md")
 endif()
 
 # CMake lists split at ';' and do not split inside [...]: stand-ins keep each line one element.
