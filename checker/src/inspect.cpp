@@ -10,6 +10,7 @@
 #include <memory>
 #include <regex>
 #include <sstream>
+#include <tuple>
 
 #include "files.hpp"
 #include "process.hpp"
@@ -299,32 +300,118 @@ std::vector<SealFinding> check_seal(const ObjectSymbols& e, const SealContext& c
   for (const auto& s : e.strong) check_definition(s, false);
   for (const auto& s : e.weak) check_definition(s, true);
 
-  // 2. What it calls. A call made only from COMDAT groups that the pristine objects also have
-  // (NVTX's loader, say) never runs: the linker keeps the first group of each signature, the
-  // pristine one, and drops the exercise's whole group. A section outside any group is kept.
-  // Whether every reference to `s` comes from a COMDAT group whose signature passes `ok`.
-  auto only_from_groups = [&](const std::string& s, auto ok) {
+  // 2. What it calls. Of a COMDAT group that the pristine objects also have (an inline function,
+  // a template instance) the linker keeps the first, the pristine one, and drops the exercise's
+  // whole group: its code is the pristine code's, judged below where exercise code refers to it.
+  // Every other section is the exercise's own and counts, whatever it is named.
+  auto shared_group = [&](const std::string& section) {
+    auto group = e.section_group.find(section);
+    return group != e.section_group.end() &&
+           (c.harness.groups.count(group->second) || c.library.groups.count(group->second));
+  };
+  auto only_from_shared_groups = [&](const std::string& s) {
     auto it = e.referenced_from.find(s);
-    if (it == e.referenced_from.end()) return false;
-    for (const auto& section : it->second) {
-      auto group = e.section_group.find(section);
-      if (group == e.section_group.end() || !ok(group->second)) return false;
-    }
-    return true;
+    return it != e.referenced_from.end() &&
+           std::all_of(it->second.begin(), it->second.end(), shared_group);
   };
   auto refused = [&](const std::string& s, bool weak) {
-    const std::string why = forbidden_call(s, weak, c.extra_calls, c.refused_calls);
-    if (why.empty()) return why;
-    if (only_from_groups(s, [&](const std::string& g) { return c.harness.groups.count(g) || c.library.groups.count(g); }))
-      return std::string();  // never runs: the pristine group is kept
-    return why;
+    if (only_from_shared_groups(s)) return std::string();  // the pristine copy's call, below
+    return forbidden_call(s, weak, c.extra_calls, c.refused_calls);
   };
   for (const auto& s : e.undefined)
     if (auto why = refused(s, false); !why.empty()) out.push_back({demangle(s), why});
   for (const auto& s : e.weak_undefined)
     if (auto why = refused(s, true); !why.empty()) out.push_back({demangle(s), why});
 
-  // 3. Code before main or after it, and system calls of its own.
+  // 3. What exercise code reaches in the pristine code. Where it refers to a function the
+  // pristine objects define, theirs runs: a function of a COMDAT group (inline or a template
+  // instance, whoever else emits it) is judged by what its pristine copy refers to, transitively;
+  // a library function proper (outside any group, a local clone of one too) by its name, like an
+  // import. NVTX's API and its loader are where the walk stops: exercises may open ranges, and
+  // the harness has run the loader already.
+  auto entry_point = [](const std::string& s) {
+    return starts_with(s, "nvtx") || starts_with(demangle(s), "nvtx3::");
+  };
+  struct Visit {
+    std::size_t object;
+    std::string section;
+    std::uint64_t start, end;  // the part of the section: a whole group's, or one data object
+    std::string entry;         // what exercise code referred to
+  };
+  constexpr std::uint64_t kWhole = ~std::uint64_t{0};
+  std::vector<Visit> todo;
+  std::set<std::tuple<std::size_t, std::string, std::uint64_t>> seen;
+  std::set<std::pair<std::string, std::string>> reported;
+  std::set<std::string> walked;  // group signatures
+  auto judge_name = [&](const std::string& entry, const std::string& s, bool weak) {
+    const std::string why = forbidden_call(s, weak, c.extra_calls, c.refused_calls);
+    if (!why.empty() && reported.insert({entry, s}).second)
+      out.push_back({demangle(entry), "runs the pristine code's copy, which (directly or through "
+                                      "what it calls) " + why});
+  };
+  auto walk_group = [&](const std::string& signature, const std::string& entry) {
+    if (entry_point(signature) || !walked.insert(signature).second) return;
+    for (std::size_t i = 0; i < c.pristine.size(); ++i)
+      for (const auto& [section, group] : c.pristine[i]->section_group)
+        if (group == signature) todo.push_back({i, section, 0, kWhole, entry});
+  };
+  // `s`, referred to by `entry`'s code (or, where entry is s, by the exercise's own code).
+  auto reach = [&](const std::string& s, const std::string& entry, bool weak, bool judge_names) {
+    if (entry_point(s)) return;
+    bool pristine = false;
+    for (std::size_t i = 0; i < c.pristine.size(); ++i) {
+      const ObjectSymbols& o = *c.pristine[i];
+      auto at = o.defined_in.find(s);
+      if (at == o.defined_in.end()) continue;
+      pristine = true;
+      if (auto group = o.section_group.find(at->second); group != o.section_group.end())
+        walk_group(group->second, entry);
+      else if (judge_names)
+        judge_name(entry, s, weak);
+    }
+    if (!pristine && judge_names && !e.strong.count(s) && !e.weak.count(s)) judge_name(entry, s, weak);
+  };
+  // A place in a pristine object's own section: a group's code is walked, other code judged by
+  // the function's name, data followed from the object there (a table of functions).
+  auto reach_place = [&](std::size_t i, const ObjectSymbols::Reference& r, const std::string& entry) {
+    const ObjectSymbols& o = *c.pristine[i];
+    if (auto group = o.section_group.find(r.section); group != o.section_group.end()) {
+      if (!entry_point(group->second)) todo.push_back({i, r.section, 0, kWhole, entry});
+      return;
+    }
+    bool found = false;
+    if (auto spans = o.spans.find(r.section); spans != o.spans.end())
+      for (const auto& span : spans->second)
+        if ((r.offset >= span.start && r.offset < span.end) || (r.offset + 4 >= span.start && r.offset + 4 < span.end)) {
+          found = true;
+          if (o.code_sections.count(r.section)) judge_name(entry, span.name, false);
+          else todo.push_back({i, r.section, span.start, span.end, entry});
+        }
+    if (!found && o.code_sections.count(r.section)) judge_name(entry, r.section, false);
+  };
+  for (const auto& [section, references] : e.references)
+    if (!shared_group(section))
+      for (const auto& r : references) {
+        if (!r.symbol.empty())  // an import of its own is judged by name above
+          reach(r.symbol, r.symbol, false, !e.undefined.count(r.symbol) && !e.weak_undefined.count(r.symbol));
+        else if (shared_group(r.section))
+          walk_group(e.section_group.at(r.section), e.section_group.at(r.section));
+      }
+  while (!todo.empty()) {
+    const Visit v = todo.back();
+    todo.pop_back();
+    if (!seen.insert({v.object, v.section, v.start}).second) continue;
+    const ObjectSymbols& o = *c.pristine[v.object];
+    auto it = o.references.find(v.section);
+    if (it == o.references.end()) continue;
+    for (const auto& r : it->second) {
+      if (r.at < v.start || r.at >= v.end) continue;
+      if (!r.symbol.empty()) reach(r.symbol, v.entry, o.weak_undefined.count(r.symbol) > 0, true);
+      else reach_place(v.object, r, v.entry);
+    }
+  }
+
+  // 4. Code before main or after it, and system calls of its own.
   // The compiler's own registration (nvcc's, one entry) is what the pristine starter has too.
   if (e.initializers - e.iostream_initializers > c.interface.initializers || e.other_startup ||
       e.exit_handler)
@@ -338,7 +425,7 @@ std::vector<SealFinding> check_seal(const ObjectSymbols& e, const SealContext& c
                        "inline assembly)"});
   for (const auto& s : e.indirect)
     out.push_back({demangle(s), "is an indirect function (ifunc): its resolver runs before main"});
-  // 4. What the program exports of the exercise's: a function a shared library calls (a weak
+  // 5. What the program exports of the exercise's: a function a shared library calls (a weak
   // one "in namespace std", say) replaces the C or C++ runtime's own for the whole program.
   for (const auto& s : c.exported) {
     const bool named = std::any_of(out.begin(), out.end(),
@@ -392,10 +479,15 @@ struct ElfObject {
   struct Reference {
     std::string symbol;  // a symbol's name, or a section's for a reference to a section
     std::int64_t addend = 0;
+    std::uint64_t at = 0;  // where in the section that refers
+    std::string section;   // for a local symbol: the section of this file it lies in,
+    std::uint64_t offset = 0;  // and the place in it
   };
   std::vector<Section> sections;
   std::set<std::string> groups;  // the signatures
   std::map<std::string, std::vector<Reference>> references;  // by the section that refers
+  std::map<std::string, std::string> defined_in;  // a global symbol's section
+  std::map<std::string, std::vector<ObjectSymbols::Span>> spans;  // functions and data, by section
 };
 
 ElfObject read_elf(const fs::path& file) {
@@ -440,6 +532,17 @@ ElfObject read_elf(const fs::path& file) {
       throw bad("a symbol index out of range");
     return at(Elf64_Sym{}, symtab.sh_offset + i * sizeof(Elf64_Sym));
   };
+  // The section a symbol lies in, or npos (undefined, absolute, common). Past 0xff00 sections
+  // the index is in the SHT_SYMTAB_SHNDX table beside the symbol table.
+  auto section_of = [&](std::uint64_t symtab, std::uint64_t i, const Elf64_Sym& sym) -> std::uint64_t {
+    if (sym.st_shndx == SHN_XINDEX) {
+      for (const Elf64_Shdr& h : headers)
+        if (h.sh_type == SHT_SYMTAB_SHNDX && h.sh_link == symtab) return index(at(std::uint32_t{}, h.sh_offset + 4 * i));
+      throw bad("an extended section index without its table");
+    }
+    if (sym.st_shndx == SHN_UNDEF || sym.st_shndx >= SHN_LORESERVE) return std::string::npos;
+    return index(sym.st_shndx);
+  };
   for (const Elf64_Shdr& h : headers) {
     if (h.sh_type == SHT_GROUP) {
       const Elf64_Shdr& symtab = headers[index(h.sh_link)];
@@ -458,9 +561,24 @@ ElfObject read_elf(const fs::path& file) {
         const std::uint64_t i = ELF64_R_SYM(r.r_info);
         if (i == 0) continue;  // no symbol: relative to where the file is loaded
         const Elf64_Sym sym = symbol(symtab, i);
-        into.push_back({ELF64_ST_TYPE(sym.st_info) == STT_SECTION ? o.sections[index(sym.st_shndx)].name
-                                                                  : string_at(symtab.sh_link, sym.st_name),
-                        r.r_addend});
+        const std::uint64_t in = section_of(h.sh_link, i, sym);
+        const bool local = ELF64_ST_BIND(sym.st_info) == STB_LOCAL && in != std::string::npos;
+        into.push_back({ELF64_ST_TYPE(sym.st_info) == STT_SECTION && local ? o.sections[in].name
+                                                                         : string_at(symtab.sh_link, sym.st_name),
+                        r.r_addend, r.r_offset, local ? o.sections[in].name : "",
+                        sym.st_value + static_cast<std::uint64_t>(r.r_addend)});
+      }
+    } else if (h.sh_type == SHT_SYMTAB) {
+      const std::uint64_t table = static_cast<std::uint64_t>(&h - headers.data());
+      for (std::uint64_t i = 1; i < h.sh_size / sizeof(Elf64_Sym); ++i) {
+        const Elf64_Sym sym = symbol(h, i);
+        const std::uint64_t in = section_of(table, i, sym);
+        if (in == std::string::npos) continue;
+        const std::string name = string_at(h.sh_link, sym.st_name);
+        if (ELF64_ST_BIND(sym.st_info) != STB_LOCAL) o.defined_in[name] = o.sections[in].name;
+        const auto type = ELF64_ST_TYPE(sym.st_info);
+        if ((type == STT_FUNC || type == STT_OBJECT) && sym.st_size > 0)
+          o.spans[o.sections[in].name].push_back({sym.st_value, sym.st_value + sym.st_size, name});
       }
     }
   }
@@ -517,8 +635,24 @@ ObjectSymbols read_object(const fs::path& file, ObjectReading reading) {
                                 starts_with(name, ".preinit_array") || starts_with(name, ".ctors") ||
                                 starts_with(name, ".dtors");
       if ((startup_type || startup_name) && name != ".init_array") o.other_startup = true;
-      if (!section.group.empty()) o.section_group[name] = section.group;
     }
+  }
+  // What each loaded section refers to (the seal follows references from exercise code into
+  // the pristine code, check_seal). Debugging sections are not loaded; the unwinding tables
+  // name every function's code but call only their personality routine.
+  std::map<std::string, std::uint64_t> flags;
+  for (const auto& section : elf.sections) {
+    flags[section.name] |= section.flags;
+    if (!section.group.empty()) o.section_group[section.name] = section.group;
+    if (section.flags & SHF_EXECINSTR) o.code_sections.insert(section.name);
+  }
+  o.defined_in = elf.defined_in;
+  o.spans = elf.spans;
+  for (const auto& [section, references] : elf.references) {
+    if (!(flags[section] & SHF_ALLOC)) continue;
+    for (const auto& r : references)
+      if (r.section.empty()) o.references[section].push_back({r.at, unversioned(r.symbol), "", 0});
+      else if (section != ".eh_frame") o.references[section].push_back({r.at, "", r.section, r.offset});
   }
   // What .init_array points at: a symbol, or a section and an offset into it (".text.startup
   // + 0x750"), as the disassembly below names functions.
@@ -654,8 +788,10 @@ std::vector<SealFinding> inspect_program(const fs::path& program,
   };
   SealContext c;
   c.harness = cached(objects->harness);
+  c.pristine.push_back(&cached(objects->harness));
   for (const auto& file : objects->library) {
     const ObjectSymbols& o = cached(file);
+    c.pristine.push_back(&o);
     c.library.strong.insert(o.strong.begin(), o.strong.end());
     c.library.weak.insert(o.weak.begin(), o.weak.end());
     c.library.undefined.insert(o.undefined.begin(), o.undefined.end());

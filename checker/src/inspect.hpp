@@ -3,6 +3,7 @@
 // and times it, so the object file is where the checker decides what that code could reach.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -28,6 +29,27 @@ struct ObjectSymbols {
   /// signature, and the signatures; of groups with one signature the linker keeps the first
   std::map<std::string, std::string> section_group;
   std::set<std::string> groups;
+  /// One relocation of a loaded section: where in that section it is (`at`), and what it names:
+  /// a global symbol (the linker binds a name program-wide, so a pristine definition wins), or
+  /// a place in a section of this file (a local symbol's or a section-relative reference).
+  struct Reference {
+    std::uint64_t at = 0;
+    std::string symbol;   ///< the global symbol, or ""
+    std::string section;  ///< else the section of this file
+    std::uint64_t offset = 0;  ///< and the place in it (the addend: a call's is 4 short)
+  };
+  /// what each loaded section refers to; unwinding tables (.eh_frame) keep their symbols only
+  /// (a personality routine), not the functions they describe
+  std::map<std::string, std::vector<Reference>> references;
+  /// each section's functions and data objects that have a size: where they start and end
+  struct Span {
+    std::uint64_t start = 0, end = 0;
+    std::string name;
+  };
+  std::map<std::string, std::vector<Span>> spans;
+  std::set<std::string> code_sections;  ///< the sections of machine code
+  /// for each global symbol this file defines: the section it lies in
+  std::map<std::string, std::string> defined_in;
   int initializers = 0;      ///< entries of .init_array (code that runs before main)
   /// of those, g++'s initializers that only construct <iostream>'s std::ios_base::Init (g++
   /// older than 13 emits one in every file that includes <iostream>, CUB's headers included)
@@ -59,6 +81,10 @@ struct SealContext {
   std::vector<std::string> refused_calls;  ///< imports this lesson refuses (check.toml)
   /// what the linked program exports: the functions its shared libraries call and it provides
   std::set<std::string> exported;
+  /// the pristine objects one by one (the harness, then the library's), whose code runs where
+  /// exercise code refers to a function they define: the seal follows their references from
+  /// there (not owned: the caller keeps them alive)
+  std::vector<const ObjectSymbols*> pristine;
 };
 
 /// The rules, applied to already-read symbols (pure: unit-tested without any binary).
@@ -66,7 +92,8 @@ std::vector<SealFinding> check_seal(const ObjectSymbols& exercise, const SealCon
 
 /// How much of an object file to read: all of it for an exercise; for pristine code (the
 /// harness, the library, the starter) only what the seal holds an exercise against (symbols,
-/// COMDAT groups, initializers): the rest of a large library object costs seconds to read.
+/// COMDAT groups, initializers, references) without its disassembly, which costs seconds for a
+/// large library object.
 enum class ObjectReading { exercise, pristine };
 
 /// Reads an object file or a static archive with nm, readelf and (for an exercise) objdump.

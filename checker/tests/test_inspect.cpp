@@ -214,7 +214,7 @@ TEST_SUITE("inspect") {
     }
   }
 
-  TEST_CASE("a call only made from a COMDAT group the pristine code also has never runs") {
+  TEST_CASE("a call only made from a COMDAT group the pristine code also has counts only where exercise code refers to the group") {
     SealContext c = lesson();
     c.library.weak.insert("nvtxInitOnce_v3");
     c.library.groups.insert("nvtxInitOnce_v3");
@@ -239,6 +239,85 @@ TEST_SUITE("inspect") {
     own.referenced_from["dlopen"] = {".text._ZN3lab6sneakyEv"};
     own.section_group[".text._ZN3lab6sneakyEv"] = "_ZN3lab6sneakyEv";
     CHECK(names(check_seal(own, c), "dlopen"));
+  }
+
+  TEST_CASE("exercise code that refers to the pristine copy of an inline function or template instance is judged by what that copy calls") {
+    // The library's own writer, a template the exercise instantiates explicitly (it may name the
+    // library's private types) and then calls: the linker keeps the library's copy, which writes
+    // to a descriptor. A relay reaches it through one more template; getenv is reached the same way.
+    TempDir dir;
+    const std::string library =
+        "#include <unistd.h>\n#include <cstdlib>\n#include <vector>\n"
+        "namespace lab { namespace detail {\n"
+        "template <class T> __attribute__((noinline)) long emit(T fd, const char* s) { return ::write(fd, s, 1); }\n"
+        "template <class T> __attribute__((noinline)) long relay(T fd) { return emit(fd, \"x\") + 1; }\n"
+        "template <class T> __attribute__((noinline)) T lookup() { return std::getenv(\"HOME\") != nullptr; }\n"
+        "} }\n";
+    const ObjectSymbols pristine = compiled_object(
+        dir.path(), "pristine", library + "long pristine_use(std::vector<double>& v) { v.push_back(1);\n"
+                                "  return lab::detail::relay<int>(2) + lab::detail::lookup<int>(); }\n");
+    SealContext c;
+    c.exercise_stem = "exercise";
+    c.interface.strong = {"_Z14exercise_entryv"};
+    c.harness = pristine;
+    c.harness.undefined.insert("_Z14exercise_entryv");
+    c.pristine = {&pristine};
+    auto exercise = [&](const std::string& name, const std::string& body) {
+      return check_seal(compiled_object(dir.path(), name, library + body), c);
+    };
+    const std::string instances = "template long lab::detail::emit<int>(int, const char*);\n"
+                                  "template long lab::detail::relay<int>(int);\ntemplate int lab::detail::lookup<int>();\n";
+    // Instantiated, never called: the exercise's copies are dropped and nothing of its own runs them.
+    CHECK(exercise("instantiates", instances + "long exercise_entry() { return 0; }\n").empty());
+    const auto writes = exercise("writes", instances + "long exercise_entry() { return lab::detail::emit<int>(1, \"x\"); }\n");
+    REQUIRE(writes.size() == 1);
+    CHECK(writes[0].symbol == "long lab::detail::emit<int>(int, char const*)");
+    CHECK(contains(writes[0].why, "the pristine code's copy"));
+    CHECK(contains(writes[0].why, "calls write"));
+    CHECK(names(exercise("relays", instances + "long exercise_entry() { return lab::detail::relay<int>(1); }\n"), "calls write"));
+    CHECK(names(exercise("reads_environment", instances + "long exercise_entry() { return lab::detail::lookup<int>(); }\n"),
+                "calls getenv"));
+    // Declared, not instantiated (extern template): the call goes to the library's copy all the same.
+    CHECK(names(exercise("extern_template", "extern template long lab::detail::relay<int>(int);\n"
+                                            "long exercise_entry() { return lab::detail::relay<int>(1); }\n"),
+                "calls write"));
+    // The same instance of an allowed template as the library's (std::vector's growth) passes.
+    CHECK(exercise("vector", "long exercise_entry() { std::vector<double> v; v.push_back(2); return long(v[0]); }\n").empty());
+  }
+
+  TEST_CASE("the walk into the pristine code stops at NVTX, whose API exercises may use") {
+    // NVTX's globals in the exercise's own data point at its loader's functions (lesson 10), and
+    // the loader reads the environment and loads a library: the harness has run it already.
+    SealContext c = lesson();
+    ObjectSymbols library;
+    library.weak = {"nvtxInitOnce_v3", "_ZN3lab6detail4dumpEv"};
+    library.groups = {"nvtxInitOnce_v3", "_ZN3lab6detail4dumpEv"};
+    library.section_group = {{".text.nvtxInitOnce_v3", "nvtxInitOnce_v3"},
+                             {".text._ZN3lab6detail4dumpEv", "_ZN3lab6detail4dumpEv"}};
+    library.defined_in = {{"nvtxInitOnce_v3", ".text.nvtxInitOnce_v3"},
+                          {"_ZN3lab6detail4dumpEv", ".text._ZN3lab6detail4dumpEv"}};
+    library.undefined = {"getenv", "dlopen", "write"};
+    library.references = {{".text.nvtxInitOnce_v3", {{0x10, "getenv", "", 0}, {0x20, "dlopen", "", 0}}},
+                          {".text._ZN3lab6detail4dumpEv", {{0x10, "write", "", 0}}}};
+    c.library.weak = library.weak;
+    c.library.groups = library.groups;
+    c.pristine = {&library};
+    ObjectSymbols e = clean();
+    e.weak.insert("nvtxInitOnce_v3");
+    e.section_group[".text.nvtxInitOnce_v3"] = "nvtxInitOnce_v3";
+    e.references[".data.rel.local"] = {{0, "nvtxInitOnce_v3", "", 0}};
+    CHECK(check_seal(e, c).empty());
+    e.weak.insert("_ZN3lab6detail4dumpEv");  // a group of the library's own that is not NVTX's
+    e.section_group[".text._ZN3lab6detail4dumpEv"] = "_ZN3lab6detail4dumpEv";
+    e.references[".data.rel.local"].push_back({8, "_ZN3lab6detail4dumpEv", "", 0});
+    const auto findings = check_seal(e, c);
+    REQUIRE(findings.size() == 1);
+    CHECK(findings[0].symbol == "lab::detail::dump()");
+    CHECK(contains(findings[0].why, "calls write"));
+    // Referred to by a section of its own group only: the exercise's code never reaches it.
+    e.references.erase(".data.rel.local");
+    e.references[".text._ZN3lab6detail4dumpEv"] = {{0x10, "_ZN3lab6detail4dumpEv", "", 0}};
+    CHECK(check_seal(e, c).empty());
   }
 
   TEST_CASE("code that runs before main or at exit, and system calls, are refused") {
