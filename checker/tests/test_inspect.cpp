@@ -152,6 +152,21 @@ TEST_SUITE("inspect") {
     CHECK(check_seal(e, lesson()).empty());
   }
 
+  TEST_CASE("names of hostile lengths are judged on a bounded stack, and refused") {
+    // A symbol's name is the student's to choose: std::regex recursed once per character of a
+    // 40,000-character one (issue 52: a class run must survive any one submission).
+    const std::string digits = "cudaLaunchHostFunc_v" + std::string(40000, '7');
+    const std::string word(40000, 'a');
+    ObjectSymbols e = clean();
+    e.undefined.insert({digits, word});
+    e.strong.insert("_ZN12_GLOBAL__N__" + std::string(40000, 'b') + "_cu_1234abcd1fE");
+    const auto findings = check_seal(e, lesson());
+    // The unknown name and the definition are refused: too long to read is the strict reading.
+    // (An unknown cuda* name is allowed like any runtime call: the link would need it to exist.)
+    CHECK(findings.size() == 2);
+    for (const auto& f : findings) CHECK(f.symbol.size() >= 40000);
+  }
+
   TEST_CASE("an exercise makes its streams with the runtime's calls the library tracks, or as lab::SideStream") {
     // A stream the library does not know could run work before the clock starts or after it
     // stops; the three runtime calls it stands in for (common/src/streams.cpp) are ordinary CUDA.
