@@ -566,6 +566,41 @@ TEST_CASE("grade: two sections' `alice` are never graded into one folder by two 
   CHECK(json::parse(read_text(out / "alice" / "result.json")) == first);
 }
 
+TEST_CASE("grade: a class holding issue 52's hostile submissions is graded to the end, the others' verdicts unchanged") {
+  const FakeCourse& c = course();
+  const fs::path subs = c.tmp.path() / "class52";
+  const std::string right = "const char* exercise_mode() { return \"result\"; }\ndouble exercise_ms() { return 0.5; }\n";
+  write_text(subs / "alice" / "90-fake" / "exercise.cu", right);
+  std::string line = "int a[] = {";  // one 40 KB line: nvcc's caret line under it once crashed grade
+  for (int i = 0; i < 20000; ++i) line += "1,";
+  write_text(subs / "caret" / "90-fake" / "exercise.cu", line + "1 1};\n");
+  write_text(subs / "device" / "90-fake" / "exercise.cu", "#include \"/dev/ptmx\"\n");
+  fs::create_directories(subs / "linker");
+  fs::create_directory_symlink("../alice/90-fake", subs / "linker" / "90-fake");
+  write_text(subs / "zoe" / "90-fake" / "exercise.cu", right);
+  std::vector<std::string> args = {"grade"};
+  for (const char* who : {"alice", "caret", "device", "linker", "zoe"}) args.push_back((subs / who).string());
+  args.insert(args.end(), {"--out", (c.tmp.path() / "class52-graded").string()});
+  const Cli all = c.run(args);
+  INFO(all.out << all.err);
+  REQUIRE(all.code == 0);
+  const Cli alone = c.run({"grade", (subs / "alice").string(), (subs / "zoe").string(), "--out",
+                           (c.tmp.path() / "class52-alone").string()});
+  REQUIRE(alone.code == 0);
+  for (const char* who : {"alice", "zoe"}) {
+    const json in_class = json::parse(read_text(c.tmp.path() / "class52-graded" / who / "result.json"));
+    const json by_itself = json::parse(read_text(c.tmp.path() / "class52-alone" / who / "result.json"));
+    CHECK(in_class["score"] == by_itself["score"]);
+    CHECK(in_class["lessons"][0]["verdict"] == "pass");
+    CHECK(in_class["lessons"][0]["verdict"] == by_itself["lessons"][0]["verdict"]);
+  }
+  for (const char* who : {"caret", "device", "linker"}) {
+    const json r = json::parse(read_text(c.tmp.path() / "class52-graded" / who / "result.json"));
+    CHECK(r["complete"] == true);
+    CHECK(r["lessons"][0]["verdict"] == "error");
+  }
+}
+
 TEST_CASE("grade: a lesson folder that links to another student's is refused, naming the link; theirs is unchanged") {
   const FakeCourse& c = course();
   const fs::path subs = c.tmp.path() / "linked", out = c.tmp.path() / "linked-graded";
