@@ -11,6 +11,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <set>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -118,11 +119,11 @@ void set_up_mounts(sandbox_detail::ChildPlan& plan, int report_fd) {
     reveal_fd[i] = ::open(plan.reveal[i].c_str(), O_PATH | O_CLOEXEC);
 
   if (plan.private_tmp)
-    for (const char* dir : {"/tmp", "/dev/shm"}) {
+    for (const std::string& dir : plan.private_dirs) {
       struct stat st;
-      if (::stat(dir, &st) == 0 && S_ISDIR(st.st_mode) &&
-          ::mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV, plan.tmp_options.c_str()) != 0)
-        fail(report_fd, "sandbox: a private /tmp or /dev/shm (tmpfs)");
+      if (::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) &&
+          ::mount("tmpfs", dir.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, plan.tmp_options.c_str()) != 0)
+        fail(report_fd, "sandbox: a private /tmp, /dev/shm or other folder anyone may write (tmpfs)");
     }
   // A hidden folder that is gone now was inside the private /tmp: hidden already.
   std::vector<char>& covered = plan.hidden_mounted;  // sized before the fork
@@ -285,6 +286,7 @@ bool namespaces_available(std::string& why) {
     sandbox_detail::ChildPlan plan;
     plan.namespaces = true;
     plan.private_tmp = true;
+    plan.private_dirs = sandbox_detail::private_folders();
     const Probe p = probe_in_child([&](int fd) { sandbox_detail::enter(plan, fd); });
     sandbox_detail::StartFailure failure;
     const bool failed = p.report.size() == sizeof failure;
@@ -669,6 +671,24 @@ void report_failure(int report_fd, const char* step, int error) {
   (void)!::write(report_fd, &f, sizeof f);
 }
 
+std::vector<std::string> private_folders() {
+  // /tmp and /dev/shm, and every folder anyone may write one level below the places such
+  // folders live (/var/tmp, /run/lock, ...): each run gets its own, empty, so nothing one
+  // student's program leaves there reaches the next, and nothing needs listing.
+  std::set<std::string> dirs = {"/tmp", "/dev/shm"};
+  for (const char* parent : {"/", "/var", "/run", "/dev", "/srv", "/opt", "/home", "/mnt", "/media"}) {
+    std::error_code ec;
+    for (fs::directory_iterator it(parent, ec), end; !ec && it != end; it.increment(ec)) {
+      const fs::path p = it->path();
+      if (p == "/proc" || p == "/sys" || fs::is_symlink(p, ec)) continue;
+      struct stat st;
+      if (::lstat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & S_IWOTH))
+        dirs.insert(p.string());
+    }
+  }
+  return {dirs.begin(), dirs.end()};
+}
+
 ChildPlan plan_for(Role role, const std::vector<std::string>& argv, const fs::path& workdir) {
   const SandboxPolicy& policy = g_policy;
   ChildPlan plan;
@@ -687,6 +707,7 @@ ChildPlan plan_for(Role role, const std::vector<std::string>& argv, const fs::pa
   // A fresh /tmp for each run, with the folders it needs shown in it: the grading build may
   // live in /tmp, and so may a program's work folder. Four of the largest files fit in it.
   plan.private_tmp = policy.private_tmp;
+  if (plan.private_tmp) plan.private_dirs = private_folders();
   plan.tmp_options = "mode=1777";
   if (limits.file_bytes > 0) plan.tmp_options += ",size=" + std::to_string(4 * limits.file_bytes);
 

@@ -170,6 +170,10 @@ namespace sandbox_detail {
 /// Which of run_process's processes a policy applies to.
 enum class Role { build, program };
 
+/// @return /tmp, /dev/shm and every folder anyone may write one level below /, /var, /run, /dev
+/// (/var/tmp, /run/lock, ...): each gets a private, empty tmpfs in a run with namespaces
+std::vector<std::string> private_folders();
+
 /// Everything the forked child needs, computed before the fork (the child may not allocate).
 struct ChildPlan {
   Role role = Role::program;
@@ -177,6 +181,7 @@ struct ChildPlan {
   uid_t user = 0;  ///< 0: stays the checker's user; else uid = gid = user, no groups
   bool private_tmp = false;
   std::string tmp_options;           ///< the private /tmp's mount options (its size)
+  std::vector<std::string> private_dirs;  ///< /tmp, /dev/shm and every world-writable folder
   ResourceLimits limits;             ///< set as rlimits in the child (the cgroup's are set outside)
   std::vector<int> cgroup_procs;     ///< the run's cgroup.procs files; the child joins them first
   std::vector<std::string> hidden;   ///< canonical, existing folders, none inside another

@@ -224,6 +224,33 @@ TEST_CASE("namespaces: a build sees the folders shown to it, but not what is hid
   CHECK(contains(build_reads(home / "private.txt"), "cannot read"));
 }
 
+TEST_CASE("namespaces: every folder anyone may write is the run's own (/var/tmp, /run/lock ...)") {
+  // Issue 48: a submission left 200,001 files in /var/tmp and /run/lock, shared between students,
+  // and the next student's correct lesson 11 was graded 0/10.
+  const std::vector<std::string> dirs = sandbox_detail::private_folders();
+  CHECK(std::find(dirs.begin(), dirs.end(), "/tmp") != dirs.end());
+  for (const char* shared : {"/var/tmp", "/run/lock", "/dev/shm"})
+    if (fs::is_directory(shared) && !fs::is_symlink(shared))
+      CHECK(std::find(dirs.begin(), dirs.end(), shared) != dirs.end());
+  if (!have_namespaces() || !fs::is_directory("/var/tmp")) return;
+  const fs::path before = fs::path("/var/tmp") / ("lab-left-" + random_hex(4));
+  write_text(before, "previous student's cache\n");
+  // Readable by all, not executable: an executable named on the command line is shown to a run.
+  fs::permissions(before, fs::perms::owner_read | fs::perms::owner_write | fs::perms::others_read);
+  SandboxPolicy policy = policy_of(Containment::namespaces);
+  policy.private_tmp = true;
+  PolicyScope scope(policy);
+  TempDir work("lab-sandbox-work");
+  const fs::path out = work.path() / "out.txt";
+  run_escaper({new_token(), "read", before.string()}, out, work.path());
+  CHECK(contains(read_text(out), "cannot read"));  // not there: the run's /var/tmp is empty
+  const fs::path left = fs::path("/var/tmp") / ("lab-leaves-" + random_hex(4));
+  run_escaper({new_token(), "write", left.string()}, out, work.path());
+  CHECK(contains(read_text(out), "wrote " + left.string()));
+  CHECK_FALSE(fs::exists(left));  // and what it wrote there went with the run
+  fs::remove(before);
+}
+
 TEST_CASE("namespaces: a private /tmp, and as root a program runs as uid 65534") {
   if (!have_namespaces()) return;
   TempDir dir("lab-sandbox");  // under /tmp (or $TMPDIR): the next student's files would be here
@@ -242,8 +269,9 @@ TEST_CASE("namespaces: a private /tmp, and as root a program runs as uid 65534")
     MESSAGE("not root: the uid 65534 case needs root");
     return;
   }
-  // A file only root may read, in a folder the program can see.
-  const fs::path shown = fs::path("/var/tmp") / ("lab-sandbox-" + random_hex(4));
+  // A file only root may read, in a folder the program can see (its work folder: /var/tmp is
+  // the run's own now).
+  const fs::path shown = work.path() / ("lab-sandbox-" + random_hex(4));
   write_text(shown, "root only\n");
   fs::permissions(shown, fs::perms::owner_read | fs::perms::owner_write);
   run_escaper({new_token(), "read", shown.string()}, out, work.path());
