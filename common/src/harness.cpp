@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstring>
@@ -89,6 +90,11 @@ std::uint64_t fresh_seed() {
 }
 
 }  // namespace
+
+double fresh_log_uniform(double low, double high) {
+  const double u = static_cast<double>(fresh_seed() >> 11) * 0x1p-53;  // uniform in [0, 1)
+  return low * std::pow(high / low, u);
+}
 
 void close_process_memory() { ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0); }  // cannot fail with 0
 

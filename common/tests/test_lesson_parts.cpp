@@ -206,3 +206,17 @@ TEST_CASE("a kept reference is made again only for other inputs or other element
   CHECK(kept.get(2, {0, 2}, make) == 3);  // other elements
   CHECK(made == 3);
 }
+
+TEST_CASE("a fresh log-uniform draw stays in its band and spreads over it") {
+  // What lessons 01 and 02 hand a timer: a length no constant can match.
+  std::vector<double> draws;
+  for (int i = 0; i < 2000; ++i) draws.push_back(lab::fresh_log_uniform(0.05, 0.5));
+  int low_decade_half = 0;
+  for (const double d : draws) {
+    CHECK(d >= 0.05);
+    CHECK(d < 0.5);
+    low_decade_half += d < std::sqrt(0.05 * 0.5);  // below the geometric middle
+  }
+  CHECK(low_decade_half > 800);  // about half, as a log-uniform draw puts it
+  CHECK(low_decade_half < 1200);
+}

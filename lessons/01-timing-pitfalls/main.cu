@@ -57,12 +57,6 @@ struct Band {
 constexpr Band kBands[3] = {{"kernel_short", 0.05, 0.5}, {"kernel_medium", 0.5, 5.0},
                             {"kernel_long", 5.0, 25.0}};
 
-double draw_length_ms(const Band& band) {
-  std::random_device entropy;
-  const double u = std::uniform_real_distribution<double>(0.0, 1.0)(entropy);
-  return band.low_ms * std::pow(band.high_ms / band.low_ms, u);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -130,7 +124,7 @@ int main(int argc, char** argv) {
     std::shuffle(order.begin(), order.end(), std::mt19937_64(std::random_device{}()));
     int medium_steps = 0;
     for (const std::size_t k : order) {
-      const double target_ms = draw_length_ms(kBands[k]);
+      const double target_ms = lab::fresh_log_uniform(kBands[k].low_ms, kBands[k].high_ms);
       const int steps = std::max(1, static_cast<int>(std::lround(steps_per_ms * target_ms)));
       if (k == 1) medium_steps = steps;
       auto work = [&, steps](cudaStream_t s) {

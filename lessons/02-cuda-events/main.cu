@@ -85,7 +85,7 @@ class VectorAdd {
   float* device_c() const { return c_.data(); }
 
   // The three phases, exactly as the library and your time_phases get them; the kernel phase
-  // begins with a wait of delay_ms on the GPU when it is not 0 (your calls: draw_delay_ms).
+  // begins with a wait of delay_ms on the GPU when it is not 0 (your calls: a fresh draw each).
   l02::Pipeline pipeline(double delay_ms = 0) const {
     const std::size_t n = n_, bytes = n_ * sizeof(float);
     float *a = a_.data(), *b = b_.data(), *c = c_.data(), *hc = hc_.data();
@@ -172,12 +172,7 @@ lab::Reading median_error(const std::vector<double>& e) {
 // know a phase's time, so no number your code holds beforehand passes for one (a constant is
 // within 25% of one call's kernel phase about one time in seven, of five calls in nine about one
 // time in two hundred, in each of the three rounds).
-constexpr double kMaxDelayMs = 20;
-double draw_delay_ms() {
-  std::random_device entropy;
-  const double u = std::uniform_real_distribution<double>(0.0, 1.0)(entropy);
-  return 0.2 * std::pow(kMaxDelayMs / 0.2, u);
-}
+constexpr double kMinDelayMs = 0.2, kMaxDelayMs = 20;
 
 const char* const kPhaseNames[3] = {"copy_in", "kernel", "copy_out"};
 
@@ -276,7 +271,7 @@ class Student {
     d.poison(s);
     if (busy_ms > 0) lab::spin(busy_ms * 1e3, other_);
     Call c;
-    const double delay_ms = draw_delay_ms();
+    const double delay_ms = lab::fresh_log_uniform(kMinDelayMs, kMaxDelayMs);
     try {
       l02::Pipeline pipeline = d.pipeline(delay_ms);
       asked_ = false;

@@ -64,6 +64,14 @@ struct TimedCallChecks {
 /// file, and no debugger can attach to a running program (one that starts it still can).
 void close_process_memory();
 
+/// @brief A number no state in this process predicts, for what a timer lesson hands over (a
+/// kernel's length, a wait): drawn from std::random_device now, log-uniform in [@p low, @p high).
+/// A constant answer lands within 10% of it with probability log(1.1 / 0.9) / log(high / low).
+/// @param low the least value (> 0)
+/// @param high the bound above it
+/// @return the draw
+double fresh_log_uniform(double low, double high);
+
 /// What a tensor-core roof multiplies (Lesson::measure_tensor_roof).
 enum class TensorInput { bf16, tf32 };
 
