@@ -1,9 +1,7 @@
 /// @file timed_calls.hpp
-/// @brief lab::TimedCalls: a lesson's checks of its exercise's timed calls, written as a class.
-/// A lesson derives from it, writes prepare() and verify(), and hands checks() to
-/// Lesson::measure (see lab::TimedCallChecks and docs/grading-security.md, "Timed calls are
-/// validated calls"). Also what a check of a matrix product needs (lab::crossings,
-/// lab::product_at, lab::KeptReference) and lab::BetweenCalls.
+/// @brief What a lesson's checks (lab::Checks, lab/protocol.cuh) use beyond the protocol itself:
+/// lab::BetweenCalls, the harness's own work timed between the exercise's timed calls; and what
+/// a check of a matrix product needs (lab::crossings, lab::product_at, lab::KeptReference).
 #pragma once
 
 #include <cstddef>
@@ -21,54 +19,7 @@
 
 namespace lab {
 
-/// @brief How an exercise's timed calls are held to account: before every one, prepare() gives
-/// it new inputs from a seed the harness drew and re-poisons its outputs; after the calls the
-/// harness picks once they have finished, verify() checks that call like a validated one.
-class TimedCalls {
- public:
-  virtual ~TimedCalls() = default;
-
-  /// @return the checks for Lesson::measure: prepare() before every timed call; verify() after
-  ///         every call the harness picks (all of them, right or wrong: a --replay run must make
-  ///         the same checks, and it sees only what was recorded)
-  TimedCallChecks checks() {
-    return {[this](cudaStream_t stream, std::uint64_t call_seed) {
-              prepared_ = true;
-              prepare(stream, call_seed);
-            },
-            [this](cudaStream_t stream, const std::string& case_name, std::uint64_t pick_seed) {
-              pick.seed(pick_seed);
-              verify(stream, case_name);
-            }};
-  }
-
-  /// @return true once a timed call was prepared: the exercise was timed (its inputs can be
-  ///         checked afterwards)
-  bool prepared() const { return prepared_; }
-
- protected:
-  /// @brief Before a timed call, outside the timed window: new inputs made from @p call_seed (a
-  /// seed the exercise cannot see) and poisoned outputs.
-  /// @param stream the lesson's stream
-  /// @param call_seed drawn by the harness for this call
-  virtual void prepare(cudaStream_t stream, std::uint64_t call_seed) = 0;
-
-  /// @brief After a call the harness picked, once it has finished: its outputs against a
-  /// reference from the regenerated inputs (never read back from buffers the exercise could
-  /// write), compared with Lesson::compare and recorded with Lesson::check under @p case_name.
-  /// @param stream the lesson's stream
-  /// @param case_name e.g. "timed call 17"
-  virtual void verify(cudaStream_t stream, const std::string& case_name) = 0;
-
-  /// The harness's own generator for what verify() looks at (rows, elements): seeded before
-  /// each verify() from a draw made only after the call (a --replay run seeds it the same way).
-  std::mt19937_64 pick;
-
- private:
-  bool prepared_ = false;
-};
-
-/// @brief The harness's own work, timed between an exercise's calls (from TimedCalls::prepare,
+/// @brief The harness's own work, timed between an exercise's calls (from Checks::between_calls,
 /// or right after each call), for a rule that divides a reading by a reference: measured over the
 /// same stretch of time as the exercise's samples, the reference moves with whatever drifts for a
 /// while (the host link once ran at 45 instead of 55 GB/s for seconds on the H100). Each part runs on
