@@ -171,8 +171,9 @@ namespace sandbox_detail {
 enum class Role { build, program };
 
 /// @return /tmp, /dev/shm and every folder anyone may write one level below /, /var, /run, /dev
-/// (/var/tmp, /run/lock, ...): each gets a private, empty tmpfs in a run with namespaces
-std::vector<std::string> private_folders();
+/// (/var/tmp, /run/lock, ...): each gets a private, empty tmpfs in a run with namespaces.
+/// Found once per process (the first run), not once per run.
+const std::vector<std::string>& private_folders();
 
 /// Everything the forked child needs, computed before the fork (the child may not allocate).
 struct ChildPlan {

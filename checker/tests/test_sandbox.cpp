@@ -227,7 +227,8 @@ TEST_CASE("namespaces: a build sees the folders shown to it, but not what is hid
 TEST_CASE("namespaces: every folder anyone may write is the run's own (/var/tmp, /run/lock ...)") {
   // Issue 48: a submission left 200,001 files in /var/tmp and /run/lock, shared between students,
   // and the next student's correct lesson 11 was graded 0/10.
-  const std::vector<std::string> dirs = sandbox_detail::private_folders();
+  const std::vector<std::string>& dirs = sandbox_detail::private_folders();
+  CHECK(&dirs == &sandbox_detail::private_folders());  // scanned once per process, not per run
   CHECK(std::find(dirs.begin(), dirs.end(), "/tmp") != dirs.end());
   for (const char* shared : {"/var/tmp", "/run/lock", "/dev/shm"})
     if (fs::is_directory(shared) && !fs::is_symlink(shared))
