@@ -574,6 +574,20 @@ TEST_CASE("grading build: where uid 65533 cannot reach the course, builds run as
   build.clear_student_files();
 }
 
+// An exercise.cu that compiles for minutes: each constant takes g++ about a second, within its
+// per-evaluation limits; 100000 of them.
+const std::string kEndlessCompile =
+    "#include <utility>\n"
+    "template <int K> constexpr long spin() {\n"
+    "  long s = K;\n"
+    "  for (long i = 0; i < 1000; ++i)\n"
+    "    for (long j = 0; j < 1000; ++j) s += i ^ j;\n"
+    "  return s;\n}\n"
+    "template <int K> constexpr long spun = spin<K>();\n"
+    "template <int... K> long total(std::integer_sequence<int, K...>) { return (spun<K> + ...); }\n"
+    "const char* exercise_mode() { return total(std::make_integer_sequence<int, 100000>()) ? \"result\" : \"\"; }\n"
+    "double exercise_ms() { return 1.0; }\n";
+
 // A contained grading build of the fake course with its two lessons, and a student's folder.
 struct TwoLessonGrading {
   explicit TwoLessonGrading(const std::string& generator = LAB_TEST_GENERATOR) : generator(generator) {}
@@ -678,18 +692,7 @@ TEST_CASE("grading build: a lesson that never stops compiling costs the overall 
   build.build_all({"90-fake", "91-other"});
   build.clear_student_files();
 
-  // Each constant takes g++ about a second, within its per-evaluation limits; 100000 of them.
-  write_text(alice / "90-fake" / "exercise.cu",
-             "#include <utility>\n"
-             "template <int K> constexpr long spin() {\n"
-             "  long s = K;\n"
-             "  for (long i = 0; i < 1000; ++i)\n"
-             "    for (long j = 0; j < 1000; ++j) s += i ^ j;\n"
-             "  return s;\n}\n"
-             "template <int K> constexpr long spun = spin<K>();\n"
-             "template <int... K> long total(std::integer_sequence<int, K...>) { return (spun<K> + ...); }\n"
-             "const char* exercise_mode() { return total(std::make_integer_sequence<int, 100000>()) ? \"result\" : \"\"; }\n"
-             "double exercise_ms() { return 1.0; }\n");
+  write_text(alice / "90-fake" / "exercise.cu", kEndlessCompile);
   build.set_time_limits(2, 8);
   for (const LessonConfig* l : {&bomb, &good}) REQUIRE(build.stage_submission(*l, alice / l->name / "exercise.cu") == "");
   const auto t0 = std::chrono::steady_clock::now();
@@ -816,17 +819,7 @@ TEST_CASE("grading build: build limits are in proportion to the course's own com
   // the least a step gets.
   g.build.clear_student_files();
   for (const LessonConfig* l : {&g.first, &g.second}) {
-    write_text(g.alice / l->name / "exercise.cu",
-               "#include <utility>\n"
-               "template <int K> constexpr long spin() {\n"
-               "  long s = K;\n"
-               "  for (long i = 0; i < 1000; ++i)\n"
-               "    for (long j = 0; j < 1000; ++j) s += i ^ j;\n"
-               "  return s;\n}\n"
-               "template <int K> constexpr long spun = spin<K>();\n"
-               "template <int... K> long total(std::integer_sequence<int, K...>) { return (spun<K> + ...); }\n"
-               "const char* exercise_mode() { return total(std::make_integer_sequence<int, 100000>()) ? \"result\" : \"\"; }\n"
-               "double exercise_ms() { return 1.0; }\n");
+    write_text(g.alice / l->name / "exercise.cu", kEndlessCompile);
     REQUIRE(g.build.stage_submission(*l, g.alice / l->name / "exercise.cu") == "");
   }
   const auto t0 = std::chrono::steady_clock::now();
