@@ -37,6 +37,20 @@ struct FakeLesson {
     write_text(mutants / (name + ".patch"), "--- solutions/90-fake/exercise.cu\n+++ " + name +
                                                 ".cu\n@@ -1 +1 @@\n-// the solution\n+// " + name + "\n");
   }
+  /// One mutant, <name>.patch, built as the fake lesson run with `args`; `expected` is all of
+  /// expected.toml.
+  void only_mutant(const std::string& name, const std::string& args, const std::string& expected) const {
+    mutant(name);
+    program(programs / ("mutant-" + name), args);
+    write_text(mutants / "expected.toml", expected);
+  }
+  /// Options for these programs: stand-ins, with no object files to inspect.
+  SelftestOptions options() const {
+    SelftestOptions opt;
+    opt.build_dir = build;
+    opt.inspect = false;
+    return opt;
+  }
 };
 
 const SelftestCheck& find(const std::vector<SelftestCheck>& checks, const std::string& subject) {
@@ -53,7 +67,7 @@ TEST_SUITE("selftest") {
 TEST_CASE("solution, starter and mutants are held to their promises") {
   TempDir dir;
   const FakeLesson fake(dir.path());
-  const fs::path &build = fake.build, &programs = fake.programs;
+  const fs::path& programs = fake.programs;
   const LessonConfig& lesson = fake.config;
   for (const char* m : {"racy", "crashy", "hang", "forged", "unlisted"}) fake.mutant(m);
   program(programs / "mutant-racy", "--exercise-ms 0.5 --wrong");
@@ -67,9 +81,7 @@ TEST_CASE("solution, starter and mutants are held to their promises") {
              "[forged]\nverdict = \"error\"\nreason = \"result\"\n"
              "[ghost]\nverdict = \"fail\"\n");
 
-  SelftestOptions opt;
-  opt.build_dir = build;
-  opt.inspect = false;  // stand-in programs: no object files to inspect
+  SelftestOptions opt = fake.options();
   std::vector<std::string> seen;  // what a caller is shown as each check is made, in order
   const auto checks = selftest_lesson(lesson, opt, nullptr,
                                       [&](const SelftestCheck& c) { seen.push_back(c.subject); });
@@ -104,12 +116,8 @@ TEST_CASE("solution, starter and mutants are held to their promises") {
 TEST_CASE("a mutant whose patch no longer fits its base is a failed check naming the hunk") {
   TempDir dir;
   const FakeLesson fake(dir.path());
-  fake.mutant("racy");
-  program(fake.programs / "mutant-racy", "--exercise-ms 0.5 --wrong");
-  write_text(fake.mutants / "expected.toml", "[racy]\nrule = \"correct\"\nverdict = \"fail\"\n");
-  SelftestOptions opt;
-  opt.build_dir = fake.build;
-  opt.inspect = false;
+  fake.only_mutant("racy", "--exercise-ms 0.5 --wrong", "[racy]\nrule = \"correct\"\nverdict = \"fail\"\n");
+  const SelftestOptions opt = fake.options();
   CHECK(find(selftest_lesson(fake.config, opt, nullptr), "mutant racy").held);
   // The solution moved on; the mutant was not made again from it.
   write_text(fake.mutants.parent_path() / "exercise.cu", "// the solution, improved\n");
@@ -126,12 +134,9 @@ TEST_CASE("with pristine baselines, a mutant that slows its own baseline gains n
   TempDir dir;
   const FakeLesson fake(dir.path());
   // The starter's speed, its in-process baseline slowed tenfold: 20x over it, where the bar is 3x.
-  fake.mutant("slows_baseline");
-  program(fake.programs / "mutant-slows_baseline", "--exercise-ms 2.0 --baseline-ms 40");
-  write_text(fake.mutants / "expected.toml", "[slows_baseline]\nrule = \"speedup\"\nverdict = \"fail\"\n");
-  SelftestOptions opt;
-  opt.build_dir = fake.build;
-  opt.inspect = false;  // stand-in programs: no object files to inspect
+  fake.only_mutant("slows_baseline", "--exercise-ms 2.0 --baseline-ms 40",
+                   "[slows_baseline]\nrule = \"speedup\"\nverdict = \"fail\"\n");
+  SelftestOptions opt = fake.options();
   CHECK_FALSE(find(selftest_lesson(fake.config, opt, nullptr), "mutant slows_baseline").held);
   opt.pristine = true;  // the baseline timed again by the lesson's starter (4 ms): 2x, a fail
   const auto checks = selftest_lesson(fake.config, opt, nullptr);
@@ -143,7 +148,7 @@ TEST_CASE("with pristine baselines, a mutant that slows its own baseline gains n
 TEST_CASE("mutants expected to pass run in every round, and passing subjects report their narrowest margin") {
   TempDir dir;
   const FakeLesson fake(dir.path());
-  const fs::path &build = fake.build, &programs = fake.programs;
+  const fs::path& programs = fake.programs;
   const LessonConfig& lesson = fake.config;
   program(programs / "mutant-taught_path", "--exercise-ms 0.6");
   program(programs / "mutant-racy", "--exercise-ms 0.5 --wrong");
@@ -152,9 +157,7 @@ TEST_CASE("mutants expected to pass run in every round, and passing subjects rep
   write_text(fake.mutants / "expected.toml",
              "[taught_path]\nverdict = \"pass\"\n[racy]\nrule = \"correct\"\nverdict = \"fail\"\n"
              "[alt_design]\nverdict = \"pass\"\n");
-  SelftestOptions opt;
-  opt.build_dir = build;
-  opt.inspect = false;
+  SelftestOptions opt = fake.options();
 
   const auto all = selftest_lesson(lesson, opt, nullptr);
   REQUIRE(all.size() == 5);
