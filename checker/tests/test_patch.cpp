@@ -2,6 +2,9 @@
 // its base exactly is an error naming the patch and the hunk.
 #include <doctest/doctest.h>
 
+#include <string>
+#include <utility>
+
 #include "helpers.hpp"
 #include "patch.hpp"
 
@@ -85,24 +88,34 @@ TEST_CASE("a patch that is not one well-formed unified diff is refused with its 
     }
     return "(parsed)";
   };
-  CHECK(parse_error("just text\n") == "m.patch: not a unified diff (no \"--- <file>\" line)");
-  CHECK(parse_error("--- a\n@@ -1 +1 @@\n") == "m.patch:2: a \"+++ <file>\" line must follow the \"---\" line");
-  CHECK(parse_error("--- a\n+++ b\n") == "m.patch: no hunks (the patch changes nothing)");
-  CHECK(parse_error("--- a\n+++ b\n@@ -1,2 +1,2 @@\n-one\n+1\n") ==
-        "m.patch: hunk 1 (@@ -1,2 +1,2 @@) is cut short: the patch ends 1 old and 1 new lines "
-        "before its header's counts");
-  CHECK(parse_error("--- a\n+++ b\n@@ -1 +1 @@\n-one\n+1\n+2\n") ==
-        "m.patch:6: expected a hunk header \"@@ -a,b +c,d @@\", found \"+2\"");
-  CHECK(parse_error("--- a\n+++ b\n@@ -1,2 +1,2 @@\n-one\n+1\n\n") ==
-        "m.patch:6: a line of hunk 1 (@@ -1,2 +1,2 @@) must start with ' ', '-' or '+', found \"\"");
-  CHECK(parse_error("--- a\n+++ b\n@@ -1 +1 @@\n-one\n+1\n--- c\n+++ d\n") ==
-        "m.patch:6: a second file: a patch holds one file");
-  CHECK(parse_error("--- a\n+++ b\n@@ -1 +x @@\n") ==
-        "m.patch:3: expected a hunk header \"@@ -a,b +c,d @@\", found \"@@ -1 +x @@\"");
-  CHECK(parse_error("--- a\n+++ b\n@@ -0,1 +1 @@\n-one\n+1\n") ==
-        "m.patch:3: expected a hunk header \"@@ -a,b +c,d @@\", found \"@@ -0,1 +1 @@\"");
-  CHECK(parse_error("--- a\n+++ b\n@@ -1 +1 @@\n\\ No newline at end of file\n-one\n+1\n") ==
-        "m.patch:4: \"\\ No newline at end of file\" follows no line of hunk 1 (@@ -1 +1 @@)");
+  // Each text, and the one line that refuses it.
+  const std::pair<std::string, std::string> refused[] = {
+      {"just text\n",
+       "m.patch: not a unified diff (no \"--- <file>\" line)"},
+      {"--- a\n@@ -1 +1 @@\n",
+       "m.patch:2: a \"+++ <file>\" line must follow the \"---\" line"},
+      {"--- a\n+++ b\n",
+       "m.patch: no hunks (the patch changes nothing)"},
+      {"--- a\n+++ b\n@@ -1,2 +1,2 @@\n-one\n+1\n",
+       "m.patch: hunk 1 (@@ -1,2 +1,2 @@) is cut short: the patch ends 1 old and 1 new lines "
+       "before its header's counts"},
+      {"--- a\n+++ b\n@@ -1 +1 @@\n-one\n+1\n+2\n",
+       "m.patch:6: expected a hunk header \"@@ -a,b +c,d @@\", found \"+2\""},
+      {"--- a\n+++ b\n@@ -1,2 +1,2 @@\n-one\n+1\n\n",
+       "m.patch:6: a line of hunk 1 (@@ -1,2 +1,2 @@) must start with ' ', '-' or '+', found \"\""},
+      {"--- a\n+++ b\n@@ -1 +1 @@\n-one\n+1\n--- c\n+++ d\n",
+       "m.patch:6: a second file: a patch holds one file"},
+      {"--- a\n+++ b\n@@ -1 +x @@\n",
+       "m.patch:3: expected a hunk header \"@@ -a,b +c,d @@\", found \"@@ -1 +x @@\""},
+      {"--- a\n+++ b\n@@ -0,1 +1 @@\n-one\n+1\n",
+       "m.patch:3: expected a hunk header \"@@ -a,b +c,d @@\", found \"@@ -0,1 +1 @@\""},
+      {"--- a\n+++ b\n@@ -1 +1 @@\n\\ No newline at end of file\n-one\n+1\n",
+       "m.patch:4: \"\\ No newline at end of file\" follows no line of hunk 1 (@@ -1 +1 @@)"},
+  };
+  for (const auto& [text, error] : refused) {
+    CAPTURE(text);
+    CHECK(parse_error(text) == error);
+  }
 }
 
 TEST_CASE("a mutant is a patch of its lesson's solution or starter") {
