@@ -135,13 +135,6 @@ class Look {
   /// @return true after a validated call: every element is compared
   bool everything() const { return pick_ == nullptr; }
 
-  /// @return the generator of what to pick, seeded only once the timed call finished (for a
-  ///         lesson that picks in its own way, e.g. lab::sample_product); only after a timed call
-  std::mt19937_64& picker() {
-    if (everything()) throw std::logic_error("lab::Look::picker: a validated call picks nothing");
-    return *pick_;
-  }
-
   /// @param n elements (rows, slices) of an output
   /// @param picks how many to look at after a timed call
   /// @return 0 .. n-1 after a validated call; else @p picks indices drawn now (repeats allowed)
