@@ -651,7 +651,8 @@ class CacheTests {
   // process: the expression nests five steps, each one of ten forms with constants of its own
   // (10^5 shapes), so no code written or compiled before the draw can answer them. Only a process
   // of the test that compiled the program can leave something for the next one, in its folder
-  // (checked: lab::WriteAudit). Every value stays finite and small for x in [-1, 1).
+  // (checked: lab::WriteAudit). Every value stays finite for x in [-2, 2), fill_x's range (below
+  // about 1e13: an exp of at most four steps that each scale by less than 1.75 and add 1).
   CacheTests(lab::Lesson& l, lab::WriteAudit& audit, fs::path root, std::string arch, bool keep)
       : l_(l), audit_(audit), root_(std::move(root)), arch_(std::move(arch)), keep_(keep) {
     auto constant = [&](double low, double high) {
