@@ -554,6 +554,10 @@ ElfObject read_elf(const fs::path& file) {
   };
   for (const Elf64_Shdr& h : headers) {
     if (h.sh_type == SHT_GROUP) {
+      // Only a COMDAT group is folded by the linker (the first of a signature kept, the others
+      // dropped); a plain group, which assembly can make under any signature, is kept whole:
+      // its sections are ordinary ones.
+      if (!(at(std::uint32_t{}, h.sh_offset) & GRP_COMDAT)) continue;
       const Elf64_Shdr& symtab = headers[index(h.sh_link)];
       const std::string signature = string_at(symtab.sh_link, symbol(symtab, h.sh_info).st_name);
       o.groups.insert(signature);

@@ -256,6 +256,33 @@ TEST_SUITE("inspect") {
     CHECK(names(check_seal(own, c), "dlopen"));
   }
 
+  TEST_CASE("a plain section group under a pristine COMDAT group's signature is the exercise's own code") {
+    // The linker folds COMDAT groups only: a group without the flag, which assembly can make
+    // under any signature, is kept beside the pristine one, and its calls run.
+    TempDir dir;
+    const ObjectSymbols pristine = compiled_object(
+        dir.path(), "pristine", "#include <vector>\nlong pristine_use(std::vector<double>& v) { v.push_back(1); return long(v.size()); }\n");
+    REQUIRE(!pristine.groups.empty());
+    SealContext c;
+    c.exercise_stem = "exercise";
+    c.interface.strong = {"_Z14exercise_entryv"};
+    c.harness = pristine;
+    c.harness.undefined.insert("_Z14exercise_entryv");
+    c.pristine = {&pristine};
+    auto exercise = [&](const std::string& name, const std::string& linkage) {
+      return check_seal(compiled_object(dir.path(), name,
+                                        "asm(\".section .text.sneak,\\\"axG\\\",@progbits," + *pristine.groups.begin() +
+                                            linkage + "\\nsneak_fn: jmp getenv@PLT\\n.text\\n\");\n"
+                                            "extern \"C\" long sneak_fn(const char*);\n"
+                                            "long exercise_entry() { return sneak_fn(\"HOME\"); }\n"),
+                        c);
+    };
+    CHECK(names(exercise("plain_group", ""), "getenv"));
+    // A COMDAT group of that signature is dropped for the pristine one (the link refuses the
+    // exercise's reference into it): none of its code runs.
+    CHECK_FALSE(names(exercise("comdat_group", ",comdat"), "getenv"));
+  }
+
   TEST_CASE("exercise code that refers to the pristine copy of an inline function or template instance is judged by what that copy calls") {
     // The library's own writer, a template the exercise instantiates explicitly (it may name the
     // library's private types) and then calls: the linker keeps the library's copy, which writes
