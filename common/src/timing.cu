@@ -147,12 +147,13 @@ void flush_l2(cudaStream_t stream) {
 std::optional<std::chrono::steady_clock::time_point> g_deadline;  // set_time_budget
 
 // The streams an exercise may put work on besides the timed one, and the sample now open: every
-// stream the program made through the runtime API but the harness's own (the interposers below),
-// lab::SideStream's among them. An exercise may also name this thread's per-thread default stream (cudaStreamPerThread, a constant no seal
-// can see). The legacy default stream needs nothing: the timed stream is blocking, so stream 0
-// waits for it and it for stream 0.
+// stream the program made through the runtime API but the harness's own (tracked by the
+// interposers of streams.cpp), lab::SideStream's among them. An exercise may also name this
+// thread's per-thread default stream (cudaStreamPerThread, a constant no seal can see). The
+// legacy default stream needs nothing: the timed stream is blocking, so stream 0 waits for it
+// and it for stream 0.
 struct SideStreams {
-  std::vector<cudaStream_t> live;  // every SideStream not yet destroyed
+  std::vector<cudaStream_t> live;  // every tracked stream not yet destroyed
   cudaStream_t timed = nullptr;    // the open sample's timed stream (null: none open)
   cudaEvent_t start = nullptr;     // the open sample's start event
   cudaEvent_t done = nullptr;      // recorded on a side stream for the timed stream to wait on
