@@ -47,7 +47,7 @@ struct TimedCallChecks {
   /// and give the call new inputs made from @p call_seed (a seed drawn by the harness, unknown to
   /// the exercise), so that a call is only right if it does the work on this call's data.
   std::function<void(cudaStream_t stream, std::uint64_t call_seed)> prepare;
-  /// After a call that the harness picks at random once the call has finished: check that call's
+  /// After every timed call (warm-up included), once it has finished: check that call's
   /// outputs against the inputs prepare() made (regenerated, not read back: the inputs are
   /// read-only) and record it with Lesson::compare or Lesson::check under @p case_name. What it
   /// picks to look at (rows, elements) comes from @p pick_seed, drawn only now (and replayed by
@@ -207,8 +207,8 @@ class Lesson {
 
   /// @brief Measures @p launch with lab::benchmark and records it for @p variant. With --profile
   /// it makes the same calls but stops after one of the first eight samples, picked at random,
-  /// which runs between cudaProfilerStart/Stop and is always verified; nothing is recorded as
-  /// measured. Work is per launch.
+  /// which runs between cudaProfilerStart/Stop and is verified like every call; nothing is
+  /// recorded as measured. Work is per launch.
   /// @param variant a declared variant
   /// @param work bytes and FLOPs of one launch
   /// @param launch enqueues the variant's work once on the given stream
