@@ -10,6 +10,7 @@
 #include <memory>
 #include <regex>
 #include <sstream>
+#include <string_view>
 #include <tuple>
 
 #include "files.hpp"
@@ -923,15 +924,21 @@ namespace {
 
 bool word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
-// The index just past the bracket that closes the one at `open` ('(' or '<'), or npos.
-std::size_t past_closing(const std::string& t, std::size_t open) {
-  const char o = t[open], c = o == '(' ? ')' : '>';
-  int depth = 0;
-  for (std::size_t i = open; i < t.size(); ++i) {
-    if (t[i] == o) ++depth;
-    else if (t[i] == c && --depth == 0) return i + 1;
+// For each '(' and '<' of `t`, the index just past the bracket that closes it, or npos: one pass
+// with a stack of each kind (a scan from every opening bracket took quadratic time).
+std::vector<std::size_t> closings(const std::string& t) {
+  std::vector<std::size_t> out(t.size(), std::string::npos), parens, angles;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    if (t[i] == '(' || t[i] == '<') {
+      (t[i] == '(' ? parens : angles).push_back(i);
+    } else if (t[i] == ')' || t[i] == '>') {
+      auto& open = t[i] == ')' ? parens : angles;
+      if (open.empty()) continue;
+      out[open.back()] = i + 1;
+      open.pop_back();
+    }
   }
-  return std::string::npos;
+  return out;
 }
 
 std::size_t skip_blanks(const std::string& t, std::size_t i) {
@@ -949,6 +956,7 @@ std::string trimmed(const std::string& s) {
 std::vector<std::string> review_flags(const std::string& source) {
   const SourceText s = source_text(source, false);
   const std::string& t = s.text;
+  const std::vector<std::size_t> past = closings(t);
   // std::regex recurses once per character it matches: no text longer than this goes to one
   // (a 40,000-character line overflowed the stack); what is longer is flagged, not read.
   constexpr std::size_t kLongest = 4096;
@@ -989,12 +997,15 @@ std::vector<std::string> review_flags(const std::string& source) {
     if (after < t.size() && (t[after] == '(' || t.compare(after, 3, "<<<") == 0) && !not_functions.count(w.name))
       called.insert(w.name);
     if (w.name == "using" || w.name == "typedef") {
-      const std::size_t end = t.find(';', w.at);
-      const std::string decl = t.substr(w.at, end == std::string::npos ? std::string::npos : end - w.at);
-      if (decl.size() > kLongest) {
-        flag(w.at, "a declaration of " + std::to_string(decl.size()) + " characters, too long to read");
+      // Its end looked for within kLongest (a search to the end of the file for each of many
+      // "using" took quadratic time).
+      const std::string_view rest = std::string_view(t).substr(w.at, kLongest + 1);
+      const std::size_t length = std::min(rest.find(';'), rest.size());
+      if (length > kLongest) {
+        flag(w.at, "a declaration of over " + std::to_string(kLongest) + " characters, too long to read");
         continue;
       }
+      const std::string decl(rest.substr(0, length));
       std::smatch m;
       static const std::regex using_alias(R"(^using\s+(\w+)\s*=.*\(\s*[*&])");
       static const std::regex typedef_alias(R"(\(\s*[*&]\s*(\w+)\s*\)\s*\()");
@@ -1004,11 +1015,16 @@ std::vector<std::string> review_flags(const std::string& source) {
   }
   // A name the file never declares counts where its address is taken, or where it becomes a
   // pointer (a header's constant cast to a number is no function).
-  auto function_named = [&](std::string operand, const std::string& type) {
-    operand = trimmed(operand);
-    const bool address = !operand.empty() && operand[0] == '&';
-    while (!operand.empty() && (operand[0] == '&' || operand[0] == ' ')) operand.erase(0, 1);
-    if (operand.size() > kLongest) return "(an operand of " + std::to_string(operand.size()) + " characters)";
+  // The operand is t[from, to): copied only when short enough to read (nested casts' copies of
+  // one another took quadratic time).
+  auto function_named = [&](std::size_t from, std::size_t to, const std::string& type) {
+    auto blank = [&](std::size_t i) { return t[i] == ' ' || t[i] == '\t' || t[i] == '\n'; };
+    while (from < to && blank(from)) ++from;
+    while (to > from && blank(to - 1)) --to;
+    const bool address = from < to && t[from] == '&';
+    while (from < to && (t[from] == '&' || t[from] == ' ')) ++from;
+    if (to - from > kLongest) return "(an operand of " + std::to_string(to - from) + " characters)";
+    const std::string operand = t.substr(from, to - from);
     static const std::regex qualified(R"(^(?:::)?(?:\w+\s*::\s*)*(\w+)$)");
     std::smatch m;
     if (!std::regex_match(operand, m, qualified)) return std::string();
@@ -1026,10 +1042,10 @@ std::vector<std::string> review_flags(const std::string& source) {
            (std::regex_search(bare, m, last_word) && pointer_aliases.count(m[1].str()) > 0);
   };
 
-  // One cast: its target type, its operand, and what follows it.
-  auto judge_cast = [&](std::size_t at, const std::string& type, const std::string& operand, std::size_t end) {
+  // One cast: its target type, its operand t[from, to), and where it ends.
+  auto judge_cast = [&](std::size_t at, const std::string& type, std::size_t from, std::size_t to, std::size_t end) {
     if (function_pointer_type(type)) flag(at, "a cast to a function pointer type (" + trimmed(type) + ")");
-    const std::string function = function_named(operand, type);
+    const std::string function = function_named(from, to, type);
     if (function.empty()) return;
     flag(at, "a cast of a function's address to data or another type (" + function + ")");
     const std::size_t next = skip_blanks(t, end);
@@ -1045,18 +1061,22 @@ std::vector<std::string> review_flags(const std::string& source) {
       // name<type>(operand)
       const std::size_t open = skip_blanks(t, w.at + w.name.size());
       if (open >= t.size() || t[open] != '<') continue;
-      const std::size_t type_end = past_closing(t, open);
+      const std::size_t type_end = past[open];
       const std::size_t paren = type_end == std::string::npos ? type_end : skip_blanks(t, type_end);
       if (paren == std::string::npos || paren >= t.size() || t[paren] != '(') continue;
-      const std::size_t end = past_closing(t, paren);
+      const std::size_t end = past[paren];
       if (end == std::string::npos) continue;
-      judge_cast(w.at, t.substr(open + 1, type_end - open - 2), t.substr(paren + 1, end - paren - 2), end);
+      if (type_end - open - 2 > kLongest) {
+        flag(w.at, "a cast to a type of " + std::to_string(type_end - open - 2) + " characters, too long to read");
+        continue;
+      }
+      judge_cast(w.at, t.substr(open + 1, type_end - open - 2), paren + 1, end - 1, end);
     } else if (integer_types.count(w.name)) {
       // uintptr_t(&f): a functional cast to an integer.
       const std::size_t paren = skip_blanks(t, w.at + w.name.size());
       if (paren >= t.size() || t[paren] != '(') continue;
-      const std::size_t end = past_closing(t, paren);
-      if (end != std::string::npos) judge_cast(w.at, w.name, t.substr(paren + 1, end - paren - 2), end);
+      const std::size_t end = past[paren];
+      if (end != std::string::npos) judge_cast(w.at, w.name, paren + 1, end - 1, end);
     }
   }
   // C-style casts: "(type) operand", where the parentheses hold a type (an identifier with
@@ -1093,7 +1113,9 @@ std::vector<std::string> review_flags(const std::string& source) {
                                 integer_types.count(trimmed(type)) > 0 ||
                                 type.find("long") != std::string::npos;
       if (!pointer_like) continue;
-      judge_cast(at, type, (*it)[2].str(), at + static_cast<std::size_t>(it->length(0)));
+      const std::size_t operand = from + static_cast<std::size_t>(it->position(2));
+      judge_cast(at, type, operand, operand + static_cast<std::size_t>(it->length(2)),
+                 at + static_cast<std::size_t>(it->length(0)));
     }
   }
   std::sort(found.begin(), found.end());

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 
 #include "helpers.hpp"
@@ -688,6 +689,23 @@ TEST_SUITE("inspect") {
     CHECK(contains(all, "line 1: a statement of"));  // too long to read: flagged for a look
     CHECK(contains(all, "line 3: a cast of a function's address"));
     CHECK(contains(all, "line 4:"));
+  }
+
+  TEST_CASE("review flags read a megabyte of unclosed or nested casts and declarations in linear time") {
+    // A scan to the end of the file from each "long(" or "using", and nested casts' copies of
+    // one another, took minutes on an exercise.cu of the largest size grade reads (1 MiB).
+    auto repeated = [](const std::string& unit) {
+      std::string out;
+      while (out.size() + unit.size() <= (1u << 20)) out += unit;
+      return out;
+    };
+    const std::string nested = repeated("long(").substr(0, 5 * 150000) + std::string(150000, ')');
+    const auto start = std::chrono::steady_clock::now();
+    for (const std::string& source : {repeated("long("), repeated("uintptr_t("), repeated("using "), nested}) {
+      const std::vector<std::string> flags = review_flags(source);
+      CHECK(!flags.empty());  // too long to read: flagged for a look
+    }
+    CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < 10);
   }
 
   TEST_CASE("review flags travel in the lesson's record and the merged gradebook") {
