@@ -421,19 +421,37 @@ void GradingBuild::set_time_proportion(double factor, double floor_s) {
     all_lessons_timeout_s_ = lesson_timeout_s_ = std::max(time_floor_s_, time_factor_ * pristine_compile_s_);
 }
 
-std::string GradingBuild::stage_submission(const LessonConfig& lesson, const fs::path& exercise) {
+namespace {
+
+// A handed-in exercise.cu's text: only a regular file (a link is not followed), at most
+// kMaxExerciseBytes. nullopt, with `why` for the student, where it cannot be read.
+std::optional<std::string> read_exercise(const fs::path& exercise, std::string& why) {
   std::error_code ec;
   const auto st = fs::symlink_status(exercise, ec);
-  if (ec || !fs::is_regular_file(st))
-    return exercise.filename().string() + " is not a regular file (links are not followed)";
-  std::string why;
+  if (ec || !fs::is_regular_file(st)) {
+    why = exercise.filename().string() + " is not a regular file (links are not followed)";
+    return std::nullopt;
+  }
   auto content = read_file_limited(exercise, kMaxExerciseBytes, why);
-  if (!content) return "exercise.cu " + why;
+  if (!content) why = "exercise.cu " + why;
+  return content;
+}
+
+}  // namespace
+
+std::string GradingBuild::stage_submission(const LessonConfig& lesson, const fs::path& exercise) {
+  std::string why;
+  const auto content = read_exercise(exercise, why);
+  return content ? stage_content(lesson, *content) : why;
+}
+
+std::string GradingBuild::stage_content(const LessonConfig& lesson, const std::string& content) {
   prepare();
   // Before any compiler sees it: a file it names that it may not read, or one that would block
   // the compiler (a device, a FIFO), is refused here.
-  if (std::string unsafe = refuse_unsafe_reads(*content, reads(lesson.name)); !unsafe.empty()) return unsafe;
-  stage(lesson.name, *content);
+  if (std::string unsafe = refuse_unsafe_reads(content, reads(lesson.name)); !unsafe.empty()) return unsafe;
+  stage(lesson.name, content);
+  std::error_code ec;
   fs::remove(dir_ / "lessons" / lesson.name / "submission", ec);  // never run a previous student's program
   return "";
 }
@@ -633,10 +651,11 @@ EarlierGrading earlier_grading(const fs::path& out) {
 }
 
 // A submission's lesson as handed in: its file, or why it is not graded, and what it holds.
+// Read once: what is hashed, staged and reviewed is this one reading of the file.
 struct HandedIn {
   std::optional<fs::path> file;  ///< none: not submitted
   std::string refused;           ///< why the file is not read, for the student
-  std::string unread;            ///< why it could not be read (too large, not a regular file)
+  std::string unread;            ///< why it could not be read (a link, too large), for the student
   std::string content;
 };
 
@@ -649,8 +668,8 @@ std::vector<HandedIn> handed_in(const fs::path& submission, const std::vector<Le
       h.refused = link_out_of_submission(submission, *h.file);
       if (h.refused.empty()) {
         std::string why;
-        if (auto text = read_file_limited(*h.file, kMaxExerciseBytes, why)) h.content = std::move(*text);
-        else h.unread = why;  // stage_submission() refuses it in its own words
+        if (auto text = read_exercise(*h.file, why)) h.content = std::move(*text);
+        else h.unread = why;
       }
     }
     out.push_back(std::move(h));
@@ -766,12 +785,12 @@ std::optional<Report> grade_submission(const fs::path& submission, const std::ve
   for (std::size_t i = 0; i < lessons.size(); ++i) {
     const LessonConfig& lesson = lessons[i];
     if (!handed[i].file) continue;
-    if (!handed[i].refused.empty()) {
-      refused[lesson.name] = handed[i].refused;
+    if (const std::string& why = handed[i].refused.empty() ? handed[i].unread : handed[i].refused; !why.empty()) {
+      refused[lesson.name] = why;
       continue;
     }
     contain(lesson, [&] {
-      if (std::string why = build.stage_submission(lesson, *handed[i].file); !why.empty()) refused[lesson.name] = why;
+      if (std::string why = build.stage_content(lesson, handed[i].content); !why.empty()) refused[lesson.name] = why;
       else staged.push_back(lesson.name);
     });
   }

@@ -61,6 +61,9 @@ class GradingBuild {
   /// program (never run a previous student's program). Returns why it could not, for the student
   /// (a link, too large), or "" once it is staged.
   std::string stage_submission(const LessonConfig& lesson, const fs::path& exercise);
+  /// The same for a file's text, read already (grade_submission reads each file once); refused
+  /// where it names a file it may not read (refuse_unsafe_reads).
+  std::string stage_content(const LessonConfig& lesson, const std::string& content);
 
   /// Builds the staged submissions of `lessons` in one run of the build tool, on every job and
   /// past a lesson that does not compile, within one overall time limit. It judges nothing:

@@ -10,7 +10,9 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <memory>
 #include <regex>
+#include <sstream>
 #include <thread>
 
 #include "grade.hpp"
@@ -508,6 +510,49 @@ TEST_CASE("grade: a failure of the checker in one lesson is that lesson's error;
   CHECK(grade_submission(subs / "s1", lessons, build, opt).has_value());
   CHECK_FALSE(grade_submission(subs / "s2", lessons, build, opt).has_value());
   CHECK(json::parse(read_text(out / "s1" / "result.json"))["lessons"][0]["message"] == "judged by the stand-in");
+}
+
+TEST_CASE("grade: a student's file is read once; what is hashed is what is built and judged") {
+  const FakeCourse& c = course();
+  const fs::path subs = c.tmp.path() / "read-once", out = c.tmp.path() / "read-once-graded";
+  const fs::path exercise = subs / "s" / "90-fake" / "exercise.cu";
+  const std::string good = "const char* exercise_mode() { return \"result\"; }\ndouble exercise_ms() { return 1.0; }\n";
+  write_text(exercise, good);
+  const std::vector<LessonConfig> all = load_lessons(c.source.string());
+  const std::vector<LessonConfig> lessons(all.begin(), all.begin() + 1);
+  REQUIRE(lessons.front().name == "90-fake");
+  GradingBuild build(c.source, c.build, c.tmp.path() / "grading-read-once", 2);
+  GradeOptions opt;
+  opt.out = out;
+  opt.judge_lesson = [](const LessonConfig& lesson, const fs::path&, const JudgeOptions&) {
+    return lesson_outcome(lesson, "submission", Verdict::fail, "", "judged by the stand-in");
+  };
+  // The file changes while the grading waits for the output folder's lock (another command):
+  // the first reading is the one hashed, so it is the one graded.
+  std::optional<Report> report;
+  const fs::path lock = out / "s" / ".lock";
+  auto other = std::make_unique<FileLock>(lock);
+  std::thread grading([&] { report = grade_submission(subs / "s", lessons, build, opt); });
+  // Until the grading waits on that lock: /proc/locks shows a blocked flock as "->", with the
+  // file's inode after the device ("08:01:<inode> ").
+  struct stat st {};
+  REQUIRE(::stat(lock.c_str(), &st) == 0);
+  auto waiting = [&] {
+    std::istringstream locks(read_text("/proc/locks"));
+    for (std::string line; std::getline(locks, line);)
+      if (contains(line, "->") && contains(line, ":" + std::to_string(st.st_ino) + " ")) return true;
+    return false;
+  };
+  for (int i = 0; i < 1200 && !waiting(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK(waiting());
+  write_text(exercise, "not C++ (changed while waiting);\n");
+  other.reset();
+  grading.join();
+  REQUIRE(report);
+  CHECK(report->lessons[0].message == "judged by the stand-in");
+  // And its hash is that of the good file: handed in again, it is not graded again.
+  write_text(exercise, good);
+  CHECK_FALSE(grade_submission(subs / "s", lessons, build, opt).has_value());
 }
 
 TEST_CASE("grade: `a b` and `a_b` are never graded into one folder; a changed submission is graded again") {
