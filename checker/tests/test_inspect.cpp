@@ -2,7 +2,6 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 
 #include "helpers.hpp"
@@ -706,6 +705,20 @@ TEST_SUITE("inspect") {
       CHECK(!flags.empty());  // too long to read: flagged for a look
     }
     CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < 10);
+  }
+
+  TEST_CASE("review flags: a long list is cut to its first 100; a raw string of a 16-character delimiter is read") {
+    std::string casts;
+    for (int i = 0; i < 300; ++i)  // each a header's function, named once: flagged
+      casts += "auto p" + std::to_string(i) + " = (void*)&f" + std::to_string(i) + ";\n";
+    const std::vector<std::string> flags = review_flags(casts);
+    REQUIRE(flags.size() == 101);
+    CHECK(flags.back() == "and 200 more");
+    // A raw string's delimiter is at most 16 characters: one that is, still hides what it holds.
+    const std::vector<std::string> raw = review_flags(
+        "auto s = R\"sixteen_letters_(asm(\"nop\"))sixteen_letters_\";\nauto p = (void*)&puts;\n");
+    REQUIRE(raw.size() == 1);
+    CHECK(contains(raw[0], "line 2: a cast of a function's address"));
   }
 
   TEST_CASE("review flags travel in the lesson's record and the merged gradebook") {
