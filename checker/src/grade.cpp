@@ -625,17 +625,15 @@ std::string submission_path(const fs::path& submission) {
   return p.string();
 }
 
-// Whether an earlier grading in the same output folder was of another submission folder: by its
-// name (`a b` and `a_b`), or by its path where the record has one (sec1/alice and sec2/alice).
-bool graded_another(const EarlierGrading& e, const fs::path& submission) {
-  return (!e.folder.empty() && e.folder != submission_folder(submission)) ||
-         (!e.path.empty() && e.path != submission_path(submission));
-}
-
-// The earlier grading's submission folder in words: its name, and its path where only that differs.
-std::string described(const EarlierGrading& e, const fs::path& submission) {
+// Where the earlier grading `e` in the output folder `out` was of another submission folder than
+// `submission`, by its name (`a b` and `a_b`) or by its path where the record has one (sec1/alice
+// and sec2/alice): "<out> holds the grading of the submission folder ...", naming it by its name,
+// and its path where only that differs. Else "".
+std::string graded_another(const fs::path& out, const EarlierGrading& e, const fs::path& submission) {
   const bool same_name = e.folder.empty() || e.folder == submission_folder(submission);
-  return "\"" + printable(e.folder) + "\"" + (same_name && !e.path.empty() ? " at " + printable(e.path) : "");
+  if (same_name && (e.path.empty() || e.path == submission_path(submission))) return "";
+  return out.string() + " holds the grading of the submission folder \"" + printable(e.folder) + "\"" +
+         (same_name ? " at " + printable(e.path) : "");
 }
 
 EarlierGrading earlier_grading(const fs::path& out) {
@@ -712,10 +710,8 @@ void check_output_folders(const std::vector<fs::path>& submissions, const fs::pa
     if (!fresh)
       throw ConfigError("two submissions would both be graded into " + (out / slug).string() + ": " +
                         first->second.string() + " and " + s.string() + " (rename one folder)");
-    const EarlierGrading other = earlier_grading(out / slug);
-    if (graded_another(other, s))
-      throw ConfigError((out / slug).string() + " holds the grading of the submission folder " +
-                        described(other, s) + ", and " + s.string() +
+    if (const std::string clash = graded_another(out / slug, earlier_grading(out / slug), s); !clash.empty())
+      throw ConfigError(clash + ", and " + s.string() +
                         " would be graded into it too (rename one folder, or move that grading away)");
   }
 }
@@ -732,10 +728,8 @@ std::optional<Report> grade_submission(const fs::path& submission, const std::ve
   // check_output_folders() looked before anything was graded; another command may have graded
   // another folder of this slug since.
   const EarlierGrading earlier = earlier_grading(out);
-  if (graded_another(earlier, submission))
-    throw SubmissionRefused(out.string() + " holds the grading of the submission folder " +
-                            described(earlier, submission) + ": " + submission.string() +
-                            " is not graded into it (rename one folder)");
+  if (const std::string clash = graded_another(out, earlier, submission); !clash.empty())
+    throw SubmissionRefused(clash + ": " + submission.string() + " is not graded into it (rename one folder)");
   // Only a complete record of this very submission is kept; a damaged one (any damage), or one
   // of other files than those handed in now, is graded again.
   if (!opt.force && earlier.complete && earlier.content_hash == hash) return std::nullopt;

@@ -609,6 +609,17 @@ TEST_CASE("grade: two sections' `alice` are never graded into one folder by two 
   CHECK(r.code == 2);
   CHECK(contains(r.err, "holds the grading of the submission folder \"alice\" at " + (subs / "sec1" / "alice").string()));
   CHECK(json::parse(read_text(out / "alice" / "result.json")) == first);
+  // Graded meanwhile by another command (after its own check of the output folders): the lock
+  // taken, the folder is looked at again, and this submission alone is refused.
+  GradingBuild build(c.source, c.build, c.tmp.path() / "grading-sections", 1);
+  GradeOptions opt;
+  opt.out = out;
+  CHECK_THROWS_WITH_AS(grade_submission(subs / "sec2" / "alice", load_lessons(c.source.string()), build, opt),
+                       doctest::Contains(("holds the grading of the submission folder \"alice\" at " +
+                                          (subs / "sec1" / "alice").string() + ": " +
+                                          (subs / "sec2" / "alice").string() + " is not graded into it").c_str()),
+                       SubmissionRefused);
+  CHECK(json::parse(read_text(out / "alice" / "result.json")) == first);
 }
 
 TEST_CASE("grade: a class holding issue 52's hostile submissions is graded to the end, the others' verdicts unchanged") {
