@@ -31,7 +31,7 @@ struct Report {
   std::string name;          ///< the submission (its output folder's name), or the build judged
   std::string folder;        ///< grade: the submission folder's own name, as handed in
   std::string folder_path;   ///< grade: the submission folder's absolute path (two sections' "alice")
-  std::string content_hash;  ///< grade: SHA-256 of what was graded (grade.hpp: submission_hash)
+  std::string content_hash;  ///< grade: SHA-256 of what was handed in, lesson by lesson (grade.cpp: content_hash)
   std::string started_at;    ///< ISO 8601, UTC
   std::string finished_at;
   bool complete = false;     ///< false while grading is under way (or was interrupted)
