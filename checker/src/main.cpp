@@ -449,7 +449,7 @@ int cmd_seal(const fs::path& bdir, const std::vector<LessonConfig>& lessons) {
 }
 
 int cmd_selftest(const Common& c, const std::vector<std::string>& names, int repeat, int jobs,
-                 bool mutants_once, bool no_mutants, bool seal_only) {
+                 bool mutants_once, bool no_mutants, bool seal_only, const std::string& grading_dir) {
   const fs::path bdir = build_dir_of(c);
   const auto lessons = lessons_of(c, names, "");
   if (seal_only) return cmd_seal(bdir, lessons);
@@ -486,7 +486,9 @@ int cmd_selftest(const Common& c, const std::vector<std::string>& names, int rep
   opt.syscall_filter = use_syscall_filter(c.syscall_filter, false);
   opt.pristine = pristine_baselines(c, "pristine");
   opt.jobs = jobs > 0 ? jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  GradingBuild grading(c.source_dir, bdir, bdir / "grading-selftest", opt.jobs);
+  if (!grading_dir.empty()) check_output_folder("--grading-dir", grading_dir);
+  GradingBuild grading(c.source_dir, bdir,
+                       grading_dir.empty() ? bdir / "grading-selftest" : fs::absolute(grading_dir), opt.jobs);
   const bool table = c.format == "table";
   const bool colour = table && use_colour(stdout);
 
@@ -693,6 +695,9 @@ int main(int argc, char** argv) {
   bool no_mutants = false;
   selftest->add_flag("--no-mutants", no_mutants, "Solutions, starters and the mutants expected to pass (taught paths, other correct designs) only");
   selftest->add_option("--jobs,-j", jobs, "Compiler jobs for compile_error mutants");
+  selftest->add_option("--grading-dir", grading_dir,
+                       "The build folder for compile_error mutants (default: <build>/grading-selftest; "
+                       "two selftests at once, one per GPU, each need their own)");
   bool seal_only = false;
   selftest->add_flag("--seal-only", seal_only,
                      "Only the seal: every program's exercise object passes it, and the mutants "
@@ -724,7 +729,7 @@ int main(int argc, char** argv) {
     if (*run) return cmd_run(c, run_lessons, run_build, quick, sanitize, overrides, report_only);
     if (*grade) return cmd_grade(c, submissions, out, overrides, grade_sanitize, jobs, force, grading_dir, build_time);
     if (*merge) return cmd_merge(result_dirs, csv, merge_json);
-    if (*selftest) return cmd_selftest(c, self_lessons, repeat, jobs, mutants_once, no_mutants, seal_only);
+    if (*selftest) return cmd_selftest(c, self_lessons, repeat, jobs, mutants_once, no_mutants, seal_only, grading_dir);
     if (*roofline) return cmd_roofline(c, roofline_files, svg);
     if (*handout) return cmd_handout(c, handout_dest);
   } catch (const Interrupted& e) {

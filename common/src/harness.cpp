@@ -57,6 +57,7 @@ struct Lesson::State {
   std::map<std::pair<std::string, std::string>, std::vector<std::size_t>> recorded_checks;
   std::map<std::pair<std::string, std::string>, int> compared;  // (variant, case): times so far
   std::map<std::string, int> measured;                            // exercise: measure() so far
+  bool checking_timed_call = false;  // a timed call's check is running: record a smaller sample
 
   VariantResult& variant(const std::string& name) {
     for (VariantResult& v : result.variants)
@@ -215,7 +216,10 @@ Comparison Lesson::compare_values(const std::string& variant, const std::string&
   const int occurrence = s.compared[{variant, case_name}]++;
   if (s.recording()) {
     const Comparison c = allclose(got, expected, n, tol);
-    RecordedCheck r{variant, case_name, n, sample_indices(n, fresh_seed()), {}};
+    RecordedCheck r{variant, case_name, n,
+                    sample_indices(n, fresh_seed(),
+                                   s.checking_timed_call ? kRecordTimedSample : kRecordSample),
+                    {}};
     for (std::size_t i : r.index) r.got.push_back(static_cast<double>(got[i]));
     s.write_record(record_text(r));
     return c;
@@ -339,16 +343,26 @@ const Measurement* Lesson::measure(const std::string& variant, Work work,
   // the checker every prepared call goes into the record (a lesson's prepare() may build on the
   // one before), then each verified one with its picks' seed, so that a --replay run checks the
   // same calls on the same elements.
+  // Checks stop at a call that fails (the variant is wrong then: more failures would only swell
+  // the result and the record, and a fast wrong exercise makes thousands of calls), and there
+  // are at most kMaxCheckedCalls of them, which keeps the record of a right one bounded too.
   const int ordinal = v.role == Role::Exercise ? state_->measured[variant]++ : 0;
   const bool record = state_->recording() && v.role == Role::Exercise;
   std::uint64_t call_seed = 0;
-  int verified = 0, warm_ups = 0;
+  int warm_ups = 0;
+  bool failed = false;
+  if (checks.verify) options.max_samples = std::min(options.max_samples, kMaxCheckedCalls);
   auto verify = [&](cudaStream_t s, const std::string& case_name) {
-    ++verified;
+    if (failed) return;
     const std::uint64_t pick_seed = fresh_seed();
     if (record)
       state_->write_record(record_text(RecordedCall{variant, ordinal, case_name, call_seed, pick_seed}));
+    const std::size_t before = v.checks.size();
+    state_->checking_timed_call = true;
     checks.verify(s, case_name, pick_seed);
+    state_->checking_timed_call = false;
+    failed = std::any_of(v.checks.begin() + static_cast<std::ptrdiff_t>(before), v.checks.end(),
+                         [](const CheckResult& c) { return !c.ok; });
   };
   if (checks.prepare)
     options.before_sample = [&](cudaStream_t s, int) {
@@ -365,7 +379,6 @@ const Measurement* Lesson::measure(const std::string& variant, Work work,
     };
   nvtx3::scoped_range range{variant};
   Measurement m = benchmark(launch, stream(), options);
-  if (checks.verify && verified == 0) verify(stream(), "the last timed call");
   LAB_CHECK(cudaDeviceSynchronize());
   if (profile) return nullptr;  // a profiled run's times are the profiler's, not a measurement
   if (share_s > 0 && m.stop_reason == "timeout") {

@@ -113,15 +113,15 @@ Record parse_record(const std::string& text) {
   return r;
 }
 
-std::vector<std::size_t> sample_indices(std::size_t n, std::uint64_t seed) {
+std::vector<std::size_t> sample_indices(std::size_t n, std::uint64_t seed, std::size_t most) {
   std::vector<std::size_t> out;
-  if (n <= kRecordSample) {
+  if (n <= most) {
     for (std::size_t i = 0; i < n; ++i) out.push_back(i);
     return out;
   }
   std::mt19937_64 gen(seed);
   std::uniform_int_distribution<std::size_t> any(0, n - 1);
-  for (std::size_t k = 0; k < kRecordSample; ++k) out.push_back(any(gen));
+  for (std::size_t k = 0; k < most; ++k) out.push_back(any(gen));
   return out;
 }
 

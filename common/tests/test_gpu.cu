@@ -7,9 +7,12 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <fcntl.h>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 #include "lab/data.hpp"
@@ -221,6 +224,7 @@ TEST_CASE("CUDA errors become exceptions naming the call") {
 namespace {
 
 __global__ void write_at(float* p, std::size_t i, float v) { p[i] = v; }
+__global__ void do_nothing() {}
 
 // The BF16 copy of what lab::fill_random(.., seed) writes at i, rounded to nearest even.
 struct RandomBf16 {
@@ -473,4 +477,63 @@ TEST_CASE("a replay answers each check from its own entry of the record, in orde
   CHECK(r.replay->used == std::size_t{3 + kCalls});
   REQUIRE(r.replay->missing.size() == 1);
   CHECK(r.replay->missing[0] == "exercise: same");
+}
+
+TEST_CASE("timed calls: checked until one fails, at most kMaxCheckedCalls, a small sample each in the record") {
+  const std::string path = "timed_calls_record.txt";
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  REQUIRE(fd >= 0);
+  // run(fail_at): the exercise's fail_at-th checked call (warm-ups counted) is wrong; 0: none is.
+  auto run = [&](int fail_at, int& checked) {
+    lab::Lesson lesson("99-timed-calls", "timed calls test");
+    lesson.declare("exercise", lab::Role::Exercise, "yours");
+    std::vector<std::string> args = {"/x/solution", "--record-fd", std::to_string(fd)};
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    std::size_t samples = 0;
+    lesson.run(static_cast<int>(argv.size()), argv.data(), [&](lab::Lesson& l) {
+      const std::vector<float> want(300, 1.0f);
+      std::vector<float> got(300, 1.0f);
+      lab::TimedCallChecks checks;
+      checks.prepare = [](cudaStream_t, std::uint64_t) {};
+      checks.verify = [&](cudaStream_t, const std::string& name, std::uint64_t) {
+        ++checked;
+        got[7] = checked == fail_at ? 2.0f : 1.0f;
+        l.check("exercise", name,
+                l.compare("exercise", name, got.data(), want.data(), got.size(), lab::Tolerance{0, 0}));
+      };
+      lab::BenchmarkOptions o;
+      o.stop.min_samples = 1000000;  // never converges: only the cap stops it
+      o.timeout_s = 60;
+      o.lead_in_us = 0;
+      const lab::Measurement* m = l.measure("exercise", lab::Work{4, 0},
+                                            [](cudaStream_t s) { do_nothing<<<1, 1, 0, s>>>(); }, o,
+                                            checks);
+      REQUIRE(m);
+      samples = m->samples_ms.size();
+    });
+    return std::make_pair(samples, lesson.result().variants.at(0).checks);
+  };
+  int checked = 0;
+  const auto [samples, checks] = run(5, checked);
+  CHECK(checked == 5);  // nothing checked after the failing call ...
+  REQUIRE(checks.size() == 5);
+  CHECK_FALSE(checks.back().ok);
+  CHECK(samples == lab::kMaxCheckedCalls);  // ... though the calls went on to the cap
+  checked = 0;
+  const auto [all_samples, all_checks] = run(0, checked);
+  CHECK(all_samples == lab::kMaxCheckedCalls);
+  CHECK(all_checks.size() == static_cast<std::size_t>(checked));
+  CHECK(std::all_of(all_checks.begin(), all_checks.end(), [](const lab::CheckResult& c) { return c.ok; }));
+  ::close(fd);
+  std::ifstream in(path, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::remove(path.c_str());
+  const lab::Record record = lab::parse_record(text);
+  REQUIRE(record.checks.size() == 5 + all_checks.size());
+  for (const lab::RecordedCheck& c : record.checks) {
+    CHECK(c.count == 300);
+    CHECK(c.index.size() == lab::kRecordTimedSample);
+  }
+  CHECK(text.size() < (std::size_t{32} << 20));  // what a right exercise at the cap records
 }

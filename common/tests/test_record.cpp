@@ -312,6 +312,12 @@ TEST_CASE("record: sample_indices keeps everything up to kRecordSample, else a s
   // n = 4097: the one index above 4095 can come up
   const std::vector<std::size_t> s = lab::sample_indices(4097, 7);
   CHECK(*std::max_element(s.begin(), s.end()) <= 4096);
+  // After a timed call, the smaller sample: everything up to it, else that many drawn.
+  CHECK(lab::sample_indices(lab::kRecordTimedSample, 7, lab::kRecordTimedSample).size() ==
+        lab::kRecordTimedSample);
+  CHECK(lab::sample_indices(4096, 7, lab::kRecordTimedSample).size() == lab::kRecordTimedSample);
+  CHECK(lab::sample_indices(4096, 7, lab::kRecordTimedSample) !=
+        lab::sample_indices(4096, 8, lab::kRecordTimedSample));
 }
 
 TEST_CASE("record: a run-time parameter round-trips, a malformed one is refused") {

@@ -406,9 +406,9 @@ int main(int argc, char** argv) {
     const lab::Stats between[3] = {stage_times.part(0), stage_times.part(1), stage_times.part(2)};
     if (!ex_m || between[0].n == 0) return;
     // The rule's stages are those timed between the exercise's calls (stage_times): over the
-    // same stretch of time, so a link that slows for a while slows both. The interval: every
-    // median at the end of its 95% interval that lowers (or raises) the efficiency: stages at
-    // their lower ends, the pipeline at its upper end (and the reverse).
+    // same stretch of time, so a link that slows for a while slows both. The interval: the
+    // lowest and highest efficiency with each of the four medians at either end of its 95%
+    // interval (which end lowers it depends on the others: above 1, longer stages lower it).
     auto efficiency = [&](double a, double b, double c, double t) {
       const double su = a + b + c, lo = std::max({a, b, c});
       return (su - t) / (su - lo);
@@ -419,11 +419,14 @@ int main(int argc, char** argv) {
     const double longest = std::max({stage[0], stage[1], stage[2]});
     const double model = longest + (sum - longest) / k;
     const double value = efficiency(stage[0], stage[1], stage[2], t.median);
-    l.metric("overlap_efficiency", value,
-             efficiency(between[0].median_low, between[1].median_low, between[2].median_low,
-                        t.median_high),
-             efficiency(between[0].median_high, between[1].median_high, between[2].median_high,
-                        t.median_low));
+    double low = value, high = value;
+    for (int ends = 0; ends < 16; ++ends) {  // bit i: median i at the upper end of its interval
+      auto end = [&](const lab::Stats& m, int i) { return ends >> i & 1 ? m.median_high : m.median_low; };
+      const double e = efficiency(end(between[0], 0), end(between[1], 1), end(between[2], 2), end(t, 3));
+      low = std::min(low, e);
+      high = std::max(high, e);
+    }
+    l.metric("overlap_efficiency", value, low, high);
     l.note(lab::text("Stages between your timed calls (medians of %zu): copy_in %.3f ms, compute "
                      "%.3f ms, copy_out %.3f ms; sum %.3f ms, longest %.3f ms: the overlap rule's "
                      "stages.",

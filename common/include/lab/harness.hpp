@@ -56,6 +56,12 @@ struct TimedCallChecks {
       verify;
 };
 
+/// The most timed calls of a checked variant (Lesson::measure lowers BenchmarkOptions::max_samples
+/// to it): far more than a median needs, and few enough that checking each, and recording each
+/// for the out-of-process replay, stays bounded (lab/record.hpp). The checks stop at the first
+/// call that fails: the variant is wrong from then on.
+inline constexpr std::size_t kMaxCheckedCalls = 4000;
+
 /// @brief Makes this process non-dumpable (prctl PR_SET_DUMPABLE 0), so that its files in /proc
 /// belong to root: code in it can no longer open /proc/self/mem, through which a write ignores
 /// page protections and reaches the harness's code and data (docs/grading-security.md). Lesson's

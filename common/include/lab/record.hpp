@@ -20,6 +20,10 @@ namespace lab {
 
 /// The most elements of one comparison a record keeps (a uniform sample above it).
 inline constexpr std::size_t kRecordSample = 4096;
+/// ... of one comparison made after a timed call: every timed call is checked, and thousands of
+/// calls of 4096 values each would outgrow what the checker reads (a call that skipped its work
+/// or got a tenth of its elements wrong still shows in 256 of them).
+inline constexpr std::size_t kRecordTimedSample = 256;
 
 /// @brief One array comparison of the exercise: a sample of its values.
 struct RecordedCheck {
@@ -73,10 +77,12 @@ std::string record_text(const RecordedParameter& p);
 Record parse_record(const std::string& text);
 
 /// @brief The elements of an @p n -element comparison a record keeps: all of them up to
-/// kRecordSample, else kRecordSample drawn uniformly from @p seed (repeats possible).
+/// @p most, else @p most drawn uniformly from @p seed (repeats possible).
 /// @param n elements compared
 /// @param seed where the draw comes from (fresh from std::random_device after the call)
+/// @param most kRecordSample, or kRecordTimedSample after a timed call
 /// @return indices below n
-std::vector<std::size_t> sample_indices(std::size_t n, std::uint64_t seed);
+std::vector<std::size_t> sample_indices(std::size_t n, std::uint64_t seed,
+                                        std::size_t most = kRecordSample);
 
 }  // namespace lab
