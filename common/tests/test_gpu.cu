@@ -537,3 +537,28 @@ TEST_CASE("timed calls: checked until one fails, at most kMaxCheckedCalls, a sma
   }
   CHECK(text.size() < (std::size_t{32} << 20));  // what a right exercise at the cap records
 }
+
+TEST_CASE("under --profile a run exits 0: an unchecked baseline passes, a wrong profiled call is said") {
+  lab::Lesson lesson("99-profile", "profile test");
+  lesson.declare("baseline", lab::Role::Baseline, "a baseline");
+  lesson.declare("exercise", lab::Role::Exercise, "yours");
+  std::vector<std::string> args = {"/x/solution", "--profile"};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  int verified = 0;
+  const int code = lesson.run(static_cast<int>(argv.size()), argv.data(), [&](lab::Lesson& l) {
+    auto nothing = [](cudaStream_t s) { do_nothing<<<1, 1, 0, s>>>(); };
+    lab::TimedCallChecks checks;
+    checks.prepare = [](cudaStream_t, std::uint64_t) {};
+    checks.verify = [&](cudaStream_t, const std::string& name, std::uint64_t) {
+      ++verified;
+      l.check("exercise", name, false, "planted");
+    };
+    CHECK(l.measure("baseline", lab::Work{4, 0}, nothing, {}, {}) == nullptr);  // a profiler's times
+    CHECK(l.measure("exercise", lab::Work{4, 0}, nothing, {}, checks) == nullptr);
+  });
+  CHECK(code == lab::kExitOk);  // a profiler would take 1 for its own failure
+  CHECK(verified == 1);         // the first call checked fails: no more checks
+  CHECK(lesson.result().variants.at(0).checks.empty());
+  CHECK_FALSE(lesson.result().variants.at(1).correct());  // the result file still says it
+}
