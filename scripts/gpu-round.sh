@@ -23,6 +23,9 @@
 #   scripts/gpu-round.sh filter    the system-call filter under the tools that inject themselves:
 #                                  ncu on lesson 04 with and without it, compute-sanitizer on
 #                                  lesson 05 with it
+#   scripts/gpu-round.sh ncu-commands  every ncu block of the lesson texts and slides run as
+#                                  written (scripts/check-ncu-commands.sh); its summary goes to
+#                                  measurements/<gpu>/ncu-commands.txt, to be committed
 #   scripts/gpu-round.sh tracer    the checker's tracer injected by hand into lesson 09 (what it
 #                                  costs), then every solution judged with it (agreement)
 # Every phase but build expects the release build to exist (build first, in the same call).
@@ -111,6 +114,11 @@ case $phase in
       echo "sub$k: $lesson <- $alt"
     done
     step alternatives bash -c "time $build/checker/lab-check ${CHECK_ARGS:-} grade '$root'/sub* --out '$log/alternatives'"
+    ;;
+  ncu-commands)
+    step ncu-commands scripts/check-ncu-commands.sh "$log/ncu-commands"
+    gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | sed 's/NVIDIA //; s/ .*//' | tr 'A-Z' 'a-z')
+    mkdir -p "measurements/$gpu" && cp "$log/ncu-commands/ncu-commands.txt" "measurements/$gpu/"
     ;;
   mutants)
     # MUTANTS="04:caches_input_copy 11:waits_when_empty": those mutants graded as one submission

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# scripts/check-ncu-commands.sh, with a stand-in for ncu (no GPU here): a block passes only when
+# each of its ncu commands exits 0 and profiled a kernel its --kernel-name selects; the slides'
+# blocks are run too.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir "$work/bin"
+# The stand-in profiles one kernel: the one --kernel-name names (regex: its pattern's first
+# word), "other_kernel" when FAKE=wrong, none when FAKE=none; it exits 1 when FAKE=exit.
+cat > "$work/bin/ncu" <<'FAKE'
+#!/usr/bin/env bash
+[ "${1:-}" = --version ] && { echo "fake ncu"; exit 0; }
+name=some_kernel prev=""
+for a in "$@"; do
+  [ "$prev" = --kernel-name ] && name=$a
+  prev=$a
+done
+name=${name#regex:}
+name=${name%%|*}
+case ${FAKE:-} in
+  wrong) name=other_kernel ;;
+  none) exit 0 ;;
+  exit) echo '==PROF== Profiling "x": 0%'; exit 1 ;;
+esac
+echo "==PROF== Profiling \"$name\": 0%....50%....100% - 1 pass"
+FAKE
+chmod +x "$work/bin/ncu"
+check() { PATH="$work/bin:$PATH" FAKE=$1 LESSONS="04 11" "$repo/scripts/check-ncu-commands.sh" "$work/$1" > "$work/$1.out" 2>&1; }
+
+check right || { echo "blocks failed with the right kernels profiled:"; cat "$work/right.out"; exit 1; }
+grep -q "^ok    slides/04-coalescing.md block" "$work/right/ncu-commands.txt" || { echo "the slides were not run"; exit 1; }
+grep -q "^ok    lessons/11-one-time-costs/README.md block" "$work/right/ncu-commands.txt"
+if grep -q FAIL "$work/right/ncu-commands.txt"; then echo "a FAIL with the right kernels"; exit 1; fi
+
+if check wrong; then echo "blocks passed with the wrong kernel profiled"; exit 1; fi
+grep -q "CHECK FAILED: no kernel named by 'regex:gemv' was profiled (profiled: other_kernel)" "$work/wrong/ncu-commands.txt"
+if check none; then echo "blocks passed with no kernel profiled"; exit 1; fi
+grep -q "CHECK FAILED: ncu profiled no kernel" "$work/none/ncu-commands.txt"
+if check exit; then echo "blocks passed when ncu failed"; exit 1; fi
+grep -q "CHECK FAILED: ncu exited with 1" "$work/exit/ncu-commands.txt"
+if grep -q "^ok" "$work/exit/ncu-commands.txt"; then echo "a block passed when ncu failed"; exit 1; fi
+echo "check-ncu-commands: ok"
