@@ -76,21 +76,25 @@ const std::vector<CounterMeasure>& counter_measures() {
        "bytes the threads asked for per byte of the 32-byte sectors fetched for them, over all "
        "global loads (1 = fully coalesced; 0.125 = one float used per sector)",
        CounterMeasure::Formula::bytes_per_sector, {kLoadBytes, kLoadSectors},
-       {kAsyncLoadBytes, kAsyncLoadSectors}, "global loads"},
+       {kAsyncLoadBytes, kAsyncLoadSectors}, "global loads", CounterMeasure::Needs::bytes, 1,
+       "bytes of global loads"},
       {"global_store_efficiency",
        "bytes the threads wrote per byte of the 32-byte sectors written, over all global stores "
        "(1 = fully coalesced)",
-       CounterMeasure::Formula::bytes_per_sector, {kStoreBytes, kStoreSectors}, {}, "global stores"},
+       CounterMeasure::Formula::bytes_per_sector, {kStoreBytes, kStoreSectors}, {}, "global stores",
+       CounterMeasure::Needs::bytes, 1, "bytes of global stores"},
       {"shared_bank_conflicts",
        "extra shared-memory wavefronts (bank conflicts) per wavefront the accesses needed "
        "(0 = conflict-free; 31 = every access a 32-way conflict)",
        CounterMeasure::Formula::conflicts_per_needed,
        {kSharedLoadWaves, kSharedStoreWaves, kSharedLoadConflicts, kSharedStoreConflicts},
-       {kAsyncSharedWaves, kAsyncSharedConflicts}, "shared-memory accesses"},
+       {kAsyncSharedWaves, kAsyncSharedConflicts}, "shared-memory accesses",
+       CounterMeasure::Needs::bytes, 128, "bytes of shared-memory accesses"},
       {"tensor_instruction_share",
        "tensor-core (HMMA) instructions per instruction executed, warp-wide (how much of what the "
        "kernel issues feeds the tensor cores, rather than loading, storing and indexing for them)",
-       CounterMeasure::Formula::share, {kTensorInstructions, kInstructions}, {}, "instructions"},
+       CounterMeasure::Formula::share, {kTensorInstructions, kInstructions}, {}, "instructions",
+       CounterMeasure::Needs::flops, 4096, "tensor-core flops"},
   };
   return all;
 }
@@ -153,6 +157,18 @@ std::optional<double> measure_value(const CounterMeasure& m, const std::map<std:
     return std::nullopt;
   }
   return m.formula == CounterMeasure::Formula::bytes_per_sector ? a / (32.0 * b) : a / b;
+}
+
+std::optional<double> work_done(const CounterMeasure& m, const std::map<std::string, double>& sums) {
+  double a = 0, b = 0;
+  for (const auto* list : {&m.metrics, &m.async_metrics})
+    for (std::size_t i = 0; i < list->size(); ++i) {
+      const auto it = sums.find((*list)[i]);
+      if (it == sums.end() && list == &m.metrics) return std::nullopt;
+      if (it != sums.end()) (i < list->size() / 2 ? a : b) += it->second;
+    }
+  const double counts = m.formula == CounterMeasure::Formula::conflicts_per_needed ? a - b : a;
+  return std::max(0.0, counts) * m.work_per_count;
 }
 
 CounterRun interpret_ncu_log(const std::string& log, bool exited_ok, const std::string& how_it_ended) {
@@ -260,7 +276,8 @@ CounterRun run_under_ncu(const fs::path& program, const std::string& variant,
   return read;
 }
 
-json counter_readings(const CounterRun& run, const std::vector<std::string>& measures) {
+json counter_readings(const CounterRun& run, const std::vector<std::string>& measures,
+                      double needed_bytes, double needed_flops) {
   json out = json::object();
   for (const auto& name : measures) {
     if (run.status == CounterRun::Status::unavailable) {
@@ -271,10 +288,15 @@ json counter_readings(const CounterRun& run, const std::vector<std::string>& mea
       out[name] = {{"unchecked", run.message}};
     } else {
       std::string why;  // check.toml was checked: every name is a known measure
-      if (auto v = measure_value(*find_counter_measure(name), run.sums, why))
+      const CounterMeasure& m = *find_counter_measure(name);
+      if (auto v = measure_value(m, run.sums, why)) {
         out[name] = {{"value", *v}, {"kernels", run.kernels}};
-      else
+        const double needed = m.needs == CounterMeasure::Needs::bytes ? needed_bytes : needed_flops;
+        if (const auto work = work_done(m, run.sums); work && needed > 0)
+          out[name]["work_per_needed"] = *work / needed;
+      } else {
         out[name] = {{"failed", why}};
+      }
     }
   }
   return out;

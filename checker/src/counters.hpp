@@ -34,6 +34,14 @@ struct CounterMeasure {
   /// have them (compute capability 8.0 on), added to their halves; absent, they count 0.
   std::vector<std::string> async_metrics;
   std::string accesses;              ///< "global loads", for "the kernels made no ..."
+  /// The work behind the reading, against what the problem needs (the variant's bytes or flops
+  /// in the result): a kernel can move a ratio towards its bar only by doing work that feeds
+  /// nothing (coalesced loads beside uncoalesced ones, dead mma_sync), and that work shows here.
+  enum class Needs { bytes, flops } needs = Needs::bytes;
+  /// What one count of half A (for conflicts_per_needed: of A - B) does, in the needed unit:
+  /// 1 byte; 128 bytes per shared-memory wavefront; 4096 flops per HMMA (m16n8k16).
+  double work_per_count = 1;
+  std::string work;  ///< what the work is, for messages: "bytes of global loads"
 
   /// @return the metrics to ask ncu for on a GPU of compute capability @p cc_major (0: not
   /// known, taken as a current GPU)
@@ -58,6 +66,17 @@ NcuTable parse_ncu_csv(const std::string& log);
 /// no access of that kind (no global loads, say).
 std::optional<double> measure_value(const CounterMeasure& m, const std::map<std::string, double>& sums,
                                     std::string& why);
+
+/// The most work a counter rule's kernels may do per unit the problem needs unless check.toml
+/// says otherwise (`max_work`): room for designs that read some data twice (a vector each warp
+/// re-reads, a tile padded at the edges), far below what padding a ratio to its bar takes (about
+/// 27 times the needed loads to lift 0.125 to 0.8; 8 times the needed HMMA for lesson 12's
+/// starter to reach its share).
+inline constexpr double kDefaultMaxWork = 4.0;
+
+/// The work the kernels did, in the measure's needed unit (CounterMeasure::needs); nullopt
+/// when a metric is missing.
+std::optional<double> work_done(const CounterMeasure& m, const std::map<std::string, double>& sums);
 
 /// How a run under ncu ended, in the terms the rules need.
 struct CounterRun {
@@ -96,8 +115,11 @@ CounterRun run_under_ncu(const fs::path& program, const std::string& variant,
                          const std::vector<std::string>& metrics, const CounterOptions& options,
                          const fs::path& work);
 
-/// The readings of one variant's measures for the rules: {"<measure>": {"value": v}} when
-/// measured, {"<measure>": {"unavailable" | "failed" | "unchecked": why}} otherwise.
-json counter_readings(const CounterRun& run, const std::vector<std::string>& measures);
+/// The readings of one variant's measures for the rules: {"<measure>": {"value": v,
+/// "work_per_needed": w}} when measured (w: work_done over @p needed_bytes or @p needed_flops,
+/// the variant's in its result; absent when that is 0), {"<measure>": {"unavailable" |
+/// "failed" | "unchecked": why}} otherwise.
+json counter_readings(const CounterRun& run, const std::vector<std::string>& measures,
+                      double needed_bytes, double needed_flops);
 
 }  // namespace lab

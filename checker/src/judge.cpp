@@ -178,15 +178,17 @@ std::string filter_note(const ProcessResult& r, const LessonConfig& lesson, cons
 
 // One run of a lesson program. `name` tells its files apart in the work folder ("" for the
 // student's program, "pristine-" for the pristine one); `more` goes after the lesson's args.
-// `seed`: the inputs' (a replay uses the student's run's); `record`: where the program's record
-// goes (ProcessOptions::record_path), "" for none.
+// `seed`: the inputs' (a replay uses the student's run's); `handed`: the checker's own folder
+// where the program's result (and `record`: its record, ProcessOptions::record_path) go through
+// descriptors, "" for a result in `work` (--json).
 Attempt run_once(const LessonConfig& lesson, const fs::path& program, const JudgeOptions& opt,
                  const Tracing& tracing, const fs::path& work, int index, double timeout,
                  const std::string& name = "", const std::vector<std::string>& more = {},
-                 std::optional<std::uint32_t> given_seed = {}, const fs::path& record = {}) {
+                 std::optional<std::uint32_t> given_seed = {}, const fs::path& handed = {},
+                 bool record = false) {
   Attempt a;
   const std::string tag = name + std::to_string(index);
-  const fs::path json_path = work / ("result-" + tag + ".json");
+  const fs::path json_path = (handed.empty() ? work : handed) / ("result-" + tag + ".json");
   const fs::path trace_path = work / ("trace-" + tag + ".txt");
   const fs::path log = work / ("output-" + tag + ".txt");
   const std::string nonce = random_hex(16);
@@ -197,8 +199,9 @@ Attempt run_once(const LessonConfig& lesson, const fs::path& program, const Judg
   p.argv.push_back(program.string());
   for (const auto& arg : lesson.args) p.argv.push_back(arg);
   for (const auto& arg : more) p.argv.push_back(arg);
-  for (const auto& arg : {std::string("--json"), json_path.string(), std::string("--seed"),
-                          std::to_string(seed), std::string("--nonce"), nonce})
+  if (handed.empty()) p.argv.insert(p.argv.end(), {"--json", json_path.string()});
+  else p.result_path = json_path;
+  for (const auto& arg : {std::string("--seed"), std::to_string(seed), std::string("--nonce"), nonce})
     p.argv.push_back(arg);
   if (opt.quick) p.argv.push_back("--quick");
   if (filtered(lesson, opt)) p.argv.push_back("--restrict-syscalls");
@@ -208,7 +211,7 @@ Attempt run_once(const LessonConfig& lesson, const fs::path& program, const Judg
   p.workdir = work;
   p.timeout_s = timeout;
   p.stdout_path = p.stderr_path = log;
-  p.record_path = record;
+  if (record) p.record_path = handed / ("record-" + tag + ".txt");
   // The CUDA driver loads the tracer into the program at its first CUDA call (cuInit), before
   // any code of the exercise can run.
   if (!tracing.library.empty())
@@ -558,7 +561,8 @@ void judge_counters(const LessonConfig& lesson, const fs::path& program, const J
     CounterRun run = run_under_ncu(program, variant, metrics, co, work);
     if (run.status == CounterRun::Status::measured)
       check_profiled_call(lesson, variant, opt, oop, co.record, timeout, run);
-    judged["counters"][variant] = counter_readings(run, names);
+    // What the problem needs, as the harness declared it for this variant (lab::Work).
+    judged["counters"][variant] = counter_readings(run, names, v->value("bytes", 0.0), v->value("flops", 0.0));
   }
   for (std::size_t i = 0; i < lesson.rules.size(); ++i)
     if (lesson.rules[i].kind == RuleKind::counter) outcomes[i] = evaluate_rule(lesson.rules[i], judged);
@@ -895,17 +899,17 @@ LessonOutcome judge_program(const LessonConfig& lesson, const fs::path& program,
   }
   // The pristine runs get a work folder of their own: nothing the student's program left in its
   // folder (a file where the pristine run's result or trace will go) can reach them. The
-  // student's records go to one of the checker's own, which its programs cannot enter: a program
-  // writes its record through the descriptor it is handed.
+  // student's result and record go to a folder of the checker's own, which its programs cannot
+  // enter: a program writes them through the descriptors it is handed, closed at its end.
   const bool replay = !opt.pristine.empty() && lesson.replay;
-  std::optional<TempDir> pristine_work, records;
+  std::optional<TempDir> pristine_work;
+  TempDir handed("lab-check-" + lesson.name + "-handed");
   if (!opt.pristine.empty() && (!overs.empty() || replay))
     pristine_work.emplace("lab-check-" + lesson.name + "-pristine");
-  if (replay) records.emplace("lab-check-" + lesson.name + "-records");
   for (int i = 0; i < max_runs; ++i) {
-    const fs::path record = records ? records->path() / ("record-" + std::to_string(i) + ".txt") : fs::path();
+    const fs::path record = handed.path() / ("record-" + std::to_string(i) + ".txt");
     Attempt a = run_once(lesson, program, opt, stage_tracer(opt, work.path()), work.path(), i, timeout, "",
-                         pristine_work ? skip_args : std::vector<std::string>{}, {}, record);
+                         pristine_work ? skip_args : std::vector<std::string>{}, {}, handed.path(), replay);
     program_s += a.program_s;
     if (a.ok && pristine_work) {
       // Right after the student's run, in a process of course code only, on the same inputs:
@@ -973,7 +977,7 @@ LessonOutcome judge_program(const LessonConfig& lesson, const fs::path& program,
   const auto counters_t0 = std::chrono::steady_clock::now();
   if (!runs.empty() && out.reason.empty())
     judge_counters(lesson, program, opt, work.path(),
-                   {records ? records->path() : fs::path(), pristine_work ? pristine_work->path() : fs::path()},
+                   {replay ? handed.path() : fs::path(), pristine_work ? pristine_work->path() : fs::path()},
                    timeout, combine_runs(runs), out.rules);
   out.counters_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - counters_t0).count();
   if (!runs.empty()) {

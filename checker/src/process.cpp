@@ -101,25 +101,28 @@ ProcessResult run_process(const ProcessOptions& options) {
     return result;
   }
 
-  // The record: its number is the one the checker got, so it collides with nothing the child
-  // opens or inherits; the child only clears its close-on-exec flag.
-  int record_fd = -1;
-  std::vector<std::string> record_args;
-  if (!options.record_path.empty()) {
-    record_fd = ::open(options.record_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (record_fd < 0) {
-      result.start_error = "cannot create the record " + options.record_path.string() + ": " +
-                           std::strerror(errno);
-      for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1], exec_pipe[0], exec_pipe[1]})
-        ::close(fd);
+  // The record and the result: each descriptor's number is the one the checker got, so it
+  // collides with nothing the child opens or inherits; the child only clears its close-on-exec
+  // flag.
+  int handed[2] = {-1, -1};  // record, result
+  std::vector<std::string> handed_args;
+  const std::pair<const fs::path*, const char*> files[2] = {{&options.record_path, "--record-fd"},
+                                                            {&options.result_path, "--result-fd"}};
+  for (int k = 0; k < 2; ++k) {
+    if (files[k].first->empty()) continue;
+    handed[k] = ::open(files[k].first->c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (handed[k] < 0) {
+      result.start_error = "cannot create " + files[k].first->string() + ": " + std::strerror(errno);
+      for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1], exec_pipe[0], exec_pipe[1], handed[0]})
+        if (fd >= 0) ::close(fd);
       return result;
     }
-    record_args = {"--record-fd", std::to_string(record_fd)};
+    handed_args.insert(handed_args.end(), {files[k].second, std::to_string(handed[k])});
   }
 
   std::vector<char*> argv;
   for (const auto& a : options.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  for (const auto& a : record_args) argv.push_back(const_cast<char*>(a.c_str()));
+  for (const auto& a : handed_args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   // The checker's environment with options.env's entries in place of any of the same name,
   // built before the fork (the child may not allocate).
@@ -177,7 +180,7 @@ ProcessResult run_process(const ProcessOptions& options) {
   const pid_t pid = ::fork();
   if (pid < 0) {
     result.start_error = std::string("fork: ") + std::strerror(errno);
-    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1], exec_pipe[0], exec_pipe[1], record_fd})
+    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1], exec_pipe[0], exec_pipe[1], handed[0], handed[1]})
       if (fd >= 0) ::close(fd);
     return result;
   }
@@ -193,7 +196,8 @@ ProcessResult run_process(const ProcessOptions& options) {
     if (devnull >= 0) ::dup2(devnull, 0);
     ::dup2(out_pipe[1], 1);
     ::dup2(merged ? out_pipe[1] : err_pipe[1], 2);
-    if (record_fd >= 0) ::fcntl(record_fd, F_SETFD, 0);  // open across exec
+    for (int fd : handed)
+      if (fd >= 0) ::fcntl(fd, F_SETFD, 0);  // open across exec
     // In namespaces mode this returns in a grandchild, PID 1's child in new namespaces.
     if (contained) sandbox_detail::enter(plan, exec_pipe[1]);
     if (!options.workdir.empty() && ::chdir(options.workdir.c_str()) != 0) {
@@ -212,7 +216,8 @@ ProcessResult run_process(const ProcessOptions& options) {
   ::close(out_pipe[1]);
   ::close(err_pipe[1]);
   ::close(exec_pipe[1]);
-  if (record_fd >= 0) ::close(record_fd);
+  for (int fd : handed)
+    if (fd >= 0) ::close(fd);
 
   sandbox_detail::StartFailure failure;
   if (::read(exec_pipe[0], &failure, sizeof failure) == sizeof failure) {

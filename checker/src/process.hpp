@@ -31,6 +31,9 @@ struct ProcessOptions {
   /// writing, its number appended to argv as "--record-fd N": the program writes its record
   /// there (lab/record.hpp) without being able to open the file by name. Empty: none.
   fs::path record_path;
+  /// The same for the result file, as "--result-fd N": the harness writes it there at its end
+  /// and closes it, so code that runs at exit cannot change it. Empty: none (--json instead).
+  fs::path result_path;
 };
 
 struct ProcessResult {

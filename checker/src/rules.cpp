@@ -193,7 +193,9 @@ bool set_rule_field(const fs::path& file, Rule& rule, const std::string& key,
                     const toml::node& node) {
   if (key == "min") rule.min = get_number(file, node, key);
   else if (key == "max") rule.max = get_number(file, node, key);
-  else if (key == "points") rule.points = get_number_in(file, node, key, 0, kMaxPoints, ""); else if (key == "hint") rule.hint = get_string(file, node, key);
+  else if (key == "points") rule.points = get_number_in(file, node, key, 0, kMaxPoints, "");
+  else if (key == "hint") rule.hint = get_string(file, node, key);
+  else if (key == "max_work") rule.max_work = get_number_in(file, node, key, 1, 1000, " times the needed work");
   else return false;
   return true;
 }
@@ -215,6 +217,8 @@ void check_rule(const fs::path& file, const toml::node& node, const Rule& r) {
   }
   if (r.kind != RuleKind::counter && !r.counter.empty())
     config_error(file, node, name + " has \"counter\" but is not a counter rule");
+  if (r.kind != RuleKind::counter && r.max_work)
+    config_error(file, node, name + " has \"max_work\" but is not a counter rule");
   if (perf && !r.min && !r.max)
     config_error(file, node, name + " needs a threshold: \"min\", \"max\" or both");
   if (!perf && (r.min || r.max))
@@ -296,7 +300,7 @@ LessonConfig load_lesson(const fs::path& check_toml) {
           else if (rkey == "counter") r.counter = get_string(check_toml, rn, rkey);
           else if (!set_rule_field(check_toml, r, rkey, rn))
             config_error(check_toml, rn, "unknown key \"" + rkey + "\" in a rule (keys: id, "
-                         "kind, variant, over, metric, counter, min, max, points, hint)");
+                         "kind, variant, over, metric, counter, min, max, max_work, points, hint)");
         }
         if (r.id.empty()) config_error(check_toml, item, "a [[rule]] has no \"id\"");
         if (!have_kind) config_error(check_toml, item, "rule \"" + r.id + "\" has no \"kind\"");
@@ -585,6 +589,18 @@ RuleOutcome evaluate_rule(const Rule& rule, const json& result) {
     if (reading.contains("unchecked"))
       return finish(Verdict::environment, reading["unchecked"].get<std::string>() +
                                               "; grade again with --force");
+    // Work that feeds nothing moves a ratio towards its bar: a reading is judged only where the
+    // kernels did about the work the problem needs.
+    const double most = rule.max_work.value_or(kDefaultMaxWork);
+    if (reading.contains("work_per_needed") && reading["work_per_needed"].get<double>() > most) {
+      const CounterMeasure& m = *find_counter_measure(rule.counter);
+      return finish(Verdict::fail,
+                    rule.counter + " of \"" + rule.variant + "\" is not judged: its kernels did " +
+                        fixed(reading["work_per_needed"].get<double>(), 1) + "x the " + m.work +
+                        " the problem needs (at most " + fixed(most, 1) + "x counts), and work that " +
+                        "feeds nothing moves this reading. Drop what your kernels compute or load " +
+                        "only to be thrown away.");
+    }
   }
 
   Reading reading;

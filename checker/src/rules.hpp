@@ -51,6 +51,9 @@ struct Rule {
   std::string over;     ///< speedup: the variant it is compared with
   std::string metric;   ///< metric: the key in the result's "metrics"
   std::string counter;  ///< counter: a measure read through ncu (see counters.hpp)
+  /// counter: the most work its kernels may do per unit the problem needs (kDefaultMaxWork when
+  /// unset; counters.hpp, work_done): beyond it the reading is not judged, and the rule fails
+  std::optional<double> max_work;
   std::optional<double> min, max;
   double points = 0;
   std::string hint;

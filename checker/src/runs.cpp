@@ -26,6 +26,11 @@ LoadedResult load_result(const fs::path& path, const std::string& nonce,
     r.error = "the program wrote no usable result file: " + path.filename().string() + " " + why;
     return r;
   }
+  if (text->empty()) {  // a file the checker handed it (--result-fd), never written
+    r.error = "the program wrote no result (" + path.filename().string() + " is empty): it ended "
+              "before its harness did";
+    return r;
+  }
   // A program's output is hostile input: no depth or number may reach the JSON library's
   // exceptions, which would end the whole grading run instead of this lesson.
   auto doc = read_result(*text, why);

@@ -227,6 +227,45 @@ TEST_CASE("a counter rule: pass, fail with its hint, skipped out of the total, w
   CHECK(evaluate_rule(conflicts, with_counters({{"shared_bank_conflicts", {{"value", 0.03}}}})).verdict == Verdict::pass);
 }
 
+TEST_CASE("a counter reading is judged only where the kernels did about the work the problem needs") {
+  // Padding: coalesced loads that feed nothing, beside uncoalesced ones, lift 0.125 towards 0.8,
+  // dead mma_sync lift the tensor share: either way the kernels do many times the needed work.
+  std::map<std::string, double> padded = {{"smsp__sass_data_bytes_mem_global_op_ld.sum", 28.0 * (1 << 20)},
+                                          {"l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", 35.0 * (1 << 15)}};
+  CHECK(value_of("global_load_efficiency", padded) == doctest::Approx(0.8));
+  CHECK(*work_done(*find_counter_measure("global_load_efficiency"), padded) == 28.0 * (1 << 20));
+  std::map<std::string, double> tensor = {{"sm__inst_executed_pipe_tensor_op_hmma.sum", 512},
+                                          {"smsp__inst_executed.sum", 4096}};
+  CHECK(*work_done(*find_counter_measure("tensor_instruction_share"), tensor) == 512.0 * 4096);
+  const NcuTable both = parse_ncu_csv(kLog);  // shared: (wavefronts - conflicts) x 128 bytes
+  CHECK(*work_done(*find_counter_measure("shared_bank_conflicts"), both.sums) ==
+        doctest::Approx(1048576.0 * 128));  // the 1048576 needed wavefronts of value_of's 15.66
+  CHECK_FALSE(work_done(*find_counter_measure("global_load_efficiency"), {}));  // not reported
+
+  CounterRun run;
+  run.status = CounterRun::Status::measured;
+  run.sums = padded;
+  run.kernels = 2;
+  const json r = counter_readings(run, {"global_load_efficiency"}, 1 << 20, 0);
+  CHECK(r["global_load_efficiency"]["work_per_needed"].get<double>() == doctest::Approx(28.0));
+  CHECK_FALSE(counter_readings(run, {"global_load_efficiency"}, 0, 0)["global_load_efficiency"]
+                  .contains("work_per_needed"));  // the harness declared no bytes: no guard
+
+  const Rule coalesced = counter_rule("global_load_efficiency", 0.8, std::nullopt);
+  RuleOutcome o = evaluate_rule(coalesced, with_counters({{"global_load_efficiency", r["global_load_efficiency"]}}));
+  CHECK(o.verdict == Verdict::fail);
+  CHECK(o.message == "global_load_efficiency of \"exercise\" is not judged: its kernels did 28.0x the bytes of "
+                     "global loads the problem needs (at most 4.0x counts), and work that feeds nothing moves "
+                     "this reading. Drop what your kernels compute or load only to be thrown away.");
+  // A design that reads some data twice (each warp re-reads the vector) is judged as usual.
+  CHECK(evaluate_rule(coalesced, with_counters({{"global_load_efficiency", {{"value", 1.0}, {"work_per_needed", 2.0}}}}))
+            .verdict == Verdict::pass);
+  Rule generous = coalesced;
+  generous.max_work = 30;
+  CHECK(evaluate_rule(generous, with_counters({{"global_load_efficiency", r["global_load_efficiency"]}})).verdict ==
+        Verdict::pass);
+}
+
 TEST_CASE("check.toml: a counter rule must name a known measure") {
   TempDir dir;
   const fs::path file = dir.path() / "90-fake" / "check.toml";
@@ -244,6 +283,18 @@ TEST_CASE("check.toml: a counter rule must name a known measure") {
                    "counter = \"global_load_efficiency\"\nmin = 0.8\npoints = 1\n");
   const LessonConfig l = load_lesson(file);
   CHECK(l.rules[0].counter == "global_load_efficiency");
+  CHECK_FALSE(l.rules[0].max_work);
+  write_text(file, "lesson = \"90-fake\"\n[[rule]]\nid = \"c\"\nkind = \"counter\"\nvariant = \"exercise\"\n"
+                   "counter = \"global_load_efficiency\"\nmin = 0.8\nmax_work = 6\npoints = 1\n");
+  CHECK(load_lesson(file).rules[0].max_work == 6.0);
+  write_text(file, "lesson = \"90-fake\"\n[[rule]]\nid = \"c\"\nkind = \"correct\"\nvariant = \"exercise\"\n"
+                   "max_work = 6\npoints = 1\n");
+  try {
+    load_lesson(file);
+    FAIL("no error");
+  } catch (const ConfigError& e) {
+    CHECK(contains(e.what(), "rule \"c\" has \"max_work\" but is not a counter rule"));
+  }
 }
 
 TEST_CASE("judging with a stand-in ncu: readings, the permission fallback, and --no-counters") {

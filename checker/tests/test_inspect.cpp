@@ -672,6 +672,24 @@ TEST_SUITE("inspect") {
               .empty());
   }
 
+  TEST_CASE("review flags: a thread started, which could outlive the harness's last write") {
+    const std::vector<std::string> flags = review_flags(
+        "#include <thread>\n"
+        "void run() {\n"
+        "  static std::thread t([] {});\n"                                       // 3
+        "  auto f = std::async([] { return 1; });\n"                             // 4
+        "  pthread_t p; pthread_create(&p, nullptr, nullptr, nullptr);\n"        // 5
+        "  int thread = 0; (void)thread;\n"                                       // 6: a variable
+        "}\n");
+    std::string all;
+    for (const auto& f : flags) all += f + "\n";
+    INFO(all);
+    CHECK(contains(all, "line 3: a thread started (std::thread)"));
+    CHECK(contains(all, "line 4: a thread started (std::async)"));
+    CHECK(contains(all, "line 5: a thread started (pthread_create)"));
+    CHECK_FALSE(contains(all, "line 6:"));
+  }
+
   TEST_CASE("review flags read a source of hostile lengths in time and on a bounded stack") {
     // One 40,000-element initializer on a line (issue 52's reproducer), a 40,000-character name in
     // a cast and in an alias: std::regex recursed once per character and overflowed the stack.

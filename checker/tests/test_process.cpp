@@ -110,6 +110,21 @@ TEST_CASE("judge: a good program passes and its points add up") {
   CHECK(o.device["name"] == "Fake GPU");
 }
 
+TEST_CASE("judge: the result leaves the program's reach at its end: code at exit cannot change it") {
+  // The checker hands the result file by descriptor (--result-fd), in a folder of its own; the
+  // harness closes it once written. The same program given a name (--json) is rewritten.
+  const LessonOutcome o = judge_mode("rewrites-at-exit");
+  CHECK(o.verdict == Verdict::pass);
+  CHECK(o.score == 10);
+  CHECK(contains(o.output, "the result is out of reach"));
+  TempDir t("lab-test-at-exit");
+  const fs::path named = t.path() / "result.json";
+  ProcessOptions p;
+  p.argv = {kFake, "--mode", "rewrites-at-exit", "--json", named.string(), "--nonce", "n"};
+  REQUIRE(run_process(p).exited_ok());
+  CHECK(read_text(named) == "{\"forged\": true}");  // what --result-fd prevents
+}
+
 TEST_CASE("judge: every way a program can misbehave is an error with its reason") {
   auto timeout = judge_mode("sleep", {}, 0.5);
   CHECK(timeout.verdict == Verdict::error);
@@ -152,7 +167,7 @@ TEST_CASE("judge: every way a program can misbehave is an error with its reason"
 
   auto silent = judge_mode("no-result");
   CHECK(silent.reason == "result");
-  CHECK(contains(silent.message, "wrote no usable result file: result-0.json does not exist"));
+  CHECK(contains(silent.message, "the program wrote no result (result-0.json is empty): it ended before its harness did"));
 
   auto exit3 = judge_mode("exit3");
   CHECK(exit3.reason == "exit");

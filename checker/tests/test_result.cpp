@@ -35,7 +35,9 @@ TEST_CASE("missing file") {
 TEST_CASE("malformed JSON") {
   CHECK(load_error("{\"schema\": \"cuda-perf-lab/result/1\", \"variants\": [") ==
         "the result file is not valid JSON (line 1, column 51)");
-  CHECK(load_error("") == "the result file is not valid JSON (line 1, column 1)");
+  // An empty file is the one the checker handed (--result-fd) and the program never wrote.
+  CHECK(load_error("") == "the program wrote no result (result.json is empty): it ended before its harness did");
+  CHECK(load_error(" ") == "the result file is not valid JSON (line 1, column 2)");
 }
 
 TEST_CASE("wrong or missing schema") {

@@ -356,7 +356,7 @@ TEST_CASE("check.toml: args may not leave out a variant a rule reads") {
 
 TEST_CASE("check.toml: mistakes give file:line and what to fix") {
   CHECK(toml_error(std::string(kHead) + "[[rule]]\nid = \"x\"\nkind = \"speedup\"\nvariant = \"e\"\nmni = 3\n") ==
-        "check.toml:7: unknown key \"mni\" in a rule (keys: id, kind, variant, over, metric, counter, min, max, points, hint)");
+        "check.toml:7: unknown key \"mni\" in a rule (keys: id, kind, variant, over, metric, counter, min, max, max_work, points, hint)");
   CHECK(toml_error(std::string(kHead) + "[[rule]]\nid = \"x\"\nkind = \"fastness\"\n") ==
         "check.toml:5: unknown rule kind \"fastness\" (kinds: correct, fraction_of_copy, fraction_of_peak, speedup, metric, counter)");
   CHECK(toml_error(std::string(kHead) + "[[rule]]\nid = \"x\"\nkind = \"speedup\"\nvariant = \"e\"\nmin = 2\n") ==

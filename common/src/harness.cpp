@@ -24,6 +24,21 @@
 #include "lab/syscall_filter.hpp"
 
 namespace lab {
+namespace {
+
+// All of @p text to @p fd (write(2) may take less than asked); false on an error (errno says).
+bool write_all(int fd, const std::string& text) {
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
 
 struct Lesson::State {
   std::string title;
@@ -31,6 +46,7 @@ struct Lesson::State {
   CLI::App app;
   std::string json_path;
   std::FILE* json_file = nullptr;  // json_path + ".tmp", open from the start (see run)
+  int result_fd = -1;              // --result-fd: the result goes there, then it is closed
   bool restrict_syscalls = false;  // --restrict-syscalls
   std::vector<std::string> only;  // --variant
   std::vector<std::string> skipped;  // --skip-variant
@@ -68,13 +84,8 @@ struct Lesson::State {
   bool recording() const { return record_fd >= 0; }
   // Each entry goes out whole as soon as it is made, before any more exercise code runs.
   void write_record(const std::string& text) {
-    std::size_t done = 0;
-    while (done < text.size()) {
-      const ssize_t n = ::write(record_fd, text.data() + done, text.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) throw std::runtime_error(std::string("cannot write the record: ") + std::strerror(errno));
-      done += static_cast<std::size_t>(n);
-    }
+    if (!write_all(record_fd, text))
+      throw std::runtime_error(std::string("cannot write the record: ") + std::strerror(errno));
   }
   void missing(const std::string& what) {
     if (result.replay->missing.size() < 20) result.replay->missing.push_back(what);
@@ -129,6 +140,10 @@ Lesson::Lesson(std::string id, std::string title) : state_(std::make_unique<Stat
                                      "(back-to-back, L2 warm) or graph (replayed CUDA graph)")
       ->check(CLI::IsMember(modes));
   s.app.add_flag("--list", s.list, "List the variants and exit");
+  s.app.add_option("--result-fd", s.result_fd,
+                   "Write the result file (JSON) to this open file descriptor and close it, with "
+                   "the record's, before the program can run anything else (the checker passes "
+                   "it: code that runs at exit finds nothing of the run to change)");
   s.app.add_option("--record-fd", s.record_fd,
                    "Write the exercise's record (values sampled for an out-of-process check) to "
                    "this open file descriptor (the checker passes it)");
@@ -616,10 +631,11 @@ int Lesson::run(int argc, char** argv, const std::function<void(Lesson&)>& body)
     return kExitOk;
   }
 
-  if (s.recording() && ::fcntl(s.record_fd, F_SETFD, FD_CLOEXEC) != 0) {  // not for children
-    std::cerr << r.lesson << ": --record-fd " << s.record_fd << " is not an open file\n";
-    return kExitUsage;
-  }
+  for (const auto& [flag, fd] : {std::pair{"--record-fd", s.record_fd}, std::pair{"--result-fd", s.result_fd}})
+    if (fd >= 0 && ::fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) {  // not for children
+      std::cerr << r.lesson << ": " << flag << " " << fd << " is not an open file\n";
+      return kExitUsage;
+    }
   // The result file is opened now, as PATH.tmp, and renamed into place when written: a folder
   // it cannot be written to fails here, not after the whole measurement, and with the system
   // calls restricted no file could be opened at the end.
@@ -635,8 +651,19 @@ int Lesson::run(int argc, char** argv, const std::function<void(Lesson&)>& body)
       return kExitUsage;
     }
   }
+  // The run's files leave the process's reach here: the descriptors the checker handed are
+  // closed, and their files lie where this process cannot open them (docs/grading-security.md).
   auto write = [&] {
-    if (s.json_file) commit_atomic_write(std::exchange(s.json_file, nullptr), s.json_path, to_json_text(r));
+    const std::string text = to_json_text(r);
+    if (s.result_fd >= 0) {
+      const int fd = std::exchange(s.result_fd, -1);
+      const bool whole = write_all(fd, text);
+      const int error = errno;
+      ::close(fd);
+      if (!whole) throw std::runtime_error(std::string("cannot write the result: ") + std::strerror(error));
+    }
+    if (s.record_fd >= 0) ::close(std::exchange(s.record_fd, -1));
+    if (s.json_file) commit_atomic_write(std::exchange(s.json_file, nullptr), s.json_path, text);
   };
   const std::string no_gpu = gpu_unavailable_reason();
   if (!no_gpu.empty()) {

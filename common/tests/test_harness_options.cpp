@@ -1,10 +1,12 @@
 // The harness's command line, without a GPU: usage errors, --list, --help, and the no-GPU path.
 #include <doctest/doctest.h>
 
+#include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -85,6 +87,34 @@ TEST_CASE("a run writes the result file; without a GPU it says so and exits 77")
     CHECK(r["diagnostics"][0].get<std::string>().find("GPU") != std::string::npos);
   }
   std::remove(path.c_str());
+}
+
+TEST_CASE("--result-fd: the result goes to the descriptor, closed with the record's before run returns") {
+  // What runs after the lesson (code at exit, a static's destructor) must find nothing of the run
+  // to change: the checker's files lie where the program cannot open them, and their
+  // descriptors are gone.
+  const std::string path = "harness_test_result_fd.json", record = "harness_test_record_fd.txt";
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  const int record_fd = ::open(record.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  REQUIRE(fd >= 0);
+  REQUIRE(record_fd >= 0);
+  const int code = run_with({"--rows", "20", "--nonce", "fd1", "--result-fd", std::to_string(fd),
+                             "--record-fd", std::to_string(record_fd), "--quick"});
+  CHECK((code == lab::kExitOk || code == lab::kExitNoGpu));
+  errno = 0;
+  CHECK(::fcntl(fd, F_GETFD) == -1);
+  CHECK(errno == EBADF);
+  CHECK(::fcntl(record_fd, F_GETFD) == -1);
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string error;
+  const auto doc = lab::read_result(text.str(), error);
+  REQUIRE_MESSAGE(doc, error);
+  CHECK((*doc)["nonce"] == "fd1");
+  std::remove(path.c_str());
+  std::remove(record.c_str());
+  CHECK(run_with({"--result-fd", "987"}) == lab::kExitUsage);  // not an open file
 }
 
 TEST_CASE("--profile --json writes the result file: the checks of the profiled calls, no times") {

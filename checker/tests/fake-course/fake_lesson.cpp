@@ -13,6 +13,8 @@
 //   exit3       print a CUDA-like error and exit 3
 //   nogpu       print "no CUDA device" and exit 77
 //   noisy       print 50 MB on stdout, then write a valid result
+//   rewrites-at-exit  a valid result, then at exit a forged one through the result's descriptor
+//               (--result-fd) or name (--json)
 //   forks       start a child process, then write a valid result; with --restrict-syscalls (the
 //               checker's request for the system-call filter) it ends by SIGSYS instead, as the
 //               filter would end it (lab/syscall_filter.hpp; tried for real in common/tests)
@@ -63,6 +65,7 @@ long arg_seed = 0;
 std::vector<std::string> arg_only;  // --variant: empty, every variant
 std::vector<std::string> arg_skipped;  // --skip-variant
 int arg_record_fd = -1;
+int arg_result_fd = -1;  // --result-fd: the result goes there (then it is closed), as a lesson's
 std::string arg_record = "right", arg_replay;
 bool arg_profile = false;
 bool arg_no_ceilings = false;  // --no-ceilings: no "ceilings" in the result
@@ -136,6 +139,19 @@ void write_trace(double exercise_ms) {
   if (arg_trace != "early") t << "E 0\n";
 }
 
+// The result, where the checker asked for it: through the handed descriptor, closed after it
+// as the harness closes it, or by name.
+void put_result(const std::string& text) {
+  if (arg_result_fd >= 0) {
+    if (write(arg_result_fd, text.data(), text.size()) != static_cast<ssize_t>(text.size())) std::exit(3);
+    close(arg_result_fd);
+    return;
+  }
+  const std::string tmp = arg_json + ".tmp";
+  std::ofstream(tmp) << text;
+  std::rename(tmp.c_str(), arg_json.c_str());
+}
+
 void write_result(const std::string& nonce, double exercise_ms, bool wrong) {
   write_trace(exercise_ms);
   write_record(wrong);
@@ -189,9 +205,7 @@ void write_result(const std::string& nonce, double exercise_ms, bool wrong) {
       << (replayed.found ? 1 : 0) << ", \"missing\": ["
       << (replayed.found ? "" : "\"exercise: 1000x777\"") << "], \"unused\": [], \"error\": \"\"}";
   o << "\n}\n";
-  const std::string tmp = arg_json + ".tmp";
-  std::ofstream(tmp) << o.str();
-  std::rename(tmp.c_str(), arg_json.c_str());
+  put_result(o.str());
 }
 
 [[noreturn]] void sleep_forever() {
@@ -238,6 +252,7 @@ int main(int argc, char** argv) {
     else if (a == "--variant") arg_only.push_back(next());
     else if (a == "--skip-variant") arg_skipped.push_back(next());
     else if (a == "--record-fd") arg_record_fd = std::atoi(next().c_str());
+    else if (a == "--result-fd") arg_result_fd = std::atoi(next().c_str());
     else if (a == "--record") arg_record = next();
     else if (a == "--replay") arg_replay = next();
     else if (a == "--restrict-syscalls") arg_restrict = true;
@@ -275,8 +290,8 @@ int main(int argc, char** argv) {
   arg_mode = exercise_mode();
   arg_exercise = std::to_string(exercise_ms());
 #endif
-  if (arg_json.empty()) {
-    std::fprintf(stderr, "usage: fake_lesson --json PATH [--mode M]\n");
+  if (arg_json.empty() && arg_result_fd < 0) {
+    std::fprintf(stderr, "usage: fake_lesson --json PATH | --result-fd N [--mode M]\n");
     return 2;
   }
   const std::string m = arg_mode;
@@ -301,7 +316,17 @@ int main(int argc, char** argv) {
     raise(SIGSEGV);
   } else if (m == "garbage") {
     std::printf("\x1b[31mPASS\x1b[0m \xff\xfe\x01 all tests passed\n");
-    std::ofstream(arg_json) << "{\"schema\": \"cuda-perf-lab/result/1\", \"variants\": [";
+    put_result("{\"schema\": \"cuda-perf-lab/result/1\", \"variants\": [");
+  } else if (m == "rewrites-at-exit") {
+    // A right result, then code at exit (a static's destructor in a real exercise) that writes a
+    // faster one wherever it can still reach: the descriptor it was handed, or the file by name.
+    write_result(arg_nonce, 1.0, false);
+    static const int fd = arg_result_fd;
+    std::atexit([] {
+      static const char forged[] = "{\"forged\": true}";
+      if (fd < 0) std::ofstream(arg_json) << forged;
+      else if (write(fd, forged, sizeof forged - 1) < 0) std::fprintf(stderr, "the result is out of reach\n");
+    });
   } else if (m == "wrong-nonce") {
     write_result("00000000000000000000000000000000", 1.0, false);
   } else if (m == "no-result") {
