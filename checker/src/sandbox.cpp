@@ -30,6 +30,7 @@
 #include "inspect.hpp"
 #include "process.hpp"
 #include "lab/syscall_filter.hpp"
+#include "lab/writable_places.hpp"
 #include "rules.hpp"
 
 namespace lab {
@@ -672,26 +673,9 @@ void report_failure(int report_fd, const char* step, int error) {
 }
 
 const std::vector<std::string>& private_folders() {
-  // /tmp and /dev/shm, and every folder anyone may write one level below the places such
-  // folders live (/var/tmp, /run/lock, ...): each run gets its own, empty, so nothing one
-  // student's program leaves there reaches the next, and nothing needs listing. Scanned once
-  // per process: such folders are the system's (only root makes one there, and a run that could
-  // would as well write anywhere else).
-  static const std::vector<std::string> folders = [] {
-    std::set<std::string> dirs = {"/tmp", "/dev/shm"};
-    for (const char* parent : {"/", "/var", "/run", "/dev", "/srv", "/opt", "/home", "/mnt", "/media"}) {
-      std::error_code ec;
-      for (fs::directory_iterator it(parent, ec), end; !ec && it != end; it.increment(ec)) {
-        const fs::path p = it->path();
-        if (p == "/proc" || p == "/sys" || fs::is_symlink(p, ec)) continue;
-        struct stat st;
-        if (::lstat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & S_IWOTH))
-          dirs.insert(p.string());
-      }
-    }
-    return std::vector<std::string>(dirs.begin(), dirs.end());
-  }();
-  return folders;
+  // Every folder anyone may write: each run gets its own, empty, so nothing one student's
+  // program leaves there reaches the next, and nothing needs listing.
+  return world_writable_folders();
 }
 
 ChildPlan plan_for(Role role, const std::vector<std::string>& argv, const fs::path& workdir) {

@@ -1,5 +1,6 @@
 // Files written outside the folders processes were given (lab/write_audit.hpp).
 #include "lab/write_audit.hpp"
+#include "lab/writable_places.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,7 +13,9 @@ namespace lab {
 namespace fs = std::filesystem;
 
 std::vector<fs::path> WriteAudit::writable_places() {
-  return {fs::current_path(), "/tmp", "/dev/shm", "/var/tmp", "/run/lock"};
+  std::vector<fs::path> places = {fs::current_path()};
+  for (const std::string& folder : world_writable_folders()) places.push_back(folder);
+  return places;
 }
 
 WriteAudit::WriteAudit(std::vector<fs::path> places, std::size_t max_entries)

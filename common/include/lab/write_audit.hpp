@@ -30,8 +30,8 @@ using FileStamps = std::map<std::filesystem::path, std::pair<long long, long lon
 /// @brief Lists the files a process could have written outside the folders it was given.
 class WriteAudit {
  public:
-  /// @return the places every machine lets a graded run write: the working directory, /tmp,
-  ///         /dev/shm, /var/tmp and /run/lock
+  /// @return the places a graded run can write: the working directory and every folder any
+  ///         user may write (world_writable_folders, the checker's list too)
   static std::vector<std::filesystem::path> writable_places();
 
   /// @brief Notes the files this process holds open now (what the checker handed it: its
