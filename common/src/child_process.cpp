@@ -27,18 +27,7 @@ namespace {
 constexpr const char* kChildFlag = "--lab-child";
 constexpr int kReadingsFd = 3;                  // a child's readings (see the header)
 constexpr std::size_t kOutputKept = 64 * 1024;  // the tail of a child's output kept for messages
-
-// Reads @p fd to its end (the writer has exited).
-std::string read_all(int fd) {
-  std::string out;
-  char buf[4096];
-  for (;;) {
-    const ssize_t got = read(fd, buf, sizeof buf);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return out;
-    out.append(buf, static_cast<std::size_t>(got));
-  }
-}
+constexpr std::size_t kReadingsKept = 1 << 20;  // the start of its readings (a few lines are usual)
 
 // The parent's environment without the variables @p env sets and without the tracer's, then
 // @p env.
@@ -145,8 +134,12 @@ ChildRun run_child(const std::string& program, const std::vector<std::string>& a
   ChildRun c;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   bool timed_out = false;
+  // Both pipes read as they fill: a child that writes more than a pipe holds to either would
+  // otherwise wait for a reader that waits for it to end.
+  std::string said;
+  pollfd open[2] = {{fds[0], POLLIN, 0}, {readings[0], POLLIN, 0}};
   char buf[4096];
-  for (;;) {
+  while (open[0].fd >= 0 || open[1].fd >= 0) {
     const double left =
         std::chrono::duration<double, std::milli>(deadline - std::chrono::steady_clock::now())
             .count();
@@ -154,23 +147,30 @@ ChildRun run_child(const std::string& program, const std::vector<std::string>& a
       timed_out = true;
       break;
     }
-    pollfd p{fds[0], POLLIN, 0};
-    const int ready = poll(&p, 1, static_cast<int>(std::min(left, 1000.0)) + 1);
+    const int ready = poll(open, 2, static_cast<int>(std::min(left, 1000.0)) + 1);
     if (ready < 0 && errno == EINTR) continue;
     if (ready <= 0) continue;
-    const ssize_t got = read(fds[0], buf, sizeof buf);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) break;  // end of output: the child is exiting
-    c.output.append(buf, static_cast<std::size_t>(got));
-    if (c.output.size() > 2 * kOutputKept) c.output.erase(0, c.output.size() - kOutputKept);
+    for (int k = 0; k < 2; ++k) {
+      if (open[k].fd < 0 || open[k].revents == 0) continue;
+      const ssize_t got = read(open[k].fd, buf, sizeof buf);
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) {  // its end: the child closed it, or is exiting
+        close(open[k].fd);
+        open[k].fd = -1;
+        continue;
+      }
+      std::string& into = k == 0 ? c.output : said;
+      // The output keeps its tail; the readings their start (the numbers come first).
+      if (k == 0 || into.size() < kReadingsKept) into.append(buf, static_cast<std::size_t>(got));
+      if (k == 0 && into.size() > 2 * kOutputKept) into.erase(0, into.size() - kOutputKept);
+    }
   }
-  close(fds[0]);
+  for (const pollfd& f : open)
+    if (f.fd >= 0) close(f.fd);
   if (timed_out) kill(pid, SIGKILL);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  const std::string said = read_all(readings[0]);  // a few lines: the pipe held them all
-  close(readings[0]);
   if (c.output.size() > kOutputKept) c.output.erase(0, c.output.size() - kOutputKept);
   if (timed_out)
     c.failure = "the process did not finish within " + fixed(timeout_s, 0) + " s (killed)";

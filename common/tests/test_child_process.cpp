@@ -202,3 +202,15 @@ TEST_CASE("the audit lists every folder anyone may write: the same list the chec
   CHECK(places.size() == anyone.size() + 1);
   for (const std::string& f : anyone) CHECK(std::find(places.begin(), places.end(), fs::path(f)) != places.end());
 }
+
+TEST_CASE("a child that reports more than a pipe holds is read as it writes, not waited on") {
+  // 200 KB of readings (a long error message, say) and 200 KB of output: before, the readings
+  // were read only once the child ended, and a child blocked on a full pipe never ended.
+  const lab::ChildRun c = shell(
+      "head -c 200000 /dev/zero | tr '\\0' x; echo; echo '@ first_call_ms 3.5' >&3; "
+      "{ printf '@ error '; head -c 200000 /dev/zero | tr '\\0' e; echo; } >&3", {}, 20.0);
+  CHECK(c.failure.find("did not finish") == std::string::npos);
+  CHECK(c.number("first_call_ms") == doctest::Approx(3.5));
+  CHECK(c.text("error").size() >= 200000);
+  CHECK_FALSE(c.ok);  // an error was reported
+}
