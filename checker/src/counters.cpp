@@ -276,27 +276,26 @@ CounterRun run_under_ncu(const fs::path& program, const std::string& variant,
   return read;
 }
 
-json counter_readings(const CounterRun& run, const std::vector<std::string>& measures,
-                      double needed_bytes, double needed_flops) {
-  json out = json::object();
+std::map<std::string, CounterReading> counter_readings(const CounterRun& run,
+                                                       const std::vector<std::string>& measures,
+                                                       double needed_bytes, double needed_flops) {
+  std::map<std::string, CounterReading> out;
   for (const auto& name : measures) {
-    if (run.status == CounterRun::Status::unavailable) {
-      out[name] = {{"unavailable", run.message}};
-    } else if (run.status == CounterRun::Status::failed) {
-      out[name] = {{"failed", run.message}};
-    } else if (run.status == CounterRun::Status::unchecked) {
-      out[name] = {{"unchecked", run.message}};
+    CounterReading& r = out[name];
+    r.status = run.status;
+    r.message = run.message;
+    if (run.status != CounterRun::Status::measured) continue;
+    std::string why;  // check.toml was checked: every name is a known measure
+    const CounterMeasure& m = *find_counter_measure(name);
+    if (auto v = measure_value(m, run.sums, why)) {
+      r.value = *v;
+      r.kernels = run.kernels;
+      const double needed = m.needs == CounterMeasure::Needs::bytes ? needed_bytes : needed_flops;
+      if (const auto work = work_done(m, run.sums); work && needed > 0)
+        r.work_per_needed = *work / needed;
     } else {
-      std::string why;  // check.toml was checked: every name is a known measure
-      const CounterMeasure& m = *find_counter_measure(name);
-      if (auto v = measure_value(m, run.sums, why)) {
-        out[name] = {{"value", *v}, {"kernels", run.kernels}};
-        const double needed = m.needs == CounterMeasure::Needs::bytes ? needed_bytes : needed_flops;
-        if (const auto work = work_done(m, run.sums); work && needed > 0)
-          out[name]["work_per_needed"] = *work / needed;
-      } else {
-        out[name] = {{"failed", why}};
-      }
+      r.status = CounterRun::Status::failed;
+      r.message = why;
     }
   }
   return out;

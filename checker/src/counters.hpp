@@ -115,11 +115,22 @@ CounterRun run_under_ncu(const fs::path& program, const std::string& variant,
                          const std::vector<std::string>& metrics, const CounterOptions& options,
                          const fs::path& work);
 
-/// The readings of one variant's measures for the rules: {"<measure>": {"value": v,
-/// "work_per_needed": w}} when measured (w: work_done over @p needed_bytes or @p needed_flops,
-/// the variant's in its result; absent when that is 0), {"<measure>": {"unavailable" |
-/// "failed" | "unchecked": why}} otherwise.
-json counter_readings(const CounterRun& run, const std::vector<std::string>& measures,
-                      double needed_bytes, double needed_flops);
+/// One measure's reading for one variant, as a counter rule judges it.
+struct CounterReading {
+  CounterRun::Status status = CounterRun::Status::failed;  ///< as CounterRun's, per measure
+  std::string message;                     ///< why, when not measured
+  double value = 0;                        ///< the measure (measured)
+  int kernels = 0;                         ///< the kernels ncu read (measured)
+  /// work_done over the work the problem needs (measured, where the harness declared it)
+  std::optional<double> work_per_needed;
+};
+
+/// The readings of one variant's measures for the rules, by measure: measured, with
+/// work_per_needed the work_done over @p needed_bytes or @p needed_flops (the variant's in its
+/// result; none when that is 0), or the run's status and why (a measure ncu's metrics do not
+/// give is `failed`).
+std::map<std::string, CounterReading> counter_readings(const CounterRun& run,
+                                                       const std::vector<std::string>& measures,
+                                                       double needed_bytes, double needed_flops);
 
 }  // namespace lab

@@ -362,10 +362,12 @@ std::vector<RuleOutcome> evaluate_all(const LessonConfig& lesson, const std::vec
   for (const auto& r : runs)
     if (r.value("environment_ok", true)) usable.push_back(with_correctness_of_all(r, runs));
   if (usable.empty()) usable.push_back(with_correctness_of_all(runs.back(), runs));
+  std::vector<JudgedRun> judged;
+  for (const auto& r : usable) judged.push_back(judged_run(r));
   std::vector<RuleOutcome> out;
   for (const auto& rule : lesson.rules) {
     std::vector<RuleOutcome> each;
-    for (const auto& run : usable) each.push_back(evaluate_rule(rule, run));
+    for (const auto& run : judged) each.push_back(evaluate_rule(rule, run));
     for (const auto& o : each) split = split || o.verdict != each.front().verdict;
     std::stable_sort(each.begin(), each.end(), [](const RuleOutcome& a, const RuleOutcome& b) {
       if (!a.reading || !b.reading) return severity(a.verdict) > severity(b.verdict);
@@ -533,7 +535,7 @@ void check_profiled_call(const LessonConfig& lesson, const std::string& variant,
 
 // Counter rules: one ncu run per judged variant (only if it is correct: wrong code's counters
 // do not count) and the check of the call it read, then those rules judged again with the
-// readings in result["counters"].
+// readings among the run's findings.
 void judge_counters(const LessonConfig& lesson, const fs::path& program, const JudgeOptions& opt,
                     const fs::path& work, const OutOfProcess& oop, double timeout,
                     const json& combined, std::vector<RuleOutcome>& outcomes) {
@@ -541,8 +543,7 @@ void judge_counters(const LessonConfig& lesson, const fs::path& program, const J
   for (const auto& rule : lesson.rules)
     if (rule.kind == RuleKind::counter) measures[rule.variant].push_back(rule.counter);
   if (measures.empty()) return;
-  json judged = combined;
-  judged["counters"] = json::object();
+  JudgedRun judged = judged_run(combined);
   // The checker's own look at the GPU (never the result file's), for the metrics it has.
   const int cc_major = opt.counters ? probe_gpu().cc_major : 0;
   for (const auto& [variant, names] : measures) {
@@ -562,7 +563,7 @@ void judge_counters(const LessonConfig& lesson, const fs::path& program, const J
     if (run.status == CounterRun::Status::measured)
       check_profiled_call(lesson, variant, opt, oop, co.record, timeout, run);
     // What the problem needs, as the harness declared it for this variant (lab::Work).
-    judged["counters"][variant] = counter_readings(run, names, v->value("bytes", 0.0), v->value("flops", 0.0));
+    judged.findings.counters[variant] = counter_readings(run, names, v->value("bytes", 0.0), v->value("flops", 0.0));
   }
   for (std::size_t i = 0; i < lesson.rules.size(); ++i)
     if (lesson.rules[i].kind == RuleKind::counter) outcomes[i] = evaluate_rule(lesson.rules[i], judged);

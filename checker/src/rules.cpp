@@ -450,31 +450,22 @@ std::string fill_hint(const Rule& rule, double value, const std::string& unit) {
 
 namespace {
 
-std::string variant_list(const json& result) {
+std::string variant_list(const RunReport& report) {
   std::string s;
-  for (const auto& v : result["variants"]) s += (s.empty() ? "" : ", ") + v["name"].get<std::string>();
+  for (const auto& v : report.variants) s += (s.empty() ? "" : ", ") + v.name;
   return s.empty() ? "none" : s;
 }
 
 // Why a correctness check failed, in a line: the first failing check's case and message.
-std::string first_failed_check(const json& variant) {
-  if (!variant.contains("checks") || !variant["checks"].is_array()) return "";
-  for (const auto& c : variant["checks"]) {
-    if (!c.is_object() || c.value("ok", true)) continue;
-    std::string s = c.value("case", std::string("a check"));
-    const std::string msg = c.value("message", std::string());
-    if (!msg.empty()) s += ": " + msg;
-    else if (c.contains("mismatches") && c["mismatches"].is_number())
-      s += ": " + c["mismatches"].dump() + " mismatches";
+std::string first_failed_check(const ReportedVariant& variant) {
+  for (const ReportedCheck& c : variant.checks) {
+    if (c.ok) continue;
+    std::string s = c.name;
+    if (!c.message.empty()) s += ": " + c.message;
+    else if (!c.mismatches.empty()) s += ": " + c.mismatches + " mismatches";
     return s;
   }
   return "";
-}
-
-double time_q(const json& variant, const char* key) {
-  const auto& t = variant["time_ms"];
-  if (t.contains(key) && t[key].is_number()) return t[key].get<double>();
-  return t["median"].get<double>();
 }
 
 std::string threshold_text(const Rule& r, const std::string& unit) {
@@ -484,22 +475,13 @@ std::string threshold_text(const Rule& r, const std::string& unit) {
   return s;
 }
 
-// Why the checker judged a run's timings untrustworthy: its own observations of the GPU (the
-// judge writes them into "diagnostics", having set the program's own aside), and a device-debug
-// build (which the pristine library reports). Nothing the exercise can say or do decides this.
-// The library writes it under "device" (result.cpp); a file of the older layout, at the top.
-bool debug_build(const json& result) {
-  if (result.value("debug_build", false)) return true;
-  const auto device = result.find("device");
-  return device != result.end() && device->is_object() && device->value("debug_build", false);
-}
-
-std::string untrusted_because(const json& result) {
+// Why the checker judged a run's timings untrustworthy: its own observations of the GPU, and a
+// device-debug build (which the pristine library reports). Nothing the exercise can say or do
+// decides this.
+std::string untrusted_because(const JudgedRun& run) {
   std::string why;
-  if (result.contains("diagnostics"))
-    for (const auto& d : result["diagnostics"])
-      if (d.is_string()) why += (why.empty() ? "" : "; ") + d.get<std::string>();
-  if (debug_build(result)) why += (why.empty() ? "" : "; ") + std::string("a -G build");
+  for (const std::string& d : run.findings.disturbance) why += (why.empty() ? "" : "; ") + d;
+  if (run.report.debug_build) why += (why.empty() ? "" : "; ") + std::string("a -G build");
   return why;
 }
 
@@ -513,14 +495,16 @@ const char* what_is_measured(RuleKind k) {
 
 }  // namespace
 
-RuleOutcome evaluate_rule(const Rule& rule, const json& result) {
+RuleOutcome evaluate_rule(const Rule& rule, const JudgedRun& run) {
+  const RunReport& report = run.report;
+  const Findings& found = run.findings;
   RuleOutcome out;
   out.id = rule.id;
   out.kind = to_string(rule.kind);
   out.min = rule.min;
   out.max = rule.max;
   out.max_points = rule.points;
-  const bool complete = result.value("complete", true);
+  const bool complete = report.complete;
   auto finish = [&](Verdict v, std::string msg) {
     out.verdict = v;
     out.message = std::move(msg);
@@ -529,20 +513,20 @@ RuleOutcome evaluate_rule(const Rule& rule, const json& result) {
   };
 
   // The judged variant (optional only for metric rules).
-  const json* variant = nullptr;
+  const ReportedVariant* variant = nullptr;
   if (!rule.variant.empty()) {
-    variant = find_variant(result, rule.variant);
+    variant = report.find(rule.variant);
     if (!variant) {
       if (!complete)
         return finish(Verdict::fail, "the program stopped before it measured \"" + rule.variant + "\"");
       return finish(Verdict::error, "check.toml names the variant \"" + rule.variant +
                                         "\", which the lesson does not report (it has: " +
-                                        variant_list(result) + ")");
+                                        variant_list(report) + ")");
     }
   }
 
   if (rule.kind == RuleKind::correct) {
-    if ((*variant)["correct"].get<bool>()) return finish(Verdict::pass, "\"" + rule.variant + "\" gives correct results");
+    if (variant->correct) return finish(Verdict::pass, "\"" + rule.variant + "\" gives correct results");
     std::string msg = "\"" + rule.variant + "\" gives wrong results";
     if (auto why = first_failed_check(*variant); !why.empty()) msg += " (" + why + ")";
     if (!rule.hint.empty()) {
@@ -555,48 +539,42 @@ RuleOutcome evaluate_rule(const Rule& rule, const json& result) {
   // Nothing timed counts on a time the checker's tracer contradicted (judge.cpp lets such a run
   // be judged only when the variants concerned gave wrong results). A metric may be computed
   // from any variant's time, so one contradicted time fails every metric rule.
-  if (rule.kind != RuleKind::counter && result.contains("unverified_variants") &&
-      result["unverified_variants"].is_array()) {
-    for (const json& name : result["unverified_variants"])
+  if (rule.kind != RuleKind::counter) {
+    for (const std::string& name : found.unverified_variants)
       if (rule.kind == RuleKind::metric || name == rule.variant || name == rule.over)
-        return finish(Verdict::fail, "the time of \"" + name.get<std::string>() +
+        return finish(Verdict::fail, "the time of \"" + name +
                                          "\" disagreed with the checker's tracer, so no timed "
                                          "rule that uses it counts");
   }
   // Performance only counts for correct code.
-  if (variant && !(*variant)["correct"].get<bool>())
+  if (variant && !variant->correct)
     return finish(Verdict::fail, "\"" + rule.variant + "\" gives wrong results, so its " +
                                      (rule.kind == RuleKind::counter ? "counters do" : "speed does") +
                                      " not count");
 
   if (rule.kind == RuleKind::counter) {
-    const json none = json::object();
-    const json& counters = result.contains("counters") ? result["counters"] : none;
-    const json reading = counters.contains(rule.variant) && counters[rule.variant].contains(rule.counter)
-                             ? counters[rule.variant][rule.counter]
-                             : json::object();
-    if (reading.contains("unavailable") || reading.empty()) {
+    using Status = CounterRun::Status;
+    const CounterReading* reading = found.counter(rule.variant, rule.counter);
+    if (!reading || reading->status == Status::unavailable) {
       out.max_points = 0;  // left out of the total: the machine, not the student
       return finish(Verdict::skipped,
-                    "not checked: " + (reading.empty() ? std::string("the counters were not read (--no-counters)")
-                                                       : reading["unavailable"].get<std::string>()) +
+                    "not checked: " + (!reading ? std::string("the counters were not read (--no-counters)")
+                                                : reading->message) +
                         "; this rule's points are left out of the total");
     }
-    if (reading.contains("failed"))
-      return finish(Verdict::fail, rule.counter + " could not be measured: " +
-                                       reading["failed"].get<std::string>());
+    if (reading->status == Status::failed)
+      return finish(Verdict::fail, rule.counter + " could not be measured: " + reading->message);
     // Not the student's doing, and no skip either (a skip would drop the rule from the total).
-    if (reading.contains("unchecked"))
-      return finish(Verdict::environment, reading["unchecked"].get<std::string>() +
-                                              "; grade again with --force");
+    if (reading->status == Status::unchecked)
+      return finish(Verdict::environment, reading->message + "; grade again with --force");
     // Work that feeds nothing moves a ratio towards its bar: a reading is judged only where the
     // kernels did about the work the problem needs.
     const double most = rule.max_work.value_or(kDefaultMaxWork);
-    if (reading.contains("work_per_needed") && reading["work_per_needed"].get<double>() > most) {
+    if (reading->work_per_needed && *reading->work_per_needed > most) {
       const CounterMeasure& m = *find_counter_measure(rule.counter);
       return finish(Verdict::fail,
                     rule.counter + " of \"" + rule.variant + "\" is not judged: its kernels did " +
-                        fixed(reading["work_per_needed"].get<double>(), 1) + "x the " + m.work +
+                        fixed(*reading->work_per_needed, 1) + "x the " + m.work +
                         " the problem needs (at most " + fixed(most, 1) + "x counts), and work that " +
                         "feeds nothing moves this reading. Drop what your kernels compute or load " +
                         "only to be thrown away.");
@@ -609,13 +587,13 @@ RuleOutcome evaluate_rule(const Rule& rule, const json& result) {
     case RuleKind::fraction_of_copy:
     case RuleKind::fraction_of_peak: {
       const bool copy = rule.kind == RuleKind::fraction_of_copy;
-      if (!variant->contains("time_ms"))
+      if (!variant->time)
         return finish(Verdict::fail, "\"" + rule.variant + "\" was not timed (it stopped before it was measured)");
       // From the bytes, the median and the run's ceilings (the library's rates_of), never from
       // the fraction the file holds: no judged number can disagree with the others.
-      const Rates rates = rates_of(result, *variant);
+      const Rates& rates = variant->rates;
       const std::optional<double> fraction = copy ? rates.fraction_of_copy : rates.fraction_of_peak;
-      if (!fraction && (*variant).value("host_link", false))
+      if (!fraction && variant->host_link)
         return finish(Verdict::error, "\"" + rule.variant + "\" moves its bytes over the host "
                                       "link, which has no fraction of a device-memory ceiling");
       if (!fraction)
@@ -625,63 +603,59 @@ RuleOutcome evaluate_rule(const Rule& rule, const json& result) {
                                           " to compare \"" + rule.variant + "\" with");
       const double value = *fraction;
       // A rate is bytes over time: the 95% interval of the median time bounds it.
-      const double median = (*variant)["time_ms"]["median"].get<double>();
-      const Interval i = constant_over_median(value * median, samples_of(*variant));
+      const ReportedTime& t = *variant->time;
+      const Interval i = constant_over_median(value * t.median, variant->samples_ms);
       reading = i.ok ? Reading{value, i.low, i.high}
-                     : Reading{value, value * median / time_q(*variant, "median_high"),
-                               value * median / time_q(*variant, "median_low")};
+                     : Reading{value, value * t.median / t.median_high, value * t.median / t.median_low};
       break;
     }
     case RuleKind::speedup: {
-      const json* over = find_variant(result, rule.over);
+      const ReportedVariant* over = report.find(rule.over);
       if (!over) {
         if (!complete)
           return finish(Verdict::fail, "the program stopped before it measured \"" + rule.over + "\"");
         return finish(Verdict::error, "check.toml names the variant \"" + rule.over +
                                           "\", which the lesson does not report (it has: " +
-                                          variant_list(result) + ")");
+                                          variant_list(report) + ")");
       }
-      if (!variant->contains("time_ms"))
+      if (!variant->time)
         return finish(Verdict::fail, "\"" + rule.variant + "\" was not timed (it stopped before it was measured)");
-      if (over->contains("pristine_error"))
+      if (const auto p = found.pristine.find(rule.over); p != found.pristine.end() && p->second.error)
         return finish(Verdict::environment,
                       "the baseline \"" + rule.over + "\" could not be timed in the checker's run "
-                      "of the pristine lesson (no code of yours): " +
-                          over->value("pristine_error", std::string()));
-      if (!over->contains("time_ms"))
+                      "of the pristine lesson (no code of yours): " + *p->second.error);
+      if (!over->time)
         return finish(Verdict::error, "the baseline \"" + rule.over + "\" was not timed");
       // A baseline whose results are wrong did other work than the exercise: no speedup over it.
-      if (!over->value("correct", true))
+      if (!over->correct)
         return finish(Verdict::fail, "the baseline \"" + rule.over + "\" gives wrong results, so "
                                      "there is no speedup over it to judge");
       // Both medians from the same run: the interval of their ratio, from both sets of samples.
-      const double v = (*over)["time_ms"]["median"].get<double>() / (*variant)["time_ms"]["median"].get<double>();
-      const Interval i = ratio_of_medians(samples_of(*over), samples_of(*variant));
+      const ReportedTime &o = *over->time, &t = *variant->time;
+      const double v = o.median / t.median;
+      const Interval i = ratio_of_medians(over->samples_ms, variant->samples_ms);
       reading = i.ok ? Reading{v, i.low, i.high}
-                     : Reading{v, time_q(*over, "median_low") / time_q(*variant, "median_high"),
-                               time_q(*over, "median_high") / time_q(*variant, "median_low")};
+                     : Reading{v, o.median_low / t.median_high, o.median_high / t.median_low};
       break;
     }
     case RuleKind::metric: {
-      const json metrics = result.value("metrics", json::object());
-      if (!metrics.contains(rule.metric)) {
+      const auto m = report.metrics.find(rule.metric);
+      if (m == report.metrics.end()) {
         if (!complete)
           return finish(Verdict::fail, "the program stopped before it measured \"" + rule.metric + "\"");
         std::string have;
-        for (auto& [k, _] : metrics.items()) have += (have.empty() ? "" : ", ") + k;
+        for (const auto& [k, _] : report.metrics) have += (have.empty() ? "" : ", ") + k;
         return finish(Verdict::error, "check.toml names the metric \"" + rule.metric +
                                           "\", which the lesson does not report (it has: " +
                                           (have.empty() ? "none" : have) + ")");
       }
-      const json& m = metrics[rule.metric];
-      const double v = m["value"].get<double>();
-      reading = {v, m.value("low", v), m.value("high", v)};
-      unit = m.value("unit", std::string());
+      reading = {m->second.value, m->second.low, m->second.high};
+      unit = m->second.unit;
       break;
     }
     case RuleKind::counter: {
       // A count, not a time: the same on every run, so no range.
-      const double v = result["counters"][rule.variant][rule.counter]["value"].get<double>();
+      const double v = found.counter(rule.variant, rule.counter)->value;
       reading = {v, v, v};
       break;
     }
@@ -713,10 +687,11 @@ RuleOutcome evaluate_rule(const Rule& rule, const json& result) {
     // Under 1x it is slower: "0.23x the speed of" (a reference such as cuBLAS).
     measured += (reading.value >= 1 ? " faster than \"" : " the speed of \"") + rule.over + "\"";
     // A baseline timed by the pristine run (judge.hpp, use_pristine_baselines): said.
-    const json* over = find_variant(result, rule.over);
-    if (over && over->value("measured_in", std::string()) == "pristine")
+    const ReportedVariant* over = report.find(rule.over);
+    const auto p = found.pristine.find(rule.over);
+    if (over && over->time && p != found.pristine.end() && p->second.measured)
       measured += " (timed in a run of the pristine lesson, no code of yours: " +
-                  format_value(RuleKind::metric, (*over)["time_ms"]["median"].get<double>(), "ms") + ")";
+                  format_value(RuleKind::metric, over->time->median, "ms") + ")";
   }
   if (rule.kind == RuleKind::metric) measured = rule.metric + " = " + measured;
   if (rule.kind == RuleKind::counter) measured = rule.counter + " of \"" + rule.variant + "\" = " + measured;
@@ -736,9 +711,9 @@ RuleOutcome evaluate_rule(const Rule& rule, const json& result) {
   // Counters do not depend on how trustworthy the run's timings were; every timed reading
   // does, a pass included (a GPU shared with another process can slow a baseline and so make a
   // speedup): such a run is judged `environment` and run again.
-  const bool disturbed = !result.value("environment_ok", true) || debug_build(result);
+  const bool disturbed = !found.environment_ok || report.debug_build;
   if (disturbed && rule.kind != RuleKind::counter) {
-    const std::string why = untrusted_because(result);
+    const std::string why = untrusted_because(run);
     return finish(Verdict::environment,
                   "not judged: the checker saw this run disturbed" +
                       (why.empty() ? std::string() : " (" + why + ")") + "; measured " + msg);

@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "evidence.hpp"
+
 namespace lab {
 
 namespace fs = std::filesystem;
@@ -114,10 +116,10 @@ struct RuleOutcome {
   std::string hint;        ///< the filled-in hint, when the rule failed and has one
 };
 
-/// Judges one rule against one (validated) result document. A counter rule reads
-/// result["counters"][variant][measure] (put there by the judge after its ncu run); without it,
-/// the rule is skipped.
-RuleOutcome evaluate_rule(const Rule& rule, const json& result);
+/// Judges one rule on one run: what the program reported and what the checker found
+/// (evidence.hpp). A counter rule reads run.findings.counters (the judge's ncu run); without a
+/// reading there, the rule is skipped.
+RuleOutcome evaluate_rule(const Rule& rule, const JudgedRun& run);
 /// Every rule of the lesson marked `error` with the same message (the lesson did not run).
 std::vector<RuleOutcome> error_outcomes(const LessonConfig& lesson, Verdict verdict,
                                         const std::string& message);

@@ -68,6 +68,11 @@ inline Rule make_rule(const std::string& id, RuleKind kind, std::optional<double
   return r;
 }
 
+/// A rule judged on a run's document as the judge holds it, read once by judged_run.
+inline RuleOutcome evaluate_rule(const Rule& rule, const json& doc) {
+  return lab::evaluate_rule(rule, judged_run(doc));
+}
+
 /// A lesson whose program is the fake lesson, run with `args`.
 inline LessonConfig fake_lesson(std::vector<std::string> args, std::vector<Rule> rules, double timeout_s = 10) {
   LessonConfig l;

@@ -51,10 +51,25 @@ Rule counter_rule(const std::string& measure, std::optional<double> min, std::op
   return r;
 }
 
-json with_counters(const json& readings) {
-  json doc = sample_result();
-  doc["counters"] = {{"exercise", readings}};
-  return doc;
+JudgedRun with_counters(const std::map<std::string, CounterReading>& readings) {
+  JudgedRun run = judged_run(sample_result());
+  run.findings.counters["exercise"] = readings;
+  return run;
+}
+
+CounterReading measured(double value, std::optional<double> work_per_needed = std::nullopt) {
+  CounterReading r;
+  r.status = CounterRun::Status::measured;
+  r.value = value;
+  r.work_per_needed = work_per_needed;
+  return r;
+}
+
+CounterReading not_measured(CounterRun::Status status, const std::string& why) {
+  CounterReading r;
+  r.status = status;
+  r.message = why;
+  return r;
 }
 
 // A stand-in ncu: finds --log-file, writes `content` there, runs the program (the rest of its
@@ -191,40 +206,41 @@ TEST_CASE("what an ncu log means: counters, no permission, nothing profiled, a f
 
 TEST_CASE("a counter rule: pass, fail with its hint, skipped out of the total, wrong code fails") {
   const Rule coalesced = counter_rule("global_load_efficiency", 0.8, std::nullopt);
-  RuleOutcome good = evaluate_rule(coalesced, with_counters({{"global_load_efficiency", {{"value", 1.0}}}}));
+  RuleOutcome good = evaluate_rule(coalesced, with_counters({{"global_load_efficiency", measured(1.0)}}));
   CHECK(good.verdict == Verdict::pass);
   CHECK(good.points == 2);
   CHECK(good.message == "global_load_efficiency of \"exercise\" = 1 (needs at least 0.8)");
 
-  RuleOutcome bad = evaluate_rule(coalesced, with_counters({{"global_load_efficiency", {{"value", 0.125}}}}));
+  RuleOutcome bad = evaluate_rule(coalesced, with_counters({{"global_load_efficiency", measured(0.125)}}));
   CHECK(bad.verdict == Verdict::fail);
   CHECK(bad.hint == "Only 0.125.");
 
   // Counters are counts: an untrustworthy timing environment does not change them.
-  json throttled = with_counters({{"global_load_efficiency", {{"value", 0.125}}}});
-  throttled["environment_ok"] = false;
+  JudgedRun throttled = with_counters({{"global_load_efficiency", measured(0.125)}});
+  throttled.findings.environment_ok = false;
   CHECK(evaluate_rule(coalesced, throttled).verdict == Verdict::fail);
 
   RuleOutcome skipped = evaluate_rule(
-      coalesced, with_counters({{"global_load_efficiency", {{"unavailable", "ncu may not read (ERR_NVGPUCTRPERM)"}}}}));
+      coalesced, with_counters({{"global_load_efficiency", not_measured(CounterRun::Status::unavailable,
+                                                                "ncu may not read (ERR_NVGPUCTRPERM)")}}));
   CHECK(skipped.verdict == Verdict::skipped);
   CHECK(skipped.points == 0);
   CHECK(skipped.max_points == 0);
   CHECK(contains(skipped.message, "ERR_NVGPUCTRPERM"));
   CHECK(evaluate_rule(coalesced, sample_result()).verdict == Verdict::skipped);  // not read at all
 
-  CHECK(evaluate_rule(coalesced, with_counters({{"global_load_efficiency", {{"failed", "ncu saw no kernel"}}}}))
+  CHECK(evaluate_rule(coalesced, with_counters({{"global_load_efficiency", not_measured(CounterRun::Status::failed, "ncu saw no kernel")}}))
             .verdict == Verdict::fail);
 
-  json wrong = with_counters({{"global_load_efficiency", {{"value", 1.0}}}});
-  wrong["variants"][1]["correct"] = false;
+  JudgedRun wrong = with_counters({{"global_load_efficiency", measured(1.0)}});
+  wrong.report.variants[1].correct = false;
   RuleOutcome w = evaluate_rule(coalesced, wrong);
   CHECK(w.verdict == Verdict::fail);
   CHECK(contains(w.message, "so its counters do not count"));
 
   const Rule conflicts = counter_rule("shared_bank_conflicts", std::nullopt, 1.0);
-  CHECK(evaluate_rule(conflicts, with_counters({{"shared_bank_conflicts", {{"value", 31.0}}}})).verdict == Verdict::fail);
-  CHECK(evaluate_rule(conflicts, with_counters({{"shared_bank_conflicts", {{"value", 0.03}}}})).verdict == Verdict::pass);
+  CHECK(evaluate_rule(conflicts, with_counters({{"shared_bank_conflicts", measured(31.0)}})).verdict == Verdict::fail);
+  CHECK(evaluate_rule(conflicts, with_counters({{"shared_bank_conflicts", measured(0.03)}})).verdict == Verdict::pass);
 }
 
 TEST_CASE("a counter reading is judged only where the kernels did about the work the problem needs") {
@@ -246,23 +262,23 @@ TEST_CASE("a counter reading is judged only where the kernels did about the work
   run.status = CounterRun::Status::measured;
   run.sums = padded;
   run.kernels = 2;
-  const json r = counter_readings(run, {"global_load_efficiency"}, 1 << 20, 0);
-  CHECK(r["global_load_efficiency"]["work_per_needed"].get<double>() == doctest::Approx(28.0));
-  CHECK_FALSE(counter_readings(run, {"global_load_efficiency"}, 0, 0)["global_load_efficiency"]
-                  .contains("work_per_needed"));  // the harness declared no bytes: no guard
+  const auto r = counter_readings(run, {"global_load_efficiency"}, 1 << 20, 0);
+  CHECK(*r.at("global_load_efficiency").work_per_needed == doctest::Approx(28.0));
+  CHECK_FALSE(counter_readings(run, {"global_load_efficiency"}, 0, 0)
+                  .at("global_load_efficiency").work_per_needed);  // the harness declared no bytes: no guard
 
   const Rule coalesced = counter_rule("global_load_efficiency", 0.8, std::nullopt);
-  RuleOutcome o = evaluate_rule(coalesced, with_counters({{"global_load_efficiency", r["global_load_efficiency"]}}));
+  RuleOutcome o = evaluate_rule(coalesced, with_counters({{"global_load_efficiency", r.at("global_load_efficiency")}}));
   CHECK(o.verdict == Verdict::fail);
   CHECK(o.message == "global_load_efficiency of \"exercise\" is not judged: its kernels did 28.0x the bytes of "
                      "global loads the problem needs (at most 4.0x counts), and work that feeds nothing moves "
                      "this reading. Drop what your kernels compute or load only to be thrown away.");
   // A design that reads some data twice (each warp re-reads the vector) is judged as usual.
-  CHECK(evaluate_rule(coalesced, with_counters({{"global_load_efficiency", {{"value", 1.0}, {"work_per_needed", 2.0}}}}))
+  CHECK(evaluate_rule(coalesced, with_counters({{"global_load_efficiency", measured(1.0, 2.0)}}))
             .verdict == Verdict::pass);
   Rule generous = coalesced;
   generous.max_work = 30;
-  CHECK(evaluate_rule(generous, with_counters({{"global_load_efficiency", r["global_load_efficiency"]}})).verdict ==
+  CHECK(evaluate_rule(generous, with_counters({{"global_load_efficiency", r.at("global_load_efficiency")}})).verdict ==
         Verdict::pass);
 }
 
