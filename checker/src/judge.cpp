@@ -30,6 +30,7 @@ struct Attempt {
   json corroboration;    // corroboration_json of this run (null when it gave no result)
   bool untraceable = false;  // the tracer cannot run here and grading requires it: no re-runs
   std::uint32_t seed = 0;    // of its inputs
+  std::optional<Replayed> replayed;  // where its results were checked out of process
 };
 
 // The tracer for one run: the library copied into the work folder (a lesson program sees nothing
@@ -614,7 +615,7 @@ void use_pristine_baselines(json& doc, bool pristine_ok, const json& pristine_do
   }
 }
 
-std::string use_replayed_checks(json& doc, const json& pristine_doc) {
+std::string use_replayed_checks(json& doc, const json& pristine_doc, Replayed* replayed) {
   const json replay = pristine_doc.value("replay", json());
   if (!replay.is_object())
     return "the course's program did not check the exercise's results (no \"replay\" in its result)";
@@ -666,8 +667,7 @@ std::string use_replayed_checks(json& doc, const json& pristine_doc) {
     }
     for (json& a : added) own_checks.push_back(std::move(a));
   }
-  doc["results_checked"] = {{"state", "replayed"}, {"checks", checked},
-                            {"entries", replay.value("entries", 0)}};
+  if (replayed) *replayed = {checked, replay.value("entries", 0)};
   return "";
 }
 
@@ -933,9 +933,11 @@ LessonOutcome judge_program(const LessonConfig& lesson, const fs::path& program,
       const std::string why = (p.reason.empty() ? "" : "(" + p.reason + ") ") + p.message;
       if (!overs.empty()) use_pristine_baselines(a.doc, p.ok, p.doc, why, overs);
       if (replay) {
-        const std::string wrong = bad_record.empty() && p.ok ? use_replayed_checks(a.doc, p.doc)
+        Replayed replayed;
+        const std::string wrong = bad_record.empty() && p.ok ? use_replayed_checks(a.doc, p.doc, &replayed)
                                                              : bad_record;
         a.ok = wrong.empty() && p.ok;
+        if (a.ok) a.replayed = replayed;
         if (!wrong.empty()) {
           a.verdict = Verdict::error;
           a.reason = reason::unverified_result;
@@ -953,8 +955,8 @@ LessonOutcome judge_program(const LessonConfig& lesson, const fs::path& program,
     if (!a.corroboration.is_null()) out.corroboration.push_back(a.corroboration);
     if (a.ok)
       out.results_checked.push_back(
-          a.doc.contains("results_checked")
-              ? a.doc["results_checked"]
+          a.replayed
+              ? a.replayed->to_json()
               : json{{"state", "in-process"},
                      {"why", !lesson.replay ? "the lesson's checks are facts of its own process"
                                             : "no pristine program (--baselines in-process)"}});

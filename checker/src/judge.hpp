@@ -154,17 +154,26 @@ void use_pristine_baselines(json& doc, bool pristine_ok, const json& pristine_do
 /// times what a lesson writes; more is not a record a harness wrote.
 inline constexpr std::uintmax_t kMaxRecordBytes = 64u << 20;
 
+/// What the pristine program's replay of a run's record checked.
+struct Replayed {
+  int checks = 0;   ///< the exercise's comparisons made again out of process
+  int entries = 0;  ///< the entries of the student's record
+  /// @return the run's entry of LessonOutcome::results_checked
+  json to_json() const { return {{"state", "replayed"}, {"checks", checks}, {"entries", entries}}; }
+};
+
 /// Judges a run's exercise by the pristine program's replay of its record (lab/record.hpp): each
 /// of the exercise's comparisons made again there, from the values the student's program recorded
 /// against references computed where no student code runs. A replayed comparison that fails
-/// makes the variant wrong (its check is added, "checked out of process: <case>"); the run's
-/// result says "results_checked".
+/// makes the variant wrong (its check is added, "checked out of process: <case>").
 /// (A pristine run that failed is `environment`, decided by the caller.)
 /// @param pristine_doc the pristine run's result
+/// @param replayed where given, what the replay checked (the checker's finding, kept out of
+///        @p doc)
 /// @return "" or why the run is an `error` (reason unverified-result): the replay could not read
 ///         the record, the record lacks a check the replay asked for, or a comparison the
 ///         student's process judged right is wrong out of process
-std::string use_replayed_checks(json& doc, const json& pristine_doc);
+std::string use_replayed_checks(json& doc, const json& pristine_doc, Replayed* replayed = nullptr);
 
 struct GpuObservation;
 /// Replaces the program's own environment_ok and diagnostics by the checker's observation (the
