@@ -428,8 +428,9 @@ struct Inputs {
 // Tolerance. Every term (a - b)^2 is >= 0, so every rounding error is relative to the sum S of
 // the slice. Each term carries up to 3 roundings (the difference, the square and the cast), 3u
 // with u = 2^-24. Adding n terms in float, in any order, is off by at most (n - 1) u S in the
-// worst case, but with overwhelming probability by less than lambda sqrt(n) u S with lambda = 4
-// (Higham and Mary, SIAM J. Sci. Comput. 2019): a grid-stride loop with a shuffle tree, atomics
+// worst case; Higham and Mary's probabilistic bound (SIAM J. Sci. Comput. 2019) is lambda
+// sqrt(n) u S, with lambda = 4 here as a working tolerance (the theorem's probability needs a
+// larger lambda at this n; errors of random sign stay far inside it): a grid-stride loop with a shuffle tree, atomics
 // in any order all stay inside it. One float accumulator over a whole slice does not (2.3x the
 // bound at n = 2^20: its partial sums grow with every term, so their roundings do too), and no
 // design fast enough for the lesson's rules sums that way. The mean divides by n (one more rounding) and the

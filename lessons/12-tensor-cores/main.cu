@@ -248,8 +248,9 @@ std::uint64_t b_seed(std::uint64_t seed) { return seed + 1; }
 // Tolerance. Each C[i][j] is a dot product of length K. Let S = sum_k |a_ik b_kj| over the
 // inputs the variant was given. Two sources of error:
 //  * accumulation in FP32 (every variant here): a sum of K terms in any order, FMAs or not, is
-//    within lambda sqrt(K) u_acc S of the exact sum with overwhelming probability (Higham and
-//    Mary, SIAM J. Sci. Comput. 2019), u_acc = 2^-24, lambda = 4 as in lesson 05;
+//    within lambda sqrt(K) u_acc S of the exact sum with probability at least
+//    1 - 2K exp(-lambda^2 / 2) (Higham and Mary, SIAM J. Sci. Comput. 2019), u_acc = 2^-24;
+//    lambda = 4 as in lesson 05 is a working tolerance there, not a proven one (README);
 //  * rounding the variant applies to its inputs on the way in (u_in): each product a b becomes
 //    a(1 + d1) b(1 + d2), |d| <= u_in, so the sum moves by at most (2 u_in + u_in^2) S, whatever
 //    the order. u_in = 0 for a variant that multiplies what it was given (FP32 data, or the BF16

@@ -64,10 +64,12 @@ Comparison allclose(const double* got, const double* expected, std::size_t n, To
 
 /// @brief The tolerance for a float sum of @p terms terms added in any order (a dot product, an
 /// element of a matrix product): the worst case, n 2^-24 sum|terms|, is far too loose at
-/// thousands of terms; the probabilistic bound of Higham and Mary (SIAM J. Sci. Comput. 2019),
-/// lambda sqrt(n) 2^-24 sum|terms|, holds with overwhelming probability whatever the order, and
-/// lambda = 4 is ample. rtol 1e-6 pays for rounding the result itself. A missing term, a stale
-/// element or a wrong index is off by far more.
+/// thousands of terms. Higham and Mary's probabilistic bound (SIAM J. Sci. Comput. 2019),
+/// lambda sqrt(n) 2^-24 sum|terms|, holds with probability at least 1 - 2n exp(-lambda^2 / 2):
+/// a proof needs lambda = 8 at n = 4096 (lesson 08). lambda = 4 is a working tolerance, not a
+/// proven one: errors of random sign add like a random walk, and the lessons' worst measured
+/// errors stay near a hundredth of it. rtol 1e-6 pays for rounding the result itself. A missing
+/// term, a stale element or a wrong index is off by far more.
 /// @param terms the number of terms added (e.g. K + 2 for alpha A B + beta C)
 /// @param magnitude the largest sum|terms| over the checked elements
 /// @return the tolerance
