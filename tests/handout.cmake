@@ -35,12 +35,21 @@ endif()
 
 # Nothing of the instructor's, by name ...
 file(GLOB_RECURSE leaks LIST_DIRECTORIES true RELATIVE "${tree}" "${tree}/*")
-list(FILTER leaks INCLUDE REGEX "(^solutions$|^measurements$|^tests/CMakeLists\\.txt$|/mutants$|ANSWERS\\.md$|\\.patch$|expected\\.toml$|grading-security\\.md$|writing-a-lesson\\.md$|gpu-round\\.sh$)")
+list(FILTER leaks INCLUDE REGEX "(^solutions$|^measurements/(h200|h100/.*\\.(cu|patch))|^tests/CMakeLists\\.txt$|/mutants$|ANSWERS\\.md$|NOTES\\.md$|\\.patch$|expected\\.toml$|gpu-round\\.sh$|^docs/history)")
 if(leaks)
   list(JOIN leaks "\n  " shown)
   message(FATAL_ERROR "the handout holds the instructor's files:\n  ${shown}")
 endif()
-# ... and by content.
+# The instructor pages the texts link to are one-line stand-ins ...
+foreach(page docs/grading-security.md docs/writing-a-lesson.md)
+  file(SIZE "${tree}/${page}" size)
+  if(size GREATER 300)
+    message(FATAL_ERROR "the handout's ${page} is ${size} bytes: the instructor's page, not its stand-in")
+  endif()
+endforeach()
+# ... every link in the handout's texts leads somewhere ...
+run("the handout's links" "${CMAKE_COMMAND}" "-DSOURCE_DIR=${tree}" -P "${CMAKE_CURRENT_LIST_DIR}/markdown_links.cmake")
+# ... and nothing of the instructor's by content.
 run("no solution in the handout" "${CMAKE_COMMAND}" "-DSOURCE_DIR=${tree}" "-DANSWERS_FROM=${SOURCE_DIR}"
     -P "${CMAKE_CURRENT_LIST_DIR}/student_tree.cmake")
 

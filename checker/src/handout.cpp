@@ -1,6 +1,7 @@
 #include "handout.hpp"
 
 #include <algorithm>
+#include <fstream>
 #include <system_error>
 
 #include "rules.hpp"  // ConfigError
@@ -19,8 +20,17 @@ const std::vector<std::string>& handout_paths() {
       "cmake", "common", "checker", "lessons", "slides",
       "docs/CMakeLists.txt", "docs/mainpage.md", "docs/measurement.md", "docs/result-file.md",
       "docs/check-toml.md", "docs/instructors.md",  // how grading works: the README links it
+      "docs/glossary.md",                           // the words the lesson texts link to
+      "measurements/h100",  // the committed run behind the texts' generated tables (results only)
       "scripts/bundle-deps.sh", "scripts/check-ncu-commands.sh", "tests/support"};
   return paths;
+}
+
+const std::vector<std::string>& instructor_pages() {
+  // Linked from the texts a student has, kept from them: a page in their place says so, so that
+  // no link in the handout leads nowhere.
+  static const std::vector<std::string> pages = {"docs/grading-security.md", "docs/writing-a-lesson.md"};
+  return pages;
 }
 
 bool left_out_of_handout(const fs::path& name) {
@@ -76,6 +86,13 @@ std::size_t write_handout(const fs::path& source_dir, const fs::path& dest) {
   fs::create_directories(target);
   std::size_t n = 0;
   for (const std::string& p : handout_paths()) n += copy_entry(source / p, target / p);
+  for (const std::string& p : instructor_pages()) {
+    std::ofstream page(target / p);
+    page << "# " << fs::path(p).filename().string() << "\n\nThis page is for instructors and course authors: "
+            "your instructor's copy of the course has it.\n";
+    if (!page) throw ConfigError("handout: cannot write " + (target / p).string());
+    ++n;
+  }
   return n;
 }
 

@@ -16,6 +16,9 @@ namespace fs = std::filesystem;
 /// copied but for what `left_out_of_handout` names.
 const std::vector<std::string>& handout_paths();
 
+/// Instructor pages the student's texts link to: the handout holds a one-line page in their place.
+const std::vector<std::string>& instructor_pages();
+
 /// Whether a file or folder met inside a copied folder stays out of the handout (a mutants/ folder,
 /// an answer key, a patch, a build folder, node_modules, a hidden file).
 bool left_out_of_handout(const fs::path& name);

@@ -558,7 +558,7 @@ int cmd_selftest(const Common& c, const std::vector<std::string>& names, int rep
 int cmd_handout(const Common& c, const std::string& dest) {
   const std::size_t files = write_handout(c.source_dir, dest);
   std::cout << "handout: " << files << " files -> " << dest
-            << " (no solutions, mutants, answer keys, instructor notes or measurement runs)\n";
+            << " (no solutions, mutants, answer keys or instructor notes)\n";
   return kOk;
 }
 
