@@ -62,7 +62,8 @@ Trace read_trace(const fs::path& file);
 /// event), less at most the event timer's resolution (0.5 us). The reported median must lie in
 ///   [traced * (1 - kTraceRelative) - gap / batch,  traced * (1 + kTraceRelative) + kTraceResolutionMs / batch]
 /// per launch, gap = kTraceLeadInGapMs or kTraceMarkGapMs. The relative part covers what the two
-/// clocks may still disagree on; docs/grading-security.md has the numbers measured on the H100.
+/// clocks may still disagree on; docs/history/grading-security-log.md has the numbers measured
+/// on the H100.
 inline constexpr double kTraceRelative = 0.02;
 inline constexpr double kTraceLeadInGapMs = 0.005;
 inline constexpr double kTraceMarkGapMs = 0.030;
