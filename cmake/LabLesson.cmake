@@ -6,7 +6,8 @@
 #   solutions/NN-topic/exercise.cu      -> program <build>/lessons/NN-topic/solution
 #   solutions/NN-topic/mutants/<m>.patch -> <build>/lessons/NN-topic/mutants/<m>.cu (made by
 #                                          lab-mutant at build time) -> program mutant-<m>
-#                                          (except mutants named compile_error*)
+#                                          (except mutants named compile_error*), built only
+#                                          by the target `mutants`
 #   ${LAB_SUBMISSION_DIR}/NN-topic/exercise.cu (when set and present)
 #                                       -> program <build>/lessons/NN-topic/submission
 # Only the exercise file differs between them, so a student's file is compiled against the
@@ -50,7 +51,14 @@ function(lab_add_lesson lesson)
                           RUNTIME_OUTPUT_DIRECTORY "${out}")
     file(GENERATE OUTPUT "${out}/${kind}.objects" CONTENT
          "exercise=$<TARGET_OBJECTS:${target}-exercise>\ninterface=$<TARGET_OBJECTS:${lesson}-starter-exercise>\nharness=$<TARGET_OBJECTS:${lesson}-harness>\nlibrary=$<TARGET_OBJECTS:lab>;$<TARGET_OBJECTS:lab_host>;$<TARGET_OBJECTS:lab_result>;$<TARGET_OBJECTS:lab_syscall_filter>\nsource=${exercise}\n")
-    set_property(GLOBAL APPEND PROPERTY LAB_LESSON_PROGRAMS ${target})
+    if(kind MATCHES "^mutant-")
+      # The instructor's: built by the target `mutants` (the ci preset, lab-check selftest), not
+      # by the main command, which they would more than double.
+      set_target_properties(${target} ${target}-exercise PROPERTIES EXCLUDE_FROM_ALL ON)
+      set_property(GLOBAL APPEND PROPERTY LAB_MUTANT_PROGRAMS ${target})
+    else()
+      set_property(GLOBAL APPEND PROPERTY LAB_LESSON_PROGRAMS ${target})
+    endif()
   endfunction()
 
   lab_lesson_program(starter "${src}/exercise.cu")

@@ -116,22 +116,38 @@ std::map<std::string, std::string> read_cmake_cache(const fs::path& build_dir) {
   return out;
 }
 
-void build_pristine_programs(const fs::path& build_dir, const std::vector<std::string>& lessons) {
-  if (lessons.empty()) return;
-  TempDir t("lab-check-pristine-build");
+namespace {
+
+// The course's own targets in the instructor's build (no student file is in them).
+void build_targets(const fs::path& build_dir, const std::vector<std::string>& targets, const std::string& what) {
+  TempDir t("lab-check-course-build");
   const fs::path log = t.path() / "build.log";
   ProcessOptions p;
-  p.kind = ProcessKind::tool;  // the course's own code in the instructor's build: no student file
+  p.kind = ProcessKind::tool;
   p.argv = {cmake_program(read_cmake_cache(build_dir)).string(), "--build", build_dir.string(), "--target"};
-  for (const auto& lesson : lessons) p.argv.push_back(lesson + "-starter");
+  p.argv.insert(p.argv.end(), targets.begin(), targets.end());
   p.stdout_path = p.stderr_path = log;
   p.timeout_s = GradingBuild::kBuildTimeoutS;
   p.max_output_bytes = 4u << 20;
   const ProcessResult r = run_process(p);
   if (!r.exited_ok())
-    throw ConfigError("building the course's starters in " + build_dir.string() + ", which time the "
-                      "speedup rules' baselines, failed (" + describe(r, GradingBuild::kBuildTimeoutS) +
-                      "); the end of its output:\n" + file_tail(log, 3000));
+    throw ConfigError("building " + what + " in " + build_dir.string() + " failed (" +
+                      describe(r, GradingBuild::kBuildTimeoutS) + "); the end of its output:\n" +
+                      file_tail(log, 3000));
+}
+
+}  // namespace
+
+void build_pristine_programs(const fs::path& build_dir, const std::vector<std::string>& lessons) {
+  if (lessons.empty()) return;
+  std::vector<std::string> targets;
+  for (const auto& lesson : lessons) targets.push_back(lesson + "-starter");
+  build_targets(build_dir, targets, "the course's starters, which time the speedup rules' baselines,");
+}
+
+void build_mutant_programs(const fs::path& build_dir) {
+  if (!fs::exists(build_dir / "CMakeCache.txt")) return;  // not a CMake build: nothing to make
+  build_targets(build_dir, {"mutants"}, "the mutant programs (target mutants)");
 }
 
 namespace {

@@ -32,6 +32,11 @@ std::map<std::string, std::string> read_cmake_cache(const fs::path& build_dir);
 /// of the build's output, where that fails.
 void build_pristine_programs(const fs::path& build_dir, const std::vector<std::string>& lessons);
 
+/// Builds the target `mutants` in the course's build (a no-op where they are up to date, and
+/// where @p build_dir is not a CMake build): the mutant programs are left out of the default
+/// build, which students run. Throws ConfigError, with the end of the build's output.
+void build_mutant_programs(const fs::path& build_dir);
+
 /// The first compiler errors of a build log, with the staging folder's path removed. With
 /// `own_file` ("04-coalescing/exercise.cu", as the log names it once the prefix is gone), only
 /// lines about that file are quoted: messages located in any other file are replaced by one

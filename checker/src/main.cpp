@@ -452,6 +452,7 @@ int cmd_selftest(const Common& c, const std::vector<std::string>& names, int rep
                  bool mutants_once, bool no_mutants, bool seal_only, const std::string& grading_dir) {
   const fs::path bdir = build_dir_of(c);
   const auto lessons = lessons_of(c, names, "");
+  build_mutant_programs(bdir);  // not in the default build (--no-mutants still runs taught paths)
   if (seal_only) return cmd_seal(bdir, lessons);
   // Programs judged as grade judges them: as root, as uid 65534 with a /tmp of their own (a
   // mutant that tries what only root could, such as opening its own /proc/self/mem, gets the
