@@ -34,14 +34,6 @@ std::optional<std::string> text(const json& obj, const char* key) {
   return std::nullopt;
 }
 
-std::vector<std::string> texts(const json& obj, const char* key) {
-  std::vector<std::string> out;
-  if (const json* list = member(obj, key); list && list->is_array())
-    for (const json& s : *list)
-      if (s.is_string()) out.push_back(s.get<std::string>());
-  return out;
-}
-
 ReportedCheck check_of(const json& c) {
   ReportedCheck out;
   out.name = text(c, "case").value_or(out.name);
@@ -66,10 +58,14 @@ ReportedVariant variant_of(const json& doc, const json& v) {
   }
   out.samples_ms = samples_of(v);
   out.host_link = flag(v, "host_link", false);
+  out.bytes = number(v, "bytes").value_or(0);
+  out.flops = number(v, "flops").value_or(0);
   return out;
 }
 
-RunReport report_of(const json& doc) {
+}  // namespace
+
+RunReport run_report(const json& doc) {
   RunReport out;
   out.complete = flag(doc, "complete", true);
   // The library writes it under "device" (result.cpp); a file of the older layout, at the top.
@@ -88,22 +84,6 @@ RunReport report_of(const json& doc) {
   return out;
 }
 
-Findings findings_of(const json& doc) {
-  Findings out;
-  out.environment_ok = flag(doc, "environment_ok", true);
-  out.disturbance = texts(doc, "diagnostics");
-  out.unverified_variants = texts(doc, "unverified_variants");
-  if (const json* variants = member(doc, "variants"); variants && variants->is_array())
-    for (const json& v : *variants) {
-      const bool measured = text(v, "measured_in") == "pristine";
-      const std::optional<std::string> error = text(v, "pristine_error");
-      if (measured || error) out.pristine[text(v, "name").value_or("")] = {measured, error};
-    }
-  return out;
-}
-
-}  // namespace
-
 const ReportedVariant* RunReport::find(std::string_view name) const {
   const auto it = std::find_if(variants.begin(), variants.end(),
                                [&](const ReportedVariant& v) { return v.name == name; });
@@ -116,7 +96,5 @@ const CounterReading* Findings::counter(const std::string& variant, const std::s
   const auto m = v->second.find(measure);
   return m == v->second.end() ? nullptr : &m->second;
 }
-
-JudgedRun judged_run(const json& doc) { return {report_of(doc), findings_of(doc)}; }
 
 }  // namespace lab

@@ -44,6 +44,7 @@ struct ReportedVariant {
   std::vector<double> samples_ms;     ///< the kept samples (intervals.hpp samples_of: none if
                                       ///< any is not a positive number)
   bool host_link = false;             ///< its bytes cross the host link (lab::Work)
+  double bytes = 0, flops = 0;        ///< the work the harness declared for it (lab::Work)
   Rates rates;                        ///< lab::rates_of its bytes, flops and median against the
                                       ///< run's ceilings (timed variants only)
 };
@@ -68,8 +69,10 @@ struct PristineBaseline {
 
 /// What the checker found about one run: never anything the program said of itself.
 struct Findings {
-  bool environment_ok = true;            ///< the checker's watch saw an undisturbed GPU
-  std::vector<std::string> disturbance;  ///< what it saw instead, in words
+  bool environment_ok = true;            ///< the checker's watch saw an undisturbed GPU (and,
+                                         ///< in grading, its tracer corroborated the times)
+  std::vector<std::string> disturbance;  ///< what it saw instead, and its notes on the run, in
+                                         ///< words: the record's diagnostics
   /// variants whose reported time the tracer contradicted (corroborate.hpp): no timed rule
   /// that uses them counts
   std::vector<std::string> unverified_variants;
@@ -88,12 +91,11 @@ struct JudgedRun {
   Findings findings;
 };
 
-/// @brief Reads a run's document as the judge holds it (a valid result file, after the judge
-/// put its findings in: the checker's watch as environment_ok and diagnostics,
-/// unverified_variants, a baseline's measured_in and pristine_error). Never throws: a field of
-/// the wrong type reads as missing.
+/// @brief Reads what a run's document reports (a valid result file, with the baselines the
+/// pristine run timed and the checks it made out of process put in: judge.hpp). Never throws: a
+/// field of the wrong type reads as missing.
 /// @param doc the document
-/// @return the run, typed
-JudgedRun judged_run(const json& doc);
+/// @return the program's report, typed
+RunReport run_report(const json& doc);
 
 }  // namespace lab

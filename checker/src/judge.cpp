@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <sstream>
+#include <string_view>
 #include <unordered_map>
 
 #include "counters.hpp"
@@ -26,6 +27,7 @@ struct Attempt {
   Verdict verdict = Verdict::error;
   std::string reason, message, output;
   json doc;
+  Findings findings;     // the checker's own about this run (the program's word is in doc)
   double program_s = 0;  // wall time of the lesson program itself
   json corroboration;    // corroboration_json of this run (null when it gave no result)
   bool untraceable = false;  // the tracer cannot run here and grading requires it: no re-runs
@@ -95,6 +97,13 @@ const json* named(const std::unordered_map<std::string, const json*>& index, con
   return it == index.end() ? nullptr : it->second;
 }
 
+// The same for a report read already.
+std::unordered_map<std::string_view, const ReportedVariant*> variants_by_name(const RunReport& report) {
+  std::unordered_map<std::string_view, const ReportedVariant*> out;
+  for (const ReportedVariant& v : report.variants) out.emplace(v.name, &v);
+  return out;
+}
+
 std::string first_line(const std::string& text) {
   std::istringstream in(text);
   std::string line;
@@ -151,14 +160,12 @@ std::string implausible_rates(const json& doc) {
   return "";
 }
 
-void trust_only_the_checker(json& doc, const GpuObservation& seen) {
-  // The program's own verdict on its environment is kept for reading, never for judging.
-  doc["program_environment_ok"] = doc.value("environment_ok", true);
-  if (doc.contains("diagnostics")) doc["program_diagnostics"] = doc["diagnostics"];
+Findings findings_of_watch(const GpuObservation& seen) {
+  Findings found;
   const std::string disturbed = seen.disturbance();
-  doc["environment_ok"] = disturbed.empty();
-  doc["diagnostics"] = disturbed.empty() ? json::array() : json::array({disturbed});
-  doc["watched"] = seen.watched;
+  found.environment_ok = disturbed.empty();
+  if (!disturbed.empty()) found.disturbance.push_back(disturbed);
+  return found;
 }
 
 namespace {
@@ -287,7 +294,7 @@ Attempt run_once(const LessonConfig& lesson, const fs::path& program, const Judg
   // run's verdict: its wrong result is (a student learns more from "wrong" than from
   // "unverified"). Its name goes on the unverified list, and no timed rule may use its time
   // (evaluate_rule): a forged time of a wrong baseline still buys nothing.
-  json unverified = json::array();
+  std::vector<std::string> unverified;
   bool only_wrong_variants = c.state == Corroboration::disagrees && !c.variants.empty();
   const auto by_name = variants_by_name(loaded.doc);
   for (const VariantCheck& v : c.variants) {
@@ -313,36 +320,35 @@ Attempt run_once(const LessonConfig& lesson, const fs::path& program, const Judg
   }
   a.ok = true;
   a.doc = std::move(loaded.doc);
-  trust_only_the_checker(a.doc, seen);
+  a.findings = findings_of_watch(seen);
   if (c.state == Corroboration::disagrees) {
-    a.doc["unverified_variants"] = unverified;
-    a.doc["diagnostics"].push_back(
+    a.findings.unverified_variants = unverified;
+    a.findings.disturbance.push_back(
         std::string(shared_gpu ? "its times disagreed with the checker's tracer on a shared GPU: "
                                : "the times of variants with wrong results disagreed with the "
                                  "checker's tracer (they count for nothing): ") + c.message);
   }
   // Grading takes no time on the program's word alone: not corroborated, not judged.
   if (c.state == Corroboration::unavailable && opt.corroborate == Corroborate::required) {
-    a.doc["environment_ok"] = false;
-    a.doc["diagnostics"].push_back("its times could not be corroborated: " + c.message);
+    a.findings.environment_ok = false;
+    a.findings.disturbance.push_back("its times could not be corroborated: " + c.message);
     a.untraceable = true;
   }
   return a;
 }
 
 // Correct only if correct in every run: each run judged with that, keeping the failing checks.
-json with_correctness_of_all(json run, const std::vector<json>& runs) {
-  std::vector<std::unordered_map<std::string, const json*>> indexes;
-  for (const auto& other : runs) indexes.push_back(variants_by_name(other));
-  for (auto& v : run["variants"]) {
+JudgedRun with_correctness_of_all(JudgedRun run, const std::vector<JudgedRun>& runs) {
+  std::vector<std::unordered_map<std::string_view, const ReportedVariant*>> indexes;
+  for (const auto& other : runs) indexes.push_back(variants_by_name(other.report));
+  for (ReportedVariant& v : run.report.variants)
     for (const auto& index : indexes) {
-      const json* o = named(index, v.value("name", std::string()));
-      if (o && !o->value("correct", true) && v.value("correct", true)) {
-        v["correct"] = false;
-        if (o->contains("checks")) v["checks"] = (*o)["checks"];
+      const auto o = index.find(v.name);
+      if (o != index.end() && !o->second->correct && v.correct) {
+        v.correct = false;
+        v.checks = o->second->checks;
       }
     }
-  }
   return run;
 }
 
@@ -356,15 +362,13 @@ double goodness(const RuleOutcome& o) {
 // run, and the rule's outcome is the median run's (of an even number, the worse of the middle
 // two), so one lucky run cannot make a pass. A run the checker saw disturbed (another process on
 // the GPU, a thermal slowdown) counts for correctness only.
-std::vector<RuleOutcome> evaluate_all(const LessonConfig& lesson, const std::vector<json>& runs,
+std::vector<RuleOutcome> evaluate_all(const LessonConfig& lesson, const std::vector<JudgedRun>& runs,
                                       bool& split) {
   split = false;
-  std::vector<json> usable;
-  for (const auto& r : runs)
-    if (r.value("environment_ok", true)) usable.push_back(with_correctness_of_all(r, runs));
-  if (usable.empty()) usable.push_back(with_correctness_of_all(runs.back(), runs));
   std::vector<JudgedRun> judged;
-  for (const auto& r : usable) judged.push_back(judged_run(r));
+  for (const auto& r : runs)
+    if (r.findings.environment_ok) judged.push_back(with_correctness_of_all(r, runs));
+  if (judged.empty()) judged.push_back(with_correctness_of_all(runs.back(), runs));
   std::vector<RuleOutcome> out;
   for (const auto& rule : lesson.rules) {
     std::vector<RuleOutcome> each;
@@ -539,17 +543,16 @@ void check_profiled_call(const LessonConfig& lesson, const std::string& variant,
 // readings among the run's findings.
 void judge_counters(const LessonConfig& lesson, const fs::path& program, const JudgeOptions& opt,
                     const fs::path& work, const OutOfProcess& oop, double timeout,
-                    const json& combined, std::vector<RuleOutcome>& outcomes) {
+                    JudgedRun judged, std::vector<RuleOutcome>& outcomes) {
   std::map<std::string, std::vector<std::string>> measures;  // variant -> measures
   for (const auto& rule : lesson.rules)
     if (rule.kind == RuleKind::counter) measures[rule.variant].push_back(rule.counter);
   if (measures.empty()) return;
-  JudgedRun judged = judged_run(combined);
   // The checker's own look at the GPU (never the result file's), for the metrics it has.
   const int cc_major = opt.counters ? probe_gpu().cc_major : 0;
   for (const auto& [variant, names] : measures) {
-    const json* v = find_variant(combined, variant);
-    if (!opt.counters || !v || !v->value("correct", false)) continue;
+    const ReportedVariant* v = judged.report.find(variant);
+    if (!opt.counters || !v || !v->correct) continue;
     std::vector<std::string> metrics;
     for (const auto& name : names)
       for (const auto& m : find_counter_measure(name)->requested(cc_major))
@@ -564,7 +567,7 @@ void judge_counters(const LessonConfig& lesson, const fs::path& program, const J
     if (run.status == CounterRun::Status::measured)
       check_profiled_call(lesson, variant, opt, oop, co.record, timeout, run);
     // What the problem needs, as the harness declared it for this variant (lab::Work).
-    judged.findings.counters[variant] = counter_readings(run, names, v->value("bytes", 0.0), v->value("flops", 0.0));
+    judged.findings.counters[variant] = counter_readings(run, names, v->bytes, v->flops);
   }
   for (std::size_t i = 0; i < lesson.rules.size(); ++i)
     if (lesson.rules[i].kind == RuleKind::counter) outcomes[i] = evaluate_rule(lesson.rules[i], judged);
@@ -581,10 +584,9 @@ std::vector<std::string> speedup_baselines(const LessonConfig& lesson) {
   return overs;
 }
 
-void use_pristine_baselines(json& doc, bool pristine_ok, const json& pristine_doc,
+void use_pristine_baselines(json& doc, Findings& found, const json& pristine_doc, const Findings* pristine,
                             const std::string& why, const std::vector<std::string>& overs) {
   if (!doc.contains("variants") || !doc["variants"].is_array()) return;
-  const bool disturbed = pristine_ok && !pristine_doc.value("environment_ok", true);
   for (const std::string& name : overs) {
     // Where the student's program left the baseline out (--skip-variant), it is added.
     json& variants = doc["variants"];
@@ -592,26 +594,25 @@ void use_pristine_baselines(json& doc, bool pristine_ok, const json& pristine_do
                            [&](const json& x) { return x.value("name", std::string()) == name; });
     if (it == variants.end()) variants.push_back({{"name", name}, {"role", "baseline"}});
     json& v = it == variants.end() ? variants.back() : *it;
-    const json* theirs = pristine_ok ? find_variant(pristine_doc, name) : nullptr;
+    const json* theirs = pristine ? find_variant(pristine_doc, name) : nullptr;
     const bool timed = theirs && theirs->contains("time_ms");
     if (timed && theirs->value("correct", true)) {
       v = *theirs;
-      v["measured_in"] = "pristine";
+      found.pristine[name] = {true, std::nullopt};
     } else {
       // No time, or a wrong result of the course's own code: the course's fault, never the
       // student's (a speedup over it is then `environment`, not a fail).
       v.erase("time_ms");
-      v["pristine_error"] = !pristine_ok ? why
-                            : timed      ? "the course's starter gave wrong results for it"
-                                         : "the pristine run did not time it";
+      found.pristine[name] = {false, !pristine ? why
+                                     : timed   ? "the course's starter gave wrong results for it"
+                                               : "the pristine run did not time it"};
     }
   }
-  if (disturbed) {
+  if (pristine && !pristine->environment_ok) {
     std::string seen;
-    for (const json& d : pristine_doc.value("diagnostics", json::array()))
-      if (d.is_string()) seen += (seen.empty() ? "" : "; ") + d.get<std::string>();
-    doc["environment_ok"] = false;
-    doc["diagnostics"].push_back("while the baselines were timed in the pristine run: " + seen);
+    for (const std::string& d : pristine->disturbance) seen += (seen.empty() ? "" : "; ") + d;
+    found.environment_ok = false;
+    found.disturbance.push_back("while the baselines were timed in the pristine run: " + seen);
   }
 }
 
@@ -887,7 +888,8 @@ LessonOutcome judge_program(const LessonConfig& lesson, const fs::path& program,
   out.lesson = lesson.name;
   out.title = lesson.title;
   out.build = opt.build;
-  std::vector<json> runs;
+  std::vector<JudgedRun> runs;
+  json device = json::object();  // the last run's, as the program reported it, for the record
   const int max_runs = opt.quick ? 1 : std::max(1, opt.max_runs);
   double program_s = 0;
   const std::vector<std::string> overs = speedup_baselines(lesson);
@@ -931,7 +933,7 @@ LessonOutcome judge_program(const LessonConfig& lesson, const fs::path& program,
       program_s += p.program_s;
       out.pristine_s += p.program_s;
       const std::string why = (p.reason.empty() ? "" : "(" + p.reason + ") ") + p.message;
-      if (!overs.empty()) use_pristine_baselines(a.doc, p.ok, p.doc, why, overs);
+      if (!overs.empty()) use_pristine_baselines(a.doc, a.findings, p.doc, p.ok ? &p.findings : nullptr, why, overs);
       if (replay) {
         Replayed replayed;
         const std::string wrong = bad_record.empty() && p.ok ? use_replayed_checks(a.doc, p.doc, &replayed)
@@ -971,7 +973,8 @@ LessonOutcome judge_program(const LessonConfig& lesson, const fs::path& program,
       out = std::move(failed);
       break;
     }
-    runs.push_back(std::move(a.doc));
+    device = a.doc.value("device", json::object());
+    runs.push_back({run_report(a.doc), std::move(a.findings)});
     bool split = false;
     out.rules = evaluate_all(lesson, runs, split);
     // A tracer that cannot run here will not run on a re-run either.
@@ -984,11 +987,8 @@ LessonOutcome judge_program(const LessonConfig& lesson, const fs::path& program,
                    timeout, combine_runs(runs), out.rules);
   out.counters_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - counters_t0).count();
   if (!runs.empty()) {
-    const json& last = runs.back();
-    out.device = last.value("device", json::object());
-    if (last.contains("diagnostics"))
-      for (const auto& d : last["diagnostics"])
-        if (d.is_string()) out.diagnostics.push_back(printable(d.get<std::string>()));
+    out.device = std::move(device);
+    for (const std::string& d : runs.back().findings.disturbance) out.diagnostics.push_back(printable(d));
   }
   if (opt.sanitize) {
     const double sanitize_timeout = opt.timeout_s > 0 ? opt.timeout_s : 4 * lesson.timeout_s;

@@ -142,12 +142,14 @@ std::vector<std::string> speedup_baselines(const LessonConfig& lesson);
 
 /// Puts the baselines timed by the pristine program into a run's result: each variant in
 /// @p overs is replaced by the pristine run's (added where the student's program left it out),
-/// marked "measured_in": "pristine". Where the pristine run gave no time for it, or a wrong result, the
-/// variant loses its time and gets "pristine_error" (a speedup over it is then `environment`:
-/// nothing of the student's failed); where the checker saw the GPU disturbed during it, so is
-/// the run.
-/// @param pristine_ok whether the pristine run gave a result (@p pristine_doc); else @p why
-void use_pristine_baselines(json& doc, bool pristine_ok, const json& pristine_doc,
+/// and @p found says it was measured there. Where the pristine run gave no time for it, or a
+/// wrong result, the variant loses its time and @p found says why (a speedup over it is then
+/// `environment`: nothing of the student's failed); where the checker saw the GPU disturbed
+/// during it, so is the run.
+/// @param found the checker's findings about the student's run
+/// @param pristine the checker's findings about the pristine run, nullptr where it gave no result
+///        (@p pristine_doc; else @p why)
+void use_pristine_baselines(json& doc, Findings& found, const json& pristine_doc, const Findings* pristine,
                             const std::string& why, const std::vector<std::string>& overs);
 
 /// The most bytes a student's program's record may hold (lab/record.hpp): about a hundred
@@ -176,9 +178,9 @@ struct Replayed {
 std::string use_replayed_checks(json& doc, const json& pristine_doc, Replayed* replayed = nullptr);
 
 struct GpuObservation;
-/// Replaces the program's own environment_ok and diagnostics by the checker's observation (the
-/// program's are kept as program_environment_ok and program_diagnostics, for reading only).
-void trust_only_the_checker(json& result, const GpuObservation& seen);
+/// The checker's findings about a run, to begin with: its own watch of the GPU. The program's
+/// own environment_ok and diagnostics are never read.
+Findings findings_of_watch(const GpuObservation& seen);
 
 /// An outcome that says the lesson could not be judged: every rule gets `verdict` and 0 points.
 LessonOutcome lesson_outcome(const LessonConfig& lesson, const std::string& build, Verdict verdict,

@@ -9,10 +9,8 @@ namespace lab {
 
 namespace {
 
-double median_of(const json& variant) {
-  if (variant.contains("time_ms") && variant["time_ms"].contains("median"))
-    return variant["time_ms"]["median"].get<double>();
-  return std::numeric_limits<double>::infinity();
+double median_of(const ReportedVariant& v) {
+  return v.time ? v.time->median : std::numeric_limits<double>::infinity();
 }
 
 }  // namespace
@@ -55,57 +53,56 @@ LoadedResult load_result(const fs::path& path, const std::string& nonce,
   return r;
 }
 
-json combine_runs(const std::vector<json>& runs) {
-  if (runs.empty()) return json::object();
+JudgedRun combine_runs(const std::vector<JudgedRun>& runs) {
+  if (runs.empty()) return {};
   if (runs.size() == 1) return runs.front();
 
-  std::vector<const json*> use;
+  std::vector<const JudgedRun*> use;
   for (const auto& r : runs)
-    if (r.value("environment_ok", true)) use.push_back(&r);
-  const bool env_ok = !use.empty();
-  if (!env_ok)
+    if (r.findings.environment_ok) use.push_back(&r);
+  if (use.empty())
     for (const auto& r : runs) use.push_back(&r);
 
-  json out = *use.back();  // device, ceilings, metrics, diagnostics of the latest used run
-  out["environment_ok"] = env_ok;
-  out["complete"] = true;
-  for (const json* r : use)
-    if (!r->value("complete", true)) out["complete"] = false;
+  JudgedRun out = *use.back();  // debug_build, metrics, the checker's notes of the latest used run
+  out.report.variants.clear();
+  out.findings.pristine.clear();
+  out.report.complete = std::all_of(use.begin(), use.end(), [](const JudgedRun* r) { return r->report.complete; });
 
-  json variants = json::array();
   // Variant names in the order of the first run, then any only later runs have.
   std::vector<std::string> names;
-  for (const json* r : use)
-    for (const auto& v : (*r)["variants"])
-      if (std::find(names.begin(), names.end(), v["name"].get<std::string>()) == names.end())
-        names.push_back(v["name"].get<std::string>());
+  for (const JudgedRun* r : use)
+    for (const auto& v : r->report.variants)
+      if (std::find(names.begin(), names.end(), v.name) == names.end()) names.push_back(v.name);
   for (const auto& name : names) {
-    const json* best = nullptr;
-    const json* wrong = nullptr;
-    for (const json* r : use) {
-      const json* v = find_variant(*r, name);
+    const ReportedVariant* best = nullptr;
+    const ReportedVariant* wrong = nullptr;
+    const JudgedRun* best_run = nullptr;
+    for (const JudgedRun* r : use) {
+      const ReportedVariant* v = r->report.find(name);
       if (!v) continue;
-      if (!(*v)["correct"].get<bool>() && !wrong) wrong = v;
-      if (!best || median_of(*v) < median_of(*best)) best = v;
+      if (!v->correct && !wrong) wrong = v;
+      if (!best || median_of(*v) < median_of(*best)) {
+        best = v;
+        best_run = r;
+      }
     }
-    json merged = *best;
+    ReportedVariant merged = *best;
     if (wrong) {
       // Correct only if correct every time; keep the checks that show the failure.
-      merged["correct"] = false;
-      if (wrong->contains("checks")) merged["checks"] = (*wrong)["checks"];
+      merged.correct = false;
+      merged.checks = wrong->checks;
     }
-    variants.push_back(merged);
+    out.report.variants.push_back(std::move(merged));
+    // Where its time came from the pristine run, so did the time kept.
+    if (const auto p = best_run->findings.pristine.find(name); p != best_run->findings.pristine.end())
+      out.findings.pristine[name] = p->second;
   }
-  out["variants"] = variants;
   // A time the tracer contradicted in any run stays contradicted (rules.cpp counts none of it).
-  json unverified = json::array();
-  for (const json* r : use)
-    for (const json& name : r->value("unverified_variants", json::array()))
-      if (std::find(unverified.begin(), unverified.end(), name) == unverified.end())
-        unverified.push_back(name);
-  out.erase("unverified_variants");
-  if (!unverified.empty()) out["unverified_variants"] = unverified;
-  out["runs_combined"] = static_cast<int>(use.size());
+  std::vector<std::string>& unverified = out.findings.unverified_variants;
+  unverified.clear();
+  for (const JudgedRun* r : use)
+    for (const std::string& name : r->findings.unverified_variants)
+      if (std::find(unverified.begin(), unverified.end(), name) == unverified.end()) unverified.push_back(name);
   return out;
 }
 

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "evidence.hpp"
 #include "lab/result_reader.hpp"
 
 namespace lab {
@@ -28,10 +29,11 @@ struct LoadedResult {
 LoadedResult load_result(const fs::path& path, const std::string& nonce,
                          const std::string& lesson);
 
-/// Merges several runs of the same lesson into one document (the re-run rule): for each variant
+/// Merges several judged runs of the same lesson into one (the re-run rule): for each variant
 /// the run with the lowest median time is kept, and a variant counts as correct only if it was
-/// correct in every run. Runs whose environment_ok is true are preferred: if any run had a
-/// healthy environment, only those are used; otherwise all are, and environment_ok stays false.
-json combine_runs(const std::vector<json>& runs);
+/// correct in every run. Runs the checker saw undisturbed are preferred: if any was, only those
+/// are used; otherwise all are, and environment_ok stays false. A time the tracer contradicted in
+/// any run used stays contradicted; the checker's notes are the latest used run's.
+JudgedRun combine_runs(const std::vector<JudgedRun>& runs);
 
 }  // namespace lab

@@ -68,9 +68,10 @@ inline Rule make_rule(const std::string& id, RuleKind kind, std::optional<double
   return r;
 }
 
-/// A rule judged on a run's document as the judge holds it, read once by judged_run.
-inline RuleOutcome evaluate_rule(const Rule& rule, const json& doc) {
-  return lab::evaluate_rule(rule, judged_run(doc));
+/// A rule judged on what a run's document reports (read once by run_report) and on what the
+/// checker found about the run.
+inline RuleOutcome evaluate_rule(const Rule& rule, const json& doc, Findings found = {}) {
+  return lab::evaluate_rule(rule, {run_report(doc), std::move(found)});
 }
 
 /// A lesson whose program is the fake lesson, run with `args`.

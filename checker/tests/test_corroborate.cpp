@@ -456,6 +456,12 @@ TEST_CASE("judge: a wrong variant's contradicted time is judged as wrong, and no
     CHECK(contains(o.rules[i].message, "disagreed with the checker's tracer"));
   }
   CHECK(o.score == 0);
+  // The checker's note on it is the record's diagnostic, word for word.
+  CHECK(o.diagnostics == std::vector<std::string>{
+                             "the times of variants with wrong results disagreed with the checker's tracer "
+                             "(they count for nothing): \"exercise\" reported a median of 1.000 ms per "
+                             "launch, but the checker's tracer measured 3.002 ms for the same 30 samples (a "
+                             "reported time may be at most 65.04 us below the traced one)"});
   // A right variant's contradicted time stays an error, whatever else is wrong.
   const LessonOutcome forged = judge_traced({"--exercise-ms", "1.0", "--baseline-ms", "4.0",
                                              "--trace-baseline-ms", "2.0", "--wrong"});
@@ -509,6 +515,8 @@ TEST_CASE("judge: without a trace, grading judges no time (environment, once) an
     CHECK(r.verdict == (r.id == "correct" ? Verdict::pass : Verdict::environment));
     if (r.id != "correct") CHECK(contains(r.message, "its times could not be corroborated: the tracer wrote nothing"));
   }
+  REQUIRE(graded.diagnostics.size() == 1);
+  CHECK(graded.diagnostics[0].rfind("its times could not be corroborated: the tracer wrote nothing", 0) == 0);
   const LessonOutcome ran = judge_traced({"--trace", "none"}, Corroborate::if_available);
   CHECK(ran.verdict == Verdict::pass);
   CHECK(ran.corroboration[0]["state"] == "unavailable");

@@ -52,7 +52,7 @@ Rule counter_rule(const std::string& measure, std::optional<double> min, std::op
 }
 
 JudgedRun with_counters(const std::map<std::string, CounterReading>& readings) {
-  JudgedRun run = judged_run(sample_result());
+  JudgedRun run{run_report(sample_result()), {}};
   run.findings.counters["exercise"] = readings;
   return run;
 }

@@ -563,45 +563,70 @@ TEST_CASE("pristine baselines: replaced, added, or the run's environment") {
       {"name": "naive", "correct": true, "time_ms": {"median": 2}},
       {"name": "exercise", "correct": true}],
     "environment_ok": true, "diagnostics": []})");
+  const Findings calm;  // the checker saw the pristine run undisturbed
+  auto pristine_error = [](const Findings& f, const std::string& name) {
+    const auto p = f.pristine.find(name);
+    return p == f.pristine.end() ? std::string("(none)") : p->second.error.value_or("(no error)");
+  };
   json doc = student;
-  use_pristine_baselines(doc, true, pristine, "", {"naive"});
+  Findings found;
+  use_pristine_baselines(doc, found, pristine, &calm, "", {"naive"});
   CHECK(doc["variants"][0]["time_ms"]["median"] == 2);
-  CHECK(doc["variants"][0]["measured_in"] == "pristine");
+  CHECK(found.pristine.at("naive").measured);
+  CHECK(pristine_error(found, "naive") == "(no error)");
+  // What the checker found stays its own: nothing of it is written into the student's document.
+  CHECK(doc["variants"][0] == pristine["variants"][0]);
   CHECK(doc["variants"][1] == student["variants"][1]);  // the exercise is never replaced
-  CHECK(doc["environment_ok"] == true);
+  CHECK(found.environment_ok);
 
   json skipped = student;  // the student's program left the baseline out: it is added
   skipped["variants"].erase(0);
-  use_pristine_baselines(skipped, true, pristine, "", {"naive"});
+  Findings skipped_found;
+  use_pristine_baselines(skipped, skipped_found, pristine, &calm, "", {"naive"});
   REQUIRE(skipped["variants"].size() == 2);
   CHECK(skipped["variants"][1]["name"] == "naive");
   CHECK(skipped["variants"][1]["time_ms"]["median"] == 2);
 
   json failed = student;
-  use_pristine_baselines(failed, false, json(), "(timeout) timed out after 90 s", {"naive"});
+  Findings failed_found;
+  use_pristine_baselines(failed, failed_found, json(), nullptr, "(timeout) timed out after 90 s", {"naive"});
   CHECK_FALSE(failed["variants"][0].contains("time_ms"));
-  CHECK(failed["variants"][0]["pristine_error"] == "(timeout) timed out after 90 s");
+  CHECK_FALSE(failed["variants"][0].contains("pristine_error"));
+  CHECK_FALSE(failed_found.pristine.at("naive").measured);
+  CHECK(pristine_error(failed_found, "naive") == "(timeout) timed out after 90 s");
 
   json untimed = student;  // it ran, but did not time the baseline
-  use_pristine_baselines(untimed, true, pristine, "", {"naive", "exercise"});
-  CHECK(untimed["variants"][1]["pristine_error"] == "the pristine run did not time it");
+  Findings untimed_found;
+  use_pristine_baselines(untimed, untimed_found, pristine, &calm, "", {"naive", "exercise"});
+  CHECK(pristine_error(untimed_found, "exercise") == "the pristine run did not time it");
 
   json broken_course = pristine;  // the course's own baseline wrong: not the student's loss
   broken_course["variants"][0]["correct"] = false;
   json wrong = student;
-  use_pristine_baselines(wrong, true, broken_course, "", {"naive"});
+  Findings wrong_found;
+  use_pristine_baselines(wrong, wrong_found, broken_course, &calm, "", {"naive"});
   CHECK_FALSE(wrong["variants"][0].contains("time_ms"));
-  CHECK(wrong["variants"][0]["pristine_error"] == "the course's starter gave wrong results for it");
+  CHECK(pristine_error(wrong_found, "naive") == "the course's starter gave wrong results for it");
   Rule speedup = make_rule("speedup", RuleKind::speedup, 3.0);
-  CHECK(evaluate_rule(speedup, wrong).verdict == Verdict::environment);
+  CHECK(evaluate_rule(speedup, wrong, wrong_found).verdict == Verdict::environment);
 
-  json disturbed_doc = pristine;
-  disturbed_doc["environment_ok"] = false;
-  disturbed_doc["diagnostics"] = {"another process used the GPU"};
+  // The pristine run's environment is the checker's word on it, never its document's.
+  Findings busy;
+  busy.environment_ok = false;
+  busy.disturbance = {"another process used the GPU"};
   json disturbed = student;
-  use_pristine_baselines(disturbed, true, disturbed_doc, "", {"naive"});
-  CHECK(disturbed["environment_ok"] == false);
-  CHECK(contains(disturbed["diagnostics"][0].get<std::string>(), "another process used the GPU"));
+  Findings disturbed_found;
+  use_pristine_baselines(disturbed, disturbed_found, pristine, &busy, "", {"naive"});
+  CHECK_FALSE(disturbed_found.environment_ok);
+  CHECK(disturbed_found.disturbance ==
+        std::vector<std::string>{"while the baselines were timed in the pristine run: another process used the GPU"});
+  CHECK(disturbed == doc);
+  json says_disturbed = pristine;
+  says_disturbed["environment_ok"] = false;
+  Findings not_disturbed;
+  json student_copy = student;
+  use_pristine_baselines(student_copy, not_disturbed, says_disturbed, &calm, "", {"naive"});
+  CHECK(not_disturbed.environment_ok);
 }
 
 }  // TEST_SUITE

@@ -46,16 +46,20 @@ TEST_CASE("speedup: pass, fail and ambiguous from the interval of the ratio") {
 
 TEST_CASE("no timed rule counts a contradicted time, nor a speedup over a wrong baseline") {
   json result = sample_result(1.0, 4.0);
-  result["unverified_variants"] = json::array({"naive"});
+  Findings contradicted;
+  contradicted.unverified_variants = {"naive"};
   const Rule speed = make_rule("speedup", RuleKind::speedup, 3.0);
-  auto r = evaluate_rule(speed, result);
+  auto r = evaluate_rule(speed, result, contradicted);
   CHECK(r.verdict == Verdict::fail);
   CHECK(contains(r.message, "the time of \"naive\" disagreed with the checker's tracer"));
   // A metric may come from any variant's time: one contradicted time fails every metric rule.
-  CHECK(evaluate_rule(make_rule("overlap", RuleKind::metric, 0.5), result).verdict == Verdict::fail);
+  CHECK(evaluate_rule(make_rule("overlap", RuleKind::metric, 0.5), result, contradicted).verdict == Verdict::fail);
   // A rule on variants whose times agreed is judged as usual.
-  CHECK(evaluate_rule(make_rule("bandwidth", RuleKind::fraction_of_copy, 0.15), result).verdict ==
+  CHECK(evaluate_rule(make_rule("bandwidth", RuleKind::fraction_of_copy, 0.15), result, contradicted).verdict ==
         Verdict::pass);
+  // Only the checker says so: the same list in the program's document is not read.
+  result["unverified_variants"] = json::array({"naive"});
+  CHECK(evaluate_rule(speed, result).verdict == Verdict::pass);
 
   json wrong_baseline = sample_result(1.0, 4.0);
   wrong_baseline["variants"][0]["correct"] = false;
@@ -195,17 +199,18 @@ TEST_CASE("environment: a -G build, as the library writes it (under device), jud
 
 TEST_CASE("environment: a run the checker saw disturbed judges no timed reading") {
   json result = sample_result(2.0);
-  result["environment_ok"] = false;  // set by the judge from its own watch (trust_only_the_checker)
-  result["diagnostics"] = json::array({"1 other process(es) used the GPU (PID 4242)"});
-  auto perf = evaluate_rule(make_rule("speedup", RuleKind::speedup, 3.0), result);
+  Findings disturbed;  // the judge's own watch (findings_of_watch)
+  disturbed.environment_ok = false;
+  disturbed.disturbance = {"1 other process(es) used the GPU (PID 4242)"};
+  auto perf = evaluate_rule(make_rule("speedup", RuleKind::speedup, 3.0), result, disturbed);
   CHECK(perf.verdict == Verdict::environment);
   CHECK(perf.points == 0);
   CHECK(contains(perf.message, "the checker saw this run disturbed (1 other process(es) used the GPU (PID 4242))"));
   // A pass is not a pass either: another process can slow a baseline and so make a speedup.
-  CHECK(evaluate_rule(make_rule("speedup", RuleKind::speedup, 1.5), result).verdict == Verdict::environment);
+  CHECK(evaluate_rule(make_rule("speedup", RuleKind::speedup, 1.5), result, disturbed).verdict == Verdict::environment);
   // A wrong result is still the student's.
   result["variants"][1]["correct"] = false;
-  CHECK(evaluate_rule(make_rule("correct", RuleKind::correct, std::nullopt), result).verdict == Verdict::fail);
+  CHECK(evaluate_rule(make_rule("correct", RuleKind::correct, std::nullopt), result, disturbed).verdict == Verdict::fail);
 }
 
 TEST_CASE("environment: what the program says about itself is set aside") {
@@ -213,18 +218,20 @@ TEST_CASE("environment: what the program says about itself is set aside") {
   result["environment_ok"] = false;
   result["diagnostics"] = json::array({"GPU clock is throttled"});
   result["variants"][1]["converged"] = false;
-  trust_only_the_checker(result, GpuObservation{});
-  CHECK(result["environment_ok"] == true);
-  CHECK(result["program_environment_ok"] == false);
-  CHECK(result["program_diagnostics"][0] == "GPU clock is throttled");
-  CHECK(evaluate_rule(make_rule("speedup", RuleKind::speedup, 3.0), result).verdict == Verdict::fail);
+  const json as_written = result;
+  const Findings calm = findings_of_watch(GpuObservation{});
+  CHECK(calm.environment_ok);
+  CHECK(calm.disturbance.empty());
+  CHECK(evaluate_rule(make_rule("speedup", RuleKind::speedup, 3.0), result, calm).verdict == Verdict::fail);
   GpuObservation busy;
   busy.watched = busy.gpu_present = true;
   busy.samples = 10;
   busy.other_processes = {4242};
-  trust_only_the_checker(result, busy);
-  CHECK(result["environment_ok"] == false);
-  CHECK(evaluate_rule(make_rule("speedup", RuleKind::speedup, 3.0), result).verdict == Verdict::environment);
+  const Findings seen = findings_of_watch(busy);
+  CHECK_FALSE(seen.environment_ok);
+  CHECK(seen.disturbance == std::vector<std::string>{"1 other process(es) used the GPU (PID 4242)"});
+  CHECK(evaluate_rule(make_rule("speedup", RuleKind::speedup, 3.0), result, seen).verdict == Verdict::environment);
+  CHECK(result == as_written);  // the program's document holds its own word only
   GpuObservation hot;
   hot.watched = hot.gpu_present = true;
   hot.samples = 10;
@@ -425,21 +432,34 @@ TEST_CASE("overrides change thresholds, points and timeouts, and reject typos") 
 }
 
 TEST_CASE("combine_runs keeps each variant's best median and correctness in every run") {
-  json a = sample_result(2.0, 4.0), b = sample_result(1.0, 5.0), c = sample_result(1.5, 3.0);
-  const json combined = combine_runs({a, b, c});
-  CHECK((*find_variant(combined, "exercise"))["time_ms"]["median"] == 1.0);
-  CHECK((*find_variant(combined, "naive"))["time_ms"]["median"] == 3.0);
-  CHECK(combined["environment_ok"] == true);
-  b["variants"][1]["correct"] = false;
-  CHECK((*find_variant(combine_runs({a, b, c}), "exercise"))["correct"] == false);
+  auto run = [](double exercise_ms, double baseline_ms) {
+    return JudgedRun{run_report(sample_result(exercise_ms, baseline_ms)), {}};
+  };
+  const JudgedRun a = run(2.0, 4.0), c = run(1.5, 3.0);
+  JudgedRun b = run(1.0, 5.0);
+  b.findings.unverified_variants = {"naive"};
+  const JudgedRun combined = combine_runs({a, b, c});
+  CHECK(combined.report.find("exercise")->time->median == 1.0);
+  CHECK(combined.report.find("naive")->time->median == 3.0);
+  CHECK(combined.findings.environment_ok);
+  // A time the tracer contradicted in one run stays contradicted.
+  CHECK(combined.findings.unverified_variants == std::vector<std::string>{"naive"});
+  b.report.variants[1].correct = false;
+  b.report.variants[1].checks = {ReportedCheck{"1000x777", false, "12 mismatches", "12"}};
+  const ReportedVariant wrong = *combine_runs({a, b, c}).report.find("exercise");
+  CHECK_FALSE(wrong.correct);
+  REQUIRE(wrong.checks.size() == 1);
+  CHECK(wrong.checks[0].message == "12 mismatches");
 
   // Healthy runs win: a throttled run's (better) time is ignored while a healthy run exists.
-  json throttled = sample_result(0.5, 4.0);
-  throttled["environment_ok"] = false;
-  const json mixed = combine_runs({throttled, a});
-  CHECK((*find_variant(mixed, "exercise"))["time_ms"]["median"] == 2.0);
-  CHECK(mixed["environment_ok"] == true);
-  CHECK(combine_runs({throttled, throttled})["environment_ok"] == false);
+  JudgedRun throttled = run(0.5, 4.0);
+  throttled.findings.environment_ok = false;
+  throttled.findings.unverified_variants = {"exercise"};
+  const JudgedRun mixed = combine_runs({throttled, a});
+  CHECK(mixed.report.find("exercise")->time->median == 2.0);
+  CHECK(mixed.findings.environment_ok);
+  CHECK(mixed.findings.unverified_variants.empty());  // from the run set aside
+  CHECK_FALSE(combine_runs({throttled, throttled}).findings.environment_ok);
 }
 
 TEST_CASE("expected.toml: parsing and matching") {
