@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <iterator>
 #include <set>
 #include <sstream>
@@ -40,7 +41,57 @@ const char* kNoComputeRoof =
     "no compute roof (ceilings.fp32_gflops): the lesson ran with an older library; re-run it "
     "with the current one";
 
+// Each pipe's roof: what the picture and the table call it, and the ceiling it is read from.
+struct PipeRoof {
+  const char* pipe;
+  const char* name;
+  const char* ceiling;
+};
+const PipeRoof kPipeRoofs[] = {{"fp32", "FP32 FMA", "fp32_gflops"},
+                               {"tf32", "TF32 tensor", "tf32_tensor_gflops"},
+                               {"bf16", "BF16 tensor", "bf16_tensor_gflops"}};
+
+const PipeRoof& pipe_roof(const std::string& pipe) {
+  for (const PipeRoof& r : kPipeRoofs)
+    if (pipe == r.pipe) return r;
+  return kPipeRoofs[0];
+}
+
+// The pipe a variant's description names, "[pipe: bf16] cuBLAS ...": fp32 without the tag. A
+// tag that names no pipe we know is said in `note` and read as fp32.
+std::string pipe_of(const json& v, std::string& note) {
+  const std::string description = v.value("description", std::string());
+  const std::string tag = "[pipe: ";
+  if (description.rfind(tag, 0) != 0) return "fp32";
+  const std::size_t end = description.find(']');
+  const std::string named =
+      end == std::string::npos ? "" : description.substr(tag.size(), end - tag.size());
+  for (const char* pipe : kPipes)
+    if (named == pipe) return pipe;
+  note = "its description names no known pipe (\"" + printable(description.substr(0, 40)) +
+         "\", known: fp32, tf32, bf16): held against the FP32 roof";
+  return "fp32";
+}
+
+// A tensor pipe's FLOPs are never held against the FP32 roof: without their own roof they have
+// no "% of roof" at all.
+std::string no_tensor_roof(const std::string& pipe) {
+  const PipeRoof& r = pipe_roof(pipe);
+  return std::string("no ") + r.name + " roof (ceilings." + r.ceiling + ") in this run: its " +
+         r.name + " rows have no % of roof (the FP32 roof is not theirs)";
+}
+
+void add_note(std::string& notes, const std::string& note) {
+  notes += (notes.empty() ? "" : "; ") + note;
+}
+
 }  // namespace
+
+std::optional<double> RooflineRun::compute_roof(const std::string& pipe) const {
+  if (pipe == "tf32") return tf32_gflops;
+  if (pipe == "bf16") return bf16_gflops;
+  return fp32_gflops;
+}
 
 std::optional<double> RooflineRun::ridge() const {
   if (!fp32_gflops) return std::nullopt;
@@ -52,6 +103,7 @@ RooflinePoint place_variant(const RooflineRun& run, const json& v) {
   // Names from a file anyone could have written: shown only as printable text.
   p.variant = printable(v.value("name", ""));
   p.role = printable(v.value("role", ""));
+  p.pipe = pipe_of(v, p.note);
   // A variant the lesson never validated (a reference or a phase timed alone) is not "wrong":
   // only a failed check makes it so.
   const bool checked = v.contains("checks") && v["checks"].is_array() && !v["checks"].empty();
@@ -71,24 +123,30 @@ RooflinePoint place_variant(const RooflineRun& run, const json& v) {
     p.bound = "WRONG";
     return p;
   }
+  // The flat roof is the one of the pipe its FLOPs run on.
+  const std::optional<double> compute = run.compute_roof(p.pipe);
+  const bool tensor_unmeasured = !compute && p.pipe != "fp32";
   if (p.host_link) {
     // Bytes over PCIe/NVLink-C2C have their own, much lower roof than device memory.
     p.bound = "host link";
     p.roof_unit = "GB/s";
     p.roof = run.h2d_gbs;
-    if (!p.roof) p.note = "no host-link roof (ceilings.h2d_pinned_gbs) in this file";
+    if (!p.roof) add_note(p.note, "no host-link roof (ceilings.h2d_pinned_gbs) in this file");
   } else if (p.intensity) {
     // The roofline: min(memory roof x intensity, compute roof).
     const double memory_roof = run.copy_gbs * *p.intensity;
     p.roof_unit = "GFLOP/s";
     p.drawable = p.gflops > 0;  // a log axis has no place for 0
-    if (run.fp32_gflops) {
-      p.bound = memory_roof < *run.fp32_gflops ? "memory" : "compute";
-      p.roof = std::min(memory_roof, *run.fp32_gflops);
+    if (compute) {
+      p.bound = memory_roof < *compute ? "memory" : "compute";
+      p.roof = std::min(memory_roof, *compute);
+    } else if (tensor_unmeasured) {
+      p.bound = "unknown";
+      add_note(p.note, no_tensor_roof(p.pipe));
     } else {
       p.bound = "memory?";
       p.roof = memory_roof;
-      p.note = kNoComputeRoof;
+      add_note(p.note, kNoComputeRoof);
     }
   } else if (p.bytes > 0) {
     p.bound = "memory only";
@@ -97,8 +155,8 @@ RooflinePoint place_variant(const RooflineRun& run, const json& v) {
   } else if (p.flops > 0) {
     p.bound = "compute only";
     p.roof_unit = "GFLOP/s";
-    p.roof = run.fp32_gflops;
-    if (!p.roof) p.note = kNoComputeRoof;
+    p.roof = compute;
+    if (!p.roof) add_note(p.note, tensor_unmeasured ? no_tensor_roof(p.pipe) : kNoComputeRoof);
   } else {
     p.bound = "time only";  // e.g. launch overhead: no bytes, no FLOPs, no roof
   }
@@ -123,6 +181,8 @@ std::string add_result(Roofline& r, const std::string& file, const json& doc) {
   if (!copy) return "no measured memory roof (ceilings.copy_gbs), so there is no roofline to draw";
   run.copy_gbs = *copy;
   run.fp32_gflops = roof_of(ceilings, "fp32_gflops");
+  run.tf32_gflops = roof_of(ceilings, "tf32_tensor_gflops");
+  run.bf16_gflops = roof_of(ceilings, "bf16_tensor_gflops");
   run.h2d_gbs = roof_of(ceilings, "h2d_pinned_gbs");
   r.runs.push_back(run);
   for (const json& v : doc["variants"]) {
@@ -217,13 +277,23 @@ std::string roofline_table(const Roofline& r) {
     else
       out << "unknown";
     if (first->h2d_gbs) out << ", host link (pinned H2D) " << sig3(*first->h2d_gbs) << " GB/s";
+    // The tensor roofs, from the first of this GPU's files that measured each (a lesson measures
+    // only the one its variants can use).
+    for (const char* pipe : {"tf32", "bf16"})
+      for (const auto& run : r.runs)
+        if (run.device == device && run.compute_roof(pipe)) {
+          out << ", " << pipe_roof(pipe).name << " roof " << sig3(*run.compute_roof(pipe))
+              << " GFLOP/s (" << run.lesson << ")";
+          break;
+        }
     out << "\n";
     if (lo != hi)
       out << "  (each row uses its own file's roofs: copy " << sig3(lo) << ".." << sig3(hi)
           << " GB/s over " << files << " files)\n";
 
     std::vector<std::vector<std::string>> rows = {
-        {"lesson", "variant", "role", "FLOP/B", "GFLOP/s", "GB/s", "bound", "roof", "% of roof"}};
+        {"lesson", "variant", "role", "pipe", "FLOP/B", "GFLOP/s", "GB/s", "bound", "roof",
+         "% of roof"}};
     std::set<std::string> notes;
     std::size_t host_start = 0;  // the row before which the host-link rows begin
     for (; next < order.size(); ++next) {
@@ -231,10 +301,16 @@ std::string roofline_table(const Roofline& r) {
       const RooflineRun& run = r.runs[p.run];
       if (run.device != device) break;
       if (p.host_link && !host_start) host_start = rows.size();
-      rows.push_back({run.lesson, p.variant, p.role, p.intensity ? sig3(*p.intensity) : "-",
+      // A tensor variant whose run measured no roof of its pipe says so where its % would be.
+      const bool no_pipe_roof =
+          p.correct && !p.host_link && p.flops > 0 && p.pipe != "fp32" && !p.roof;
+      const std::string fraction = p.fraction     ? percent(*p.fraction)
+                                   : no_pipe_roof ? "no " + p.pipe + " roof"
+                                                  : "-";
+      rows.push_back({run.lesson, p.variant, p.role, p.pipe,
+                      p.intensity ? sig3(*p.intensity) : "-",
                       p.flops > 0 ? fixed(p.gflops, 1) : "-", p.bytes > 0 ? fixed(p.gbs, 1) : "-",
-                      p.bound, p.roof ? sig3(*p.roof) + " " + p.roof_unit : "-",
-                      p.fraction ? percent(*p.fraction) : "-"});
+                      p.bound, p.roof ? sig3(*p.roof) + " " + p.roof_unit : "-", fraction});
       if (!p.note.empty()) notes.insert(run.file + ": " + p.note);
       if (!p.correct)
         notes.insert("WRONG: the variant's results were incorrect, so its speed means nothing");
@@ -249,7 +325,7 @@ std::string roofline_table(const Roofline& r) {
       for (std::size_t c = 0; c < rows[i].size(); ++c) {
         const std::string& cell = rows[i][c];
         const std::string pad(width[c] - cell.size(), ' ');
-        const bool number = c >= 3 && c != 6;  // numbers right-aligned
+        const bool number = c >= 4 && c != 7;  // numbers right-aligned
         line += (c ? "  " : "") + (number ? pad + cell : cell + pad);
       }
       while (!line.empty() && line.back() == ' ') line.pop_back();
@@ -271,6 +347,7 @@ json roofline_json(const Roofline& r) {
                    {"lesson", run.lesson},
                    {"variant", p.variant},
                    {"role", p.role},
+                   {"pipe", p.pipe},
                    {"correct", p.correct},
                    {"host_link", p.host_link},
                    {"flop_per_byte", opt(p.intensity)},
@@ -322,9 +399,178 @@ std::string pow10_label(int k) {
   return buf;
 }
 
-// A small palette that stays apart on white and for most colour-blind readers.
-const char* const kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
-                                "#9467bd", "#8c564b", "#e377c2", "#17becf"};
+// Twelve colours, one for each lesson of the course, that stay apart on white.
+const char* const kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
+                                "#e377c2", "#17becf", "#bcbd22", "#7f7f7f", "#393b79", "#ad494a"};
+
+// A rectangle of the picture, in pixels (y grows downwards).
+struct Box {
+  double left = 0, top = 0, right = 0, bottom = 0;
+};
+
+// Whether a and b come closer than the gap kept between labels.
+bool near(const Box& a, const Box& b) {
+  return a.left < b.right + kLabelGapPx && b.left < a.right + kLabelGapPx &&
+         a.top < b.bottom + kLabelGapPx && b.top < a.bottom + kLabelGapPx;
+}
+
+bool within(const Box& a, const Box& area) {
+  return a.left >= area.left && a.right <= area.right && a.top >= area.top &&
+         a.bottom <= area.bottom;
+}
+
+// The columns a monospace font gives UTF-8 text: one per character, two for a character of
+// three or four bytes (East Asian wide ones are among them: better too wide than overlapping).
+double columns(const std::string& text) {
+  double n = 0;
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if ((c & 0xC0) != 0x80) n += c >= 0xE0 ? 2 : 1;  // continuation bytes add nothing
+  }
+  return n;
+}
+
+double text_width(const std::string& text) { return columns(text) * kCharWidthEm * kLabelFontPx; }
+double text_height() { return (kAscentEm + kDescentEm) * kLabelFontPx; }
+
+// The box of a label whose text starts at x, with its baseline at y.
+Box text_box(const std::string& text, double x, double y) {
+  return {x, y - kAscentEm * kLabelFontPx, x + text_width(text), y + kDescentEm * kLabelFontPx};
+}
+
+// Whether the segment from (ax, ay) to (bx, by) passes through b (Liang-Barsky clipping).
+bool crosses(double ax, double ay, double bx, double by, const Box& b) {
+  const double p[4] = {ax - bx, bx - ax, ay - by, by - ay};
+  const double q[4] = {ax - b.left, b.right - ax, ay - b.top, b.bottom - ay};
+  double enter = 0, leave = 1;
+  for (int i = 0; i < 4; ++i) {
+    if (p[i] == 0) {
+      if (q[i] < 0) return false;  // parallel to this edge, and outside it
+      continue;
+    }
+    const double t = q[i] / p[i];
+    if (p[i] < 0)
+      enter = std::max(enter, t);
+    else
+      leave = std::min(leave, t);
+    if (enter > leave) return false;
+  }
+  return true;
+}
+
+// Where the labels of the dots go: beside the dot where there is room, else in the nearest free
+// place within reach, joined to the dot by a leader line; never over another label, a dot, a
+// roof's label or a leader line, and never outside the plot. Deterministic: the same dots in
+// the same order get the same places. A "dot" here is the box of the dots one label names
+// (dots that cover each other share a label).
+class LabelPlacer {
+ public:
+  struct Spot {
+    Box box;
+    bool leader = false;              // drawn with a line from the dot to the label:
+    double start_x = 0, start_y = 0;  // the middle of the dot's box
+    double end_x = 0, end_y = 0;      // where the line meets the label's box
+  };
+
+  explicit LabelPlacer(const Box& area) : area_(area) {}
+  void add_dot(const Box& dot) { dots_.push_back(dot); }
+  void add_text(const Box& b) { texts_.push_back(b); }
+  // A line no label may cover (a flat roof); leader lines may cross it.
+  void add_line(const Box& b) { lines_.push_back(b); }
+
+  // Whether a label could go in b: inside the plot, clear of the other labels and lines, and
+  // kClearPx from every dot but its own (@p own, an index into the dots; none for a roof's):
+  // inside a crowd no label sits between the dots, where it would wall the others' lines in.
+  bool free(const Box& b, std::size_t own = kNone) const {
+    if (!within(b, area_)) return false;
+    for (std::size_t i = 0; i < dots_.size(); ++i)
+      if (near(b, i == own ? dots_[i] : grown(dots_[i], kClearPx))) return false;
+    for (const auto* boxes : {&texts_, &labels_, &lines_})
+      for (const Box& o : *boxes)
+        if (near(b, o)) return false;
+    for (const Leader& l : leaders_)
+      if (crosses(l.ax, l.ay, l.bx, l.by, grown(b, kLabelGapPx))) return false;
+    return true;
+  }
+
+  // A place for a label w x h of dot number @p dot, taken; none if there is no room in reach.
+  // The label of a dot in a @p crowd goes wholly left or right of it: above or below, it would
+  // stretch across the crowd, a wall that the lines of the next labels could not pass.
+  // Only with @p search does it look farther than beside the dot (the search costs a
+  // millisecond or more a label once the plot fills up).
+  std::optional<Spot> place(std::size_t dot, double w, double h, bool crowd, bool search) {
+    const Box& d = dots_[dot];
+    const double cx = (d.left + d.right) / 2, cy = (d.top + d.bottom) / 2;
+    constexpr double g = 3;  // between a dot and its label
+    const Box beside[] = {{d.right + g, cy - h / 2, d.right + g + w, cy + h / 2},  // right
+                          {d.left - g - w, cy - h / 2, d.left - g, cy + h / 2},    // left
+                          {cx + 2, d.top - g - h, cx + 2 + w, d.top - g},          // above right
+                          {cx + 2, d.bottom + g, cx + 2 + w, d.bottom + g + h},    // below right
+                          {cx - 2 - w, d.top - g - h, cx - 2, d.top - g},          // above left
+                          {cx - 2 - w, d.bottom + g, cx - 2, d.bottom + g + h}};   // below left
+    for (const Box& b : beside)
+      if (free(b, dot)) return take(Spot{b, false, 0, 0, 0, 0});
+    if (!search) return std::nullopt;
+
+    // Farther away: every place of a grid within reach, the nearest first (a stable sort: on a
+    // tie, the grid's order decides).
+    constexpr double kReachX = 400, kReachY = 300, kStepX = 6, kStepY = 4;
+    std::vector<std::pair<double, Box>> places;
+    for (double dy = -kReachY; dy <= kReachY; dy += kStepY)
+      for (double dx = -kReachX - w; dx <= kReachX; dx += kStepX) {
+        const Box b{cx + dx, cy + dy - h / 2, cx + dx + w, cy + dy + h / 2};
+        if (within(b, area_)) places.push_back({distance(cx, cy, b), b});
+      }
+    std::stable_sort(places.begin(), places.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    // A crowd's label goes sideways where it can; above or below only where it cannot.
+    for (const bool sideways : {true, false}) {
+      if (sideways && !crowd) continue;
+      for (const auto& [dist, b] : places) {
+        if ((sideways && b.left < d.right + g && b.right > d.left - g) || !free(b, dot)) continue;
+        // The line ends in the middle of the label's side that faces the dot, never at a
+        // corner that the labels stacked above and below touch.
+        const bool side = cx < b.left || cx > b.right;
+        const Spot s{b, true, cx, cy, side ? (cx < b.left ? b.left : b.right) : cx,
+                     side ? (b.top + b.bottom) / 2 : (cy < b.top ? b.top : b.bottom)};
+        if (!leader_free(cx, cy, s.end_x, s.end_y)) continue;
+        leaders_.push_back({cx, cy, s.end_x, s.end_y});
+        return take(s);
+      }
+    }
+    return std::nullopt;
+  }
+
+ private:
+  struct Leader {
+    double ax, ay, bx, by;
+  };
+  static constexpr std::size_t kNone = std::size_t(-1);
+  static constexpr double kClearPx = 6;
+  static Box grown(const Box& b, double by) {
+    return {b.left - by, b.top - by, b.right + by, b.bottom + by};
+  }
+  static double distance(double x, double y, const Box& b) {
+    const double dx = std::max({b.left - x, 0.0, x - b.right});
+    const double dy = std::max({b.top - y, 0.0, y - b.bottom});
+    return std::hypot(dx, dy);
+  }
+  // A leader line crosses no label: the dots it passes are left to their colours.
+  bool leader_free(double ax, double ay, double bx, double by) const {
+    for (const auto* boxes : {&texts_, &labels_})
+      for (const Box& o : *boxes)
+        if (crosses(ax, ay, bx, by, grown(o, kLabelGapPx))) return false;
+    return true;
+  }
+  Spot take(const Spot& s) {
+    labels_.push_back(s.box);
+    return s;
+  }
+
+  Box area_;
+  std::vector<Box> dots_, texts_, labels_, lines_;
+  std::vector<Leader> leaders_;
+};
 
 }  // namespace
 
@@ -353,10 +599,26 @@ std::string roofline_svg(const Roofline& r) {
   for (const auto* p : drawn)
     if (std::find(lessons.begin(), lessons.end(), r.runs[p->run].lesson) == lessons.end())
       lessons.push_back(r.runs[p->run].lesson);
+  auto lesson_number = [](const std::string& lesson) { return lesson.substr(0, lesson.find('-')); };
+
+  // The tensor roofs of this GPU: each from the first of its files that measured it.
+  struct TensorRoof {
+    const PipeRoof* pipe;
+    double gflops;
+    std::string lesson;
+  };
+  std::vector<TensorRoof> tensor;
+  for (const char* pipe : {"tf32", "bf16"})
+    for (const auto& run : r.runs)
+      if (run.device == roofs.device && run.compute_roof(pipe)) {
+        tensor.push_back({&pipe_roof(pipe), *run.compute_roof(pipe), run.lesson});
+        break;
+      }
 
   // Axis ranges: powers of 2 (x) and 10 (y) covering the roofs and every dot, with a margin.
   double xlo = 1.0 / 16, xhi = 256;
   if (roofs.ridge()) xhi = std::max(xhi, 4 * *roofs.ridge());
+  for (const auto& t : tensor) xhi = std::max(xhi, 2 * t.gflops / roofs.copy_gbs);
   for (const auto* p : drawn) {
     xlo = std::min(xlo, *p->intensity / 2);
     xhi = std::max(xhi, *p->intensity * 2);
@@ -370,18 +632,19 @@ std::string roofline_svg(const Roofline& r) {
   const int x1 = std::max(x0 + 1, exponent(std::ceil(std::log2(xhi)), -119, 120));
   xlo = std::ldexp(1.0, x0);
   xhi = std::ldexp(1.0, x1);
-  const double top = roofs.fp32_gflops ? *roofs.fp32_gflops : roofs.copy_gbs * xhi;
+  double top = roofs.fp32_gflops ? *roofs.fp32_gflops : roofs.copy_gbs * xhi;
+  for (const auto& t : tensor) top = std::max(top, t.gflops);
   double ylo = roofs.copy_gbs * xlo, yhi = top;
   for (const auto* p : drawn) {
     ylo = std::min(ylo, p->gflops);
     yhi = std::max(yhi, p->gflops);
   }
-  // A little room above the flat roof for its label.
+  // A little room above the highest flat roof for its label.
   const int y0 = exponent(std::floor(std::log10(ylo / 1.3)), -40, 39);
-  const int y1 = std::max(y0 + 1, exponent(std::ceil(std::log10(yhi * 1.3)), -39, 40));
+  const int y1 = std::max(y0 + 1, exponent(std::ceil(std::log10(yhi * 1.5)), -39, 40));
 
   // The canvas: the plot on the left, the legend on the right.
-  const double W = 900, H = 600, L = 80, R = 700, T = 50, B = 520;
+  const double W = 1100, H = 700, L = 80, R = 860, T = 50, B = 610;
   auto X = [&](double i) { return L + (std::log2(i) - x0) / (x1 - x0) * (R - L); };
   auto Y = [&](double g) { return B - (std::log10(g) - y0) / (y1 - y0) * (B - T); };
 
@@ -395,7 +658,7 @@ std::string roofline_svg(const Roofline& r) {
     << "\" y=\"28\" font-size=\"16\" font-weight=\"bold\">Roofline: " << xml(roofs.device)
     << "</text>\n";
 
-  // Grid and tick labels.
+  // Grid and tick labels; a tick label only every so many grid lines where they would crowd.
   s << "<g stroke=\"#dddddd\">\n";
   for (int k = x0; k <= x1; ++k)
     s << "<line x1=\"" << px(X(std::ldexp(1.0, k))) << "\" y1=\"" << T << "\" x2=\""
@@ -403,21 +666,91 @@ std::string roofline_svg(const Roofline& r) {
   for (int k = y0; k <= y1; ++k)
     s << "<line x1=\"" << L << "\" y1=\"" << px(Y(std::pow(10.0, k))) << "\" x2=\"" << R
       << "\" y2=\"" << px(Y(std::pow(10.0, k))) << "\"/>\n";
+  std::size_t widest = 0;
+  for (int k = x0; k <= x1; ++k) widest = std::max(widest, pow2_label(k).size());
+  const int x_every = static_cast<int>(std::ceil((7.0 * widest + 8) / ((R - L) / (x1 - x0))));
+  const int y_every = static_cast<int>(std::ceil(16 / ((B - T) / (y1 - y0))));
+  auto labelled = [](int k, int every) { return ((k % every) + every) % every == 0; };
   s << "</g>\n<g fill=\"#444444\">\n";
   for (int k = x0; k <= x1; ++k)
-    s << "<text x=\"" << px(X(std::ldexp(1.0, k))) << "\" y=\"" << B + 16
-      << "\" text-anchor=\"middle\">" << pow2_label(k) << "</text>\n";
+    if (labelled(k, x_every))
+      s << "<text x=\"" << px(X(std::ldexp(1.0, k))) << "\" y=\"" << B + 16
+        << "\" text-anchor=\"middle\">" << pow2_label(k) << "</text>\n";
   for (int k = y0; k <= y1; ++k)
-    s << "<text x=\"" << L - 6 << "\" y=\"" << px(Y(std::pow(10.0, k)) + 4)
-      << "\" text-anchor=\"end\">" << pow10_label(k) << "</text>\n";
+    if (labelled(k, y_every))
+      s << "<text x=\"" << L - 6 << "\" y=\"" << px(Y(std::pow(10.0, k)) + 4)
+        << "\" text-anchor=\"end\">" << pow10_label(k) << "</text>\n";
   s << "<text x=\"" << (L + R) / 2 << "\" y=\"" << B + 36
     << "\" text-anchor=\"middle\">arithmetic intensity (FLOP/byte)</text>\n"
     << "<text transform=\"translate(24," << (T + B) / 2
     << ") rotate(-90)\" text-anchor=\"middle\">GFLOP/s</text>\n</g>\n"
-    << "<rect x=\"" << L << "\" y=\"" << T << "\" width=\"" << R - L << "\" height=\"" << B - T
+    << "<rect class=\"frame\" x=\"" << L << "\" y=\"" << T << "\" width=\"" << R - L << "\" height=\"" << B - T
     << "\" fill=\"none\" stroke=\"#888888\"/>\n";
 
-  // The roof: rising with the memory roof up to the ridge, then flat at the compute roof.
+  // The dots, and a label for each group of dots that cover one another ("08 cub, exercise"):
+  // a dot closer than its radius to a group's first dot joins that group, while its label
+  // stays short enough to find a place.
+  struct Group {
+    double x, y;  // its first dot, where a leader line starts
+    Box box;      // around all its dots
+    std::string text;
+    std::string last_lesson;
+    std::vector<std::string> names;  // "lesson variant" of each, once
+  };
+  std::vector<Group> groups;
+  std::ostringstream dots;
+  for (const auto* p : drawn) {
+    const std::string& lesson = r.runs[p->run].lesson;
+    const std::size_t colour = std::find(lessons.begin(), lessons.end(), lesson) - lessons.begin();
+    const double x = X(*p->intensity), y = Y(p->gflops), d = 6;  // radius 5, and the stroke
+    dots << "<circle cx=\"" << px(x) << "\" cy=\"" << px(y) << "\" r=\"5\" fill=\""
+         << kPalette[colour % std::size(kPalette)] << "\" stroke=\"white\"/>\n";
+    auto g = std::find_if(groups.begin(), groups.end(), [&](const Group& g) {
+      return std::hypot(g.x - x, g.y - y) < d && g.text.size() + p->variant.size() < 48;
+    });
+    if (g == groups.end()) {
+      groups.push_back({x, y, {x - d, y - d, x + d, y + d}, "", "", {}});
+      g = groups.end() - 1;
+    }
+    g->box = {std::min(g->box.left, x - d), std::min(g->box.top, y - d),
+              std::max(g->box.right, x + d), std::max(g->box.bottom, y + d)};
+    // Each name once (a starter's run and its solution's share them), the lesson's number
+    // once for a run of its variants.
+    if (std::find(g->names.begin(), g->names.end(), lesson + " " + p->variant) != g->names.end())
+      continue;
+    g->names.push_back(lesson + " " + p->variant);
+    g->text += (g->text.empty() ? "" : ", ") +
+               (lesson == g->last_lesson ? "" : lesson_number(lesson) + " ") + p->variant;
+    g->last_lesson = lesson;
+  }
+
+  // Every text inside the plot is monospace, so that its box is known here (kCharWidthEm), and
+  // goes through the placer, so that none covers another or a dot. A text with no free place
+  // among its own is left out, and counted in the caption.
+  LabelPlacer placer({L + 2, T + 2, R - 2, B - 2});
+  for (const Group& g : groups) placer.add_dot(g.box);
+  int unlabelled = 0;
+  std::ostringstream texts;  // the roofs' labels, written after the roofs
+  auto roof_label = [&](const std::string& text, const std::vector<std::pair<double, double>>& at) {
+    for (const auto& [x, y] : at)
+      if (placer.free(text_box(text, x, y))) {
+        placer.add_text(text_box(text, x, y));
+        texts << "<text class=\"roof-label\" x=\"" << px(x) << "\" y=\"" << px(y) << "\">"
+              << xml(text) << "</text>\n";
+        return;
+      }
+    ++unlabelled;
+  };
+
+  // The tensor roofs, behind the FP32 one: the memory roof carries on up to each (dashed).
+  for (const auto& t : tensor) {
+    const double knee = std::clamp(t.gflops / roofs.copy_gbs, xlo, xhi);
+    s << "<polyline class=\"roof tensor\" fill=\"none\" stroke=\"#555555\" stroke-width=\"1.5\" "
+         "stroke-dasharray=\"6,3\" points=\""
+      << px(X(xlo)) << "," << px(Y(roofs.copy_gbs * xlo)) << " " << px(X(knee)) << ","
+      << px(Y(roofs.copy_gbs * knee)) << " " << px(X(xhi)) << "," << px(Y(t.gflops)) << "\"/>\n";
+  }
+  // The roof: rising with the memory roof up to the ridge, then flat at the FP32 roof.
   const double knee = roofs.ridge() ? std::clamp(*roofs.ridge(), xlo, xhi) : xhi;
   const double knee_y = roofs.copy_gbs * knee;
   s << "<polyline class=\"roof\" fill=\"none\" stroke=\"black\" stroke-width=\"2\" points=\""
@@ -425,37 +758,148 @@ std::string roofline_svg(const Roofline& r) {
     << px(Y(knee_y));
   if (roofs.fp32_gflops) s << " " << px(X(xhi)) << "," << px(Y(*roofs.fp32_gflops));
   s << "\"/>\n";
-  // The memory roof's label runs along its slope, half way up (most dots sit lower down).
-  const double ax = X(xlo), ay = Y(roofs.copy_gbs * xlo), bx = X(knee), by = Y(knee_y);
-  const double angle = std::atan2(by - ay, bx - ax) * 180 / 3.14159265358979;
-  const double lx = ax + (bx - ax) / 2, ly = ay + (by - ay) / 2;
-  s << "<text transform=\"translate(" << px(lx) << "," << px(ly) << ") rotate(" << px(angle)
-    << ")\" y=\"-6\">copy " << sig3(roofs.copy_gbs) << " GB/s</text>\n";
-  if (roofs.fp32_gflops) {
-    s << "<text x=\"" << R - 6 << "\" y=\"" << px(Y(*roofs.fp32_gflops) - 6)
-      << "\" text-anchor=\"end\">FP32 FMA " << gflops_text(*roofs.fp32_gflops) << "</text>\n";
-    // The ridge: left of it a kernel cannot reach the compute roof, whatever it does.
-    s << "<line class=\"ridge\" x1=\"" << px(X(knee)) << "\" y1=\"" << T << "\" x2=\""
-      << px(X(knee)) << "\" y2=\"" << B << "\" stroke=\"#666666\" stroke-dasharray=\"2,4\"/>\n"
-      << "<text x=\"" << px(X(knee) + 4) << "\" y=\"" << B - 6 << "\" fill=\"#666666\">ridge "
-      << sig3(*roofs.ridge()) << " FLOP/B</text>\n";
-  } else {
-    s << "<text x=\"" << R - 6 << "\" y=\"" << T + 16
-      << "\" text-anchor=\"end\">compute roof unknown (no fp32_gflops in the result file)</text>\n";
-  }
 
-  // The variants: a dot each, coloured by lesson, labelled "NN variant".
-  for (const auto* p : drawn) {
-    const std::string& lesson = r.runs[p->run].lesson;
-    const std::size_t colour = std::find(lessons.begin(), lessons.end(), lesson) - lessons.begin();
-    const double cx = X(*p->intensity), cy = Y(p->gflops);
-    const bool left = cx > R - 150;  // near the right edge the label goes to the left
-    s << "<circle cx=\"" << px(cx) << "\" cy=\"" << px(cy) << "\" r=\"5\" fill=\""
-      << kPalette[colour % std::size(kPalette)] << "\" stroke=\"white\"/>\n"
-      << "<text x=\"" << px(left ? cx - 8 : cx + 8) << "\" y=\"" << px(cy + 4) << "\""
-      << (left ? " text-anchor=\"end\"" : "") << " font-size=\"11\">"
-      << xml(lesson.substr(0, lesson.find('-')) + " " + p->variant) << "</text>\n";
+  // The flat roofs' labels on their flat part, as far right as a place is free: above the line
+  // or below it, then a line farther off; left of the corner only if there is no other place.
+  struct Flat {
+    std::string text;
+    double gflops;
+  };
+  std::vector<Flat> flats;
+  if (roofs.fp32_gflops)
+    flats.push_back({"FP32 FMA " + gflops_text(*roofs.fp32_gflops), *roofs.fp32_gflops});
+  for (const auto& t : tensor)
+    flats.push_back({std::string(t.pipe->name) + " " + gflops_text(t.gflops) + " (lesson " +
+                         lesson_number(t.lesson) + ")",
+                     t.gflops});
+  for (const Flat& f : flats) {
+    const double y = Y(f.gflops);
+    placer.add_line({std::max(X(f.gflops / roofs.copy_gbs), L), y - 1, R, y + 1});
   }
+  for (const Flat& f : flats) {
+    const double w = text_width(f.text), y = Y(f.gflops), corner = X(f.gflops / roofs.copy_gbs);
+    const double line = (kAscentEm + kDescentEm) * kLabelFontPx + 2;
+    std::vector<std::pair<double, double>> at;
+    for (const double baseline : {y - 5, y + 5 + kAscentEm * kLabelFontPx, y - 5 - line,
+                                  y + 5 + kAscentEm * kLabelFontPx + line})
+      for (double x = R - 6 - w; x >= std::min(corner + 4, R - 6 - w); x -= 10)
+        at.push_back({x, baseline});
+    for (double x = std::min(corner + 4, R - 6 - w) - 10; x > L; x -= 10) {
+      at.push_back({x, y - 5});
+      at.push_back({x, y + 5 + kAscentEm * kLabelFontPx});
+    }
+    roof_label(f.text, at);
+  }
+  if (roofs.fp32_gflops) {
+    // The ridge: left of it a kernel cannot reach the FP32 roof, whatever it does.
+    const std::string ridge = "ridge " + sig3(*roofs.ridge()) + " FLOP/B";
+    s << "<line class=\"ridge\" x1=\"" << px(X(knee)) << "\" y1=\"" << T << "\" x2=\""
+      << px(X(knee)) << "\" y2=\"" << B << "\" stroke=\"#666666\" stroke-dasharray=\"2,4\"/>\n";
+    const double right = std::min(X(knee) + 4, R - 4 - text_width(ridge));
+    const double left = X(knee) - 4 - text_width(ridge);
+    roof_label(ridge, {{right, B - 6}, {left, B - 6}, {right, B - 22}, {left, B - 22}});
+  } else {
+    const std::string unknown = "compute roof unknown (no fp32_gflops in the result file)";
+    const double x = R - 6 - text_width(unknown);
+    roof_label(unknown, {{x, T + 16}, {x, B - 6}});
+  }
+  // The memory roof's label runs along its slope, half way up or as near there as it finds no
+  // dot: the placer keeps the other labels off it through a chain of small boxes along the text.
+  const std::string copy = "copy " + sig3(roofs.copy_gbs) + " GB/s";
+  const double ax = X(xlo), ay = Y(roofs.copy_gbs * xlo), bx = X(knee), by = Y(knee_y);
+  const double angle = std::atan2(by - ay, bx - ax);
+  const double along = std::hypot(bx - ax, by - ay), length = text_width(copy);
+  auto chain = [&](double start) {  // the boxes of the text when it starts `start` along
+    std::vector<Box> boxes;
+    const double half = kLabelFontPx * 0.65, up = 6 + 0.33 * kLabelFontPx;  // its middle line
+    for (double t = start; t <= start + length; t += kLabelFontPx / 2) {
+      const double mx = ax + t * std::cos(angle) + up * std::sin(angle);
+      const double my = ay + t * std::sin(angle) - up * std::cos(angle);
+      boxes.push_back({mx - half, my - half, mx + half, my + half});
+    }
+    return boxes;
+  };
+  double start = (along - length) / 2;
+  for (const double f : {0.5, 0.4, 0.6, 0.3, 0.7, 0.2, 0.8, 0.1, 0.9}) {
+    const std::vector<Box> boxes = chain(f * (along - length));
+    if (std::all_of(boxes.begin(), boxes.end(), [&](const Box& b) { return placer.free(b); })) {
+      start = f * (along - length);
+      break;
+    }
+  }
+  for (const Box& b : chain(start)) placer.add_text(b);
+  texts << "<text class=\"slope-label\" transform=\"translate("
+        << px(ax + start * std::cos(angle)) << "," << px(ay + start * std::sin(angle))
+        << ") rotate(" << px(angle * 180 / 3.14159265358979) << ")\" y=\"-6\">" << xml(copy)
+        << "</text>\n";
+
+  // The dots' labels, one after the other, each taking its place for good: the order decides
+  // how many find one. First the labels of crowded dots, while there is still room around them
+  // to lead a line out, then the others, which find room beside their dots more easily. Where
+  // that leaves some out, other orders are tried too (the reverse, the table's, along each
+  // axis), and the layout that leaves out the fewest labels, then has the shortest lines, wins.
+  // Each try costs as much as the first: a plot with many labels (hardly readable anyway) gets
+  // one, and above kMaxSearched labels only the places beside their dots are tried.
+  constexpr std::size_t kMaxSearched = 120, kMaxRetried = 60;
+  std::vector<std::size_t> crowd(groups.size(), 0);
+  for (std::size_t i = 0; i < groups.size(); ++i)
+    for (const Group& g : groups) crowd[i] += std::hypot(g.x - groups[i].x, g.y - groups[i].y) < 40;
+  struct Layout {
+    std::vector<std::optional<LabelPlacer::Spot>> spots;
+    int missing = 0;
+    double lines = 0;
+  };
+  auto lay_out = [&](auto before) {
+    std::vector<std::size_t> order(groups.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), before);
+    LabelPlacer p = placer;  // the roofs' labels in place, no dot's yet
+    Layout l;
+    l.spots.resize(groups.size());
+    for (const std::size_t i : order) {
+      l.spots[i] = p.place(i, text_width(groups[i].text), text_height(), crowd[i] > 1,
+                           groups.size() <= kMaxSearched);
+      if (!l.spots[i])
+        ++l.missing;
+      else if (l.spots[i]->leader)
+        l.lines += std::hypot(l.spots[i]->end_x - l.spots[i]->start_x,
+                              l.spots[i]->end_y - l.spots[i]->start_y);
+    }
+    return l;
+  };
+  std::vector<Layout> layouts = {
+      lay_out([&](std::size_t a, std::size_t b) { return crowd[a] > crowd[b]; })};
+  using Before = std::function<bool(std::size_t, std::size_t)>;
+  const Before others[] = {
+      [&](std::size_t a, std::size_t b) { return crowd[a] < crowd[b]; },
+      [](std::size_t a, std::size_t b) { return a < b; },
+      [&](std::size_t a, std::size_t b) { return groups[a].x < groups[b].x; },
+      [&](std::size_t a, std::size_t b) { return groups[a].x > groups[b].x; },
+      [&](std::size_t a, std::size_t b) { return groups[a].y < groups[b].y; },
+      [&](std::size_t a, std::size_t b) { return groups[a].y > groups[b].y; }};
+  for (const Before& before : others)
+    if (layouts.back().missing > 0 && groups.size() <= kMaxRetried)
+      layouts.push_back(lay_out(before));
+  const Layout& best = *std::min_element(
+      layouts.begin(), layouts.end(), [](const Layout& a, const Layout& b) {
+        return std::pair(a.missing, a.lines) < std::pair(b.missing, b.lines);
+      });
+  unlabelled += best.missing;
+  std::ostringstream labels, leaders;
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    const Group& g = groups[i];
+    const auto& spot = best.spots[i];
+    if (!spot) continue;
+    if (spot->leader)
+      leaders << "<line class=\"leader\" x1=\"" << px(spot->start_x) << "\" y1=\""
+              << px(spot->start_y) << "\" x2=\"" << px(spot->end_x) << "\" y2=\"" << px(spot->end_y)
+              << "\"/>\n";
+    labels << "<text class=\"label\" x=\"" << px(spot->box.left) << "\" y=\""
+           << px(spot->box.top + kAscentEm * kLabelFontPx) << "\">" << xml(g.text) << "</text>\n";
+  }
+  s << "<g stroke=\"#999999\" stroke-width=\"0.8\">\n" << leaders.str() << "</g>\n"
+    << dots.str() << "<g font-family=\"monospace\" font-size=\"" << kLabelFontPx << "\">\n"
+    << texts.str() << labels.str() << "</g>\n";
   for (std::size_t i = 0; i < lessons.size(); ++i) {
     const double ly2 = T + 10 + 20 * i;
     s << "<circle cx=\"" << R + 20 << "\" cy=\"" << ly2 << "\" r=\"5\" fill=\""
@@ -471,6 +915,8 @@ std::string roofline_svg(const Roofline& r) {
   caption += " variant(s).";
   if (other_gpu)
     caption += " " + std::to_string(other_gpu) + " variant(s) from other GPUs left out.";
+  if (unlabelled)
+    caption += " " + std::to_string(unlabelled) + " label(s) left out for lack of room.";
   s << "<text x=\"" << L << "\" y=\"" << H - 20 << "\" fill=\"#444444\">" << xml(caption)
     << "</text>\n</svg>\n";
   return s.str();

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <sstream>
 #include <tuple>
 
@@ -122,6 +123,80 @@ std::string xml_problem(const std::string& x) {
   return "";
 }
 
+// A label of the picture as a renderer would set it: its text (entities decoded) and where.
+struct Label {
+  std::string text;
+  double x = 0, y = 0;  // the start of its baseline
+  double left = 0, top = 0, right = 0, bottom = 0;
+};
+
+// Every <text class="CLASS" x=".." y="..">...</text> of an SVG, with its box in the metrics of a
+// real monospace font (DejaVu Sans Mono, the widest common one: 0.60 em a character, 0.92 em
+// above the baseline and 0.28 em below), measured here, independently of the placer's numbers.
+std::vector<Label> texts_of_class(const std::string& svg, const std::string& css_class,
+                                  double font_px = 11) {
+  std::vector<Label> out;
+  const std::string open = "<text class=\"" + css_class + "\" x=\"";
+  for (auto at = svg.find(open); at != std::string::npos; at = svg.find(open, at + 1)) {
+    Label l;
+    std::size_t used = 0;
+    const std::size_t x_at = at + open.size();
+    l.x = std::stod(svg.substr(x_at), &used);
+    const std::size_t y_at = svg.find("y=\"", x_at) + 3;
+    l.y = std::stod(svg.substr(y_at), &used);
+    const std::size_t text_at = svg.find('>', y_at) + 1;
+    std::string raw = svg.substr(text_at, svg.find("</text>", text_at) - text_at);
+    for (const auto& [entity, ch] : {std::pair{"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""},
+                                     {"&apos;", "'"}, {"&amp;", "&"}})
+      for (auto e = raw.find(entity); e != std::string::npos; e = raw.find(entity, e))
+        raw.replace(e, std::char_traits<char>::length(entity), ch);
+    l.text = raw;
+    double chars = 0;
+    for (const char c : raw) chars += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+    l.left = l.x;
+    l.right = l.x + chars * 0.60 * font_px;
+    l.top = l.y - 0.92 * font_px;
+    l.bottom = l.y + 0.28 * font_px;
+    out.push_back(l);
+  }
+  return out;
+}
+
+bool intersect(const Label& a, const Label& b) {
+  return a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+}
+
+// What is wrong with the labels of a picture: two that intersect, one over a dot, one outside
+// the plot's frame. Empty if nothing.
+std::string label_problems(const std::string& svg) {
+  std::vector<Label> all = texts_of_class(svg, "label");
+  for (const Label& l : texts_of_class(svg, "roof-label")) all.push_back(l);
+  std::ostringstream out;
+  for (std::size_t i = 0; i < all.size(); ++i)
+    for (std::size_t j = i + 1; j < all.size(); ++j)
+      if (intersect(all[i], all[j]))
+        out << "\"" << all[i].text << "\" and \"" << all[j].text << "\" overlap\n";
+  // The dots: <circle cx=".." cy=".." r="5" ...> (the legend's too: they lie outside the plot).
+  for (auto at = svg.find("<circle cx=\""); at != std::string::npos;
+       at = svg.find("<circle cx=\"", at + 1)) {
+    const double cx = std::stod(svg.substr(at + 12));
+    const double cy = std::stod(svg.substr(svg.find("cy=\"", at) + 4));
+    const Label dot{"dot", cx, cy, cx - 5, cy - 5, cx + 5, cy + 5};
+    for (const Label& l : all)
+      if (intersect(l, dot)) out << "\"" << l.text << "\" covers the dot at " << cx << "," << cy << "\n";
+  }
+  const auto frame = svg.find("<rect class=\"frame\"");
+  if (frame == std::string::npos) return out.str() + "no <rect class=\"frame\">\n";
+  auto number = [&](const std::string& name) {
+    return std::stod(svg.substr(svg.find(name + "=\"", frame) + name.size() + 2));
+  };
+  const double fx = number("x"), fy = number("y"), fw = number("width"), fh = number("height");
+  for (const Label& l : all)
+    if (l.left < fx || l.right > fx + fw || l.top < fy || l.bottom > fy + fh)
+      out << "\"" << l.text << "\" is outside the plot\n";
+  return out.str();
+}
+
 }  // namespace
 
 TEST_SUITE("roofline") {
@@ -156,10 +231,10 @@ TEST_SUITE("roofline") {
                    "ridge point 25.0 FLOP/B, host link (pinned H2D) 50.0 GB/s"));
     CHECK(contains(
         table,
-        "stream_triad    exercise    2.50   2500.0  1000.0  memory    5000 GFLOP/s      50.0%"));
+        "stream_triad    exercise  fp32    2.50   2500.0  1000.0  memory    5000 GFLOP/s      50.0%"));
     CHECK(contains(
         table,
-        "exercise_sgemm  exercise    1000  25000.0    25.0  compute  50000 GFLOP/s      50.0%"));
+        "exercise_sgemm  exercise  fp32    1000  25000.0    25.0  compute  50000 GFLOP/s      50.0%"));
   }
 
   TEST_CASE("memory-only and compute-only variants are held against their one roof, not drawn") {
@@ -364,7 +439,7 @@ TEST_SUITE("roofline") {
     const json rows = roofline_json(r);
     REQUIRE(rows.size() == 1);
     for (const char* key :
-         {"file", "device", "lesson", "variant", "role", "correct", "host_link", "flop_per_byte",
+         {"file", "device", "lesson", "variant", "role", "pipe", "correct", "host_link", "flop_per_byte",
           "gflops", "gbs", "bound", "roof", "roof_unit", "fraction_of_roof", "drawn", "note"})
       CHECK_MESSAGE(rows[0].contains(key), key);
     CHECK(rows[0]["flop_per_byte"].get<double>() == 1.0 / 3.0);
@@ -461,6 +536,199 @@ TEST_SUITE("roofline") {
     std::tie(code, out, err) = lab_check({"roofline"});
     CHECK(code == 2);
     CHECK(out.empty());
+  }
+
+  TEST_CASE("tensor pipes: each variant against the roof of its pipe; a run without it says so") {
+    auto tagged = [](const std::string& name, const std::string& pipe, double bytes, double flops,
+                     double ms) {
+      return variant(name, bytes, flops, ms, {{"description", "[pipe: " + pipe + "] " + name}});
+    };
+    // BF16 roof 400 TFLOP/s; no TF32 roof in this run.
+    json twelve = result("12-tensor-cores",
+                         {variant("sgemm_fp32", 1e8, 1e11, 4.0),           // 25 TFLOP/s, FP32
+                          tagged("cublas_bf16", "bf16", 1e8, 1e11, 0.5),   // 200 TFLOP/s
+                          tagged("cublas_tf32", "tf32", 1e8, 1e11, 1.0),   // 100 TFLOP/s
+                          tagged("thin_bf16", "bf16", 1e9, 1e10, 1.0),     // I = 10: memory
+                          tagged("bf16_flops", "bf16", 0, 1e11, 1.0),      // compute only
+                          tagged("odd", "fp64", 1e8, 1e10, 1.0)});         // unknown tag
+    twelve["ceilings"]["bf16_tensor_gflops"] = 400000.0;
+    twelve["ceilings"]["tf32_tensor_gflops"] = 0.0;  // 0: not measured
+    const Roofline r = from({twelve});
+    REQUIRE(r.runs[0].bf16_gflops);
+    CHECK_FALSE(r.runs[0].tf32_gflops);
+
+    const RooflinePoint& fp32 = point(r, "sgemm_fp32");
+    CHECK(fp32.pipe == "fp32");
+    CHECK(*fp32.roof == doctest::Approx(50000));
+    CHECK(*fp32.fraction == doctest::Approx(0.5));
+
+    const RooflinePoint& bf16 = point(r, "cublas_bf16");
+    CHECK(bf16.pipe == "bf16");
+    CHECK(bf16.bound == "compute");
+    CHECK(*bf16.roof == doctest::Approx(400000));
+    CHECK(*bf16.fraction == doctest::Approx(0.5));  // not 4.0, its rate over the FP32 roof
+    CHECK(bf16.drawable);
+
+    const RooflinePoint& thin = point(r, "thin_bf16");
+    CHECK(thin.bound == "memory");
+    CHECK(*thin.roof == doctest::Approx(20000));  // 2000 GB/s x 10 FLOP/B, under both roofs
+    CHECK(*point(r, "bf16_flops").fraction == doctest::Approx(0.25));
+
+    // No TF32 roof measured: no roof, no fraction, and never the FP32 roof instead.
+    const RooflinePoint& tf32 = point(r, "cublas_tf32");
+    CHECK(tf32.pipe == "tf32");
+    CHECK(tf32.bound == "unknown");
+    CHECK_FALSE(tf32.roof);
+    CHECK_FALSE(tf32.fraction);
+    CHECK(contains(tf32.note, "no TF32 tensor roof (ceilings.tf32_tensor_gflops) in this run"));
+    CHECK(tf32.drawable);
+
+    const RooflinePoint& odd = point(r, "odd");
+    CHECK(odd.pipe == "fp32");
+    CHECK(contains(odd.note, "names no known pipe"));
+
+    const std::string table = roofline_table(r);
+    INFO(table);
+    auto row = [&](const std::string& name) {  // the table's line of a variant, spaces squeezed
+      std::istringstream lines(table);
+      std::string line, word, out;
+      while (std::getline(lines, line))
+        if (contains(line, " " + name + " ")) {
+          std::istringstream words(line);
+          while (words >> word) out += (out.empty() ? "" : " ") + word;
+        }
+      return out;
+    };
+    const std::string header = table.substr(0, table.find('\n'));
+    CHECK(contains(header, ", BF16 tensor roof 400000 GFLOP/s (12-tensor-cores)"));
+    CHECK_FALSE(contains(header, "TF32"));
+    CHECK(row("cublas_bf16") == "12-tensor-cores cublas_bf16 exercise bf16 1000 200000.0 200.0 "
+                                "compute 400000 GFLOP/s 50.0%");
+    CHECK(row("cublas_tf32") == "12-tensor-cores cublas_tf32 exercise tf32 1000 100000.0 100.0 "
+                                "unknown - no tf32 roof");
+    CHECK(row("sgemm_fp32") == "12-tensor-cores sgemm_fp32 exercise fp32 1000 25000.0 25.0 "
+                               "compute 50000 GFLOP/s 50.0%");
+    CHECK(contains(table, "note: r0.json: no TF32 tensor roof (ceilings.tf32_tensor_gflops)"));
+    CHECK_FALSE(contains(table, "400.0%"));
+    const json rows = roofline_json(r);
+    CHECK(rows[1]["pipe"] == "bf16");
+    CHECK(rows[2]["fraction_of_roof"].is_null());
+  }
+
+  TEST_CASE("svg: the tensor roofs of the GPU drawn and labelled, from the file that measured each") {
+    json five = result("05-shared-memory", {compute_bound()});
+    five["ceilings"]["tf32_tensor_gflops"] = 200000.0;
+    json twelve = result("12-tensor-cores",
+                         {variant("cublas_bf16", 1e8, 1e11, 0.2,
+                                  {{"description", "[pipe: bf16] cuBLAS"}})});  // 500 TFLOP/s
+    twelve["ceilings"]["bf16_tensor_gflops"] = 600000.0;
+    json other = result("12-tensor-cores", {memory_bound()}, "Other GPU");
+    other["ceilings"]["tf32_tensor_gflops"] = 1.0;  // another GPU's: not drawn here
+    const Roofline r = from({result("04-coalescing", {memory_bound()}), five, twelve, other});
+    const std::string svg = roofline_svg(r);
+    INFO(svg);
+    CHECK(count(svg, "<polyline class=\"roof tensor\"") == 2);
+    CHECK(contains(svg, ">TF32 tensor 200 TFLOP/s (lesson 05)</text>"));
+    CHECK(contains(svg, ">BF16 tensor 600 TFLOP/s (lesson 12)</text>"));
+    CHECK(contains(svg, ">FP32 FMA 50.0 TFLOP/s</text>"));
+    CHECK(contains(svg, ">1e6</text>"));  // the axis reaches above the highest roof
+    CHECK(label_problems(svg) == "");
+    CHECK(xml_problem(svg) == "");
+    // The table's header names both, each from its own lesson.
+    CHECK(contains(roofline_table(r), "TF32 tensor roof 200000 GFLOP/s (05-shared-memory), BF16 "
+                                      "tensor roof 600000 GFLOP/s (12-tensor-cores)"));
+  }
+
+  TEST_CASE("svg: 40 memory-bound dots at nearly one place, each named, no two labels overlapping") {
+    std::vector<json> vs;
+    for (int i = 0; i < 40; ++i) {
+      // I from 0.250 to 0.262 FLOP/B, 400 to 430 GFLOP/s: all within a few pixels.
+      const double intensity = 0.25 * (1 + 0.0012 * i), gflops = 400 * (1 + 0.0019 * i);
+      const double bytes = 1e9, flops = bytes * intensity;
+      vs.push_back(variant("kernel_" + std::string(i % 7, 'x') + std::to_string(i), bytes, flops,
+                           flops / (gflops * 1e6)));
+    }
+    vs.push_back(compute_bound());
+    const Roofline r = from({result("08-reductions", vs)});
+    const std::string svg = roofline_svg(r);
+    INFO(svg);
+    const std::vector<Label> labels = texts_of_class(svg, "label");
+    CHECK(labels.size() >= 2);
+    // Every variant is named by a label (dots that cover each other share one).
+    for (const auto& p : r.points) {
+      bool named = false;
+      for (const Label& l : labels) named = named || contains(l.text, p.variant);
+      CHECK_MESSAGE(named, p.variant);
+    }
+    CHECK_FALSE(contains(svg, "left out for lack of room"));
+    CHECK(label_problems(svg) == "");
+    CHECK(count(svg, "<line class=\"leader\"") >= 1);  // some labels had to move away
+    CHECK(roofline_svg(r) == svg);                      // the same places every time
+
+    // The check itself sees an overlap and a label over a dot.
+    const std::string bad = "<rect class=\"frame\" x=\"0\" y=\"0\" width=\"500\" height=\"500\"/>"
+                            "<text class=\"label\" x=\"10\" y=\"20\">08 kernel_a</text>"
+                            "<text class=\"roof-label\" x=\"60\" y=\"25\">FP32 FMA</text>"
+                            "<circle cx=\"200\" cy=\"200\" r=\"5\"/>"
+                            "<text class=\"label\" x=\"190\" y=\"204\">x</text>";
+    CHECK(label_problems(bad) ==
+          "\"08 kernel_a\" and \"FP32 FMA\" overlap\n\"x\" covers the dot at 200,200\n");
+  }
+
+  TEST_CASE("svg: the committed H100 and H200 runs of every lesson, labels apart, each named") {
+    // One run each: the solutions', the starters'.
+    for (const auto& [folder, ending] :
+         {std::pair{"measurements/h100", "-solution.json"}, {"measurements/h100", "-starter.json"},
+          {"measurements/h200-harness-ab/solution/after", ".json"},
+          {"measurements/h200-harness-ab/starter/after", ".json"}}) {
+      std::vector<fs::path> files;
+      for (const auto& e : fs::directory_iterator(fs::path(LAB_SOURCE_DIR) / folder)) {
+        const std::string name = e.path().filename().string();
+        if (name.size() > std::strlen(ending) && name.compare(name.size() - std::strlen(ending), std::string::npos, ending) == 0)
+          files.push_back(e.path());
+      }
+      std::sort(files.begin(), files.end());
+      REQUIRE(files.size() >= 10);
+      const Roofline r = load_roofline(files);
+      INFO(folder << " *" << ending);
+      CHECK(r.errors.empty());
+      const std::string svg = roofline_svg(r);
+      CHECK(label_problems(svg) == "");
+      CHECK_FALSE(contains(svg, "left out for lack of room"));
+      const std::vector<Label> labels = texts_of_class(svg, "label");
+      for (const auto& p : r.points) {
+        if (!p.drawable) continue;
+        bool named = false;
+        for (const Label& l : labels) named = named || contains(l.text, p.variant);
+        CHECK_MESSAGE(named, r.runs[p.run].lesson << " " << p.variant);
+      }
+      // Lesson 12's BF16 tensor roof is drawn (these files predate the pipe tags: their tensor
+      // variants are still held against the FP32 roof until lesson 12 runs again).
+      CHECK(contains(svg, ">BF16 tensor "));
+    }
+  }
+
+  TEST_CASE("svg: 300 dots all over the plot, in well under a second: no two labels overlap") {
+    std::vector<json> vs;
+    std::uint64_t state = 12345;
+    auto next = [&] {  // a fixed sequence: the test is the same every run
+      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+      return static_cast<double>(state >> 11) / 9007199254740992.0;
+    };
+    for (int i = 0; i < 300; ++i) {
+      const double intensity = std::pow(2.0, -3 + 6 * next()), gflops = std::pow(10.0, 1 + 3 * next());
+      vs.push_back(variant("v" + std::to_string(i), 1e9, 1e9 * intensity,
+                           1e9 * intensity / (gflops * 1e6)));
+    }
+    const Roofline r = from({result("06-fusion", vs)});
+    const std::string svg = roofline_svg(r);
+    CHECK(label_problems(svg) == "");
+    // Past 120 labels only the places beside the dots are tried (a search for each would take
+    // seconds); the others are counted.
+    const std::size_t labelled = texts_of_class(svg, "label").size();
+    INFO(labelled << " labels");
+    CHECK(labelled >= 20);
+    CHECK(contains(svg, "label(s) left out for lack of room"));
   }
 
 }  // TEST_SUITE
