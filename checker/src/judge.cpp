@@ -81,23 +81,8 @@ bool tracer_loads_here(const JudgeOptions& opt) {
   return loads;
 }
 
-// A valid result's variants by name (unique, lab::validate_result): looked up once each, so
-// judging takes time linear in the number of variants.
-std::unordered_map<std::string, const json*> variants_by_name(const json& doc) {
-  std::unordered_map<std::string, const json*> out;
-  if (doc.contains("variants") && doc["variants"].is_array())
-    for (const json& v : doc["variants"])
-      if (v.is_object() && v.contains("name") && v["name"].is_string())
-        out.emplace(v["name"].get<std::string>(), &v);
-  return out;
-}
-
-const json* named(const std::unordered_map<std::string, const json*>& index, const std::string& name) {
-  const auto it = index.find(name);
-  return it == index.end() ? nullptr : it->second;
-}
-
-// The same for a report read already.
+// A report's variants by name (unique, lab::validate_result): looked up once each, so judging
+// takes time linear in the number of variants.
 std::unordered_map<std::string_view, const ReportedVariant*> variants_by_name(const RunReport& report) {
   std::unordered_map<std::string_view, const ReportedVariant*> out;
   for (const ReportedVariant& v : report.variants) out.emplace(v.name, &v);
@@ -296,11 +281,12 @@ Attempt run_once(const LessonConfig& lesson, const fs::path& program, const Judg
   // (evaluate_rule): a forged time of a wrong baseline still buys nothing.
   std::vector<std::string> unverified;
   bool only_wrong_variants = c.state == Corroboration::disagrees && !c.variants.empty();
-  const auto by_name = variants_by_name(loaded.doc);
+  const RunReport reported = run_report(loaded.doc);
+  const auto by_name = variants_by_name(reported);
   for (const VariantCheck& v : c.variants) {
     if (v.problem.empty()) continue;
-    const json* found = named(by_name, v.name);
-    if (found && !found->value("correct", true)) unverified.push_back(v.name);
+    const auto found = by_name.find(v.name);
+    if (found != by_name.end() && !found->second->correct) unverified.push_back(v.name);
     else only_wrong_variants = false;
   }
   if (c.state == Corroboration::disagrees && !shared_gpu && !only_wrong_variants) {
@@ -512,8 +498,9 @@ void check_profiled_call(const LessonConfig& lesson, const std::string& variant,
   };
   const LoadedResult own = load_result(run.result, run.nonce, lesson.name);
   if (!own.ok) return fail(CounterRun::Status::failed, "the run under ncu: " + own.error);
-  const json* v = find_variant(own.doc, variant);
-  if (!v || !v->value("correct", false))
+  const RunReport reported = run_report(own.doc);
+  const ReportedVariant* v = reported.find(variant);
+  if (!v || !v->correct)
     return fail(CounterRun::Status::failed, "the call ncu read gave wrong results (the program "
                                             "under ncu said so), so its counters do not count");
   if (oop.records.empty()) return;  // judged in the program's own process, like its timed runs
@@ -530,11 +517,12 @@ void check_profiled_call(const LessonConfig& lesson, const std::string& variant,
   json checked = {{"variants", json::array({{{"name", variant}, {"checks", json::array()}}})}};
   if (const std::string wrong = use_replayed_checks(checked, p.doc); !wrong.empty())
     return fail(CounterRun::Status::failed, "unverified result of the call ncu read: " + wrong);
-  const json& mine = checked["variants"][0];
-  if (!mine.value("correct", true))
+  const RunReport replayed = run_report(checked);
+  const ReportedVariant& mine = replayed.variants.front();
+  if (!mine.correct)
     return fail(CounterRun::Status::failed, "the call ncu read gave wrong results (checked by the "
                                             "course's program from its record: " +
-                                                mine["checks"][0].value("message", std::string()) +
+                                                (mine.checks.empty() ? "" : mine.checks.front().message) +
                                                 "), so its counters do not count");
 }
 
