@@ -10,6 +10,7 @@
 #include "lab/harness.hpp"
 #include "lab/memory.hpp"
 #include "lab/result.hpp"
+#include "lab/tensor_roofs.hpp"
 
 namespace {
 __global__ void probe_kernel(int* out) { *out = 42; }
@@ -47,6 +48,15 @@ int main(int argc, char** argv) {
     r.build = "doctor";
     r.device = lab::device_info();
     r.ceilings = lab::ceilings();
+    // The tensor roofs too, which lab::ceilings() leaves to the lessons that can use them; a
+    // failure there leaves them 0 and is said, the rest of the report stands.
+    std::string tensor_why;
+    try {
+      tensor_why = lab::measure_tensor_roofs(*r.ceilings);
+    } catch (const std::exception& e) {
+      tensor_why = e.what();
+      r.ceilings->tf32_tensor_gflops = r.ceilings->bf16_tensor_gflops = 0;
+    }
     r.complete = true;
     const int others = lab::other_gpu_processes();
     const nlohmann::json doc = nlohmann::json::parse(lab::to_json_text(r));
@@ -64,6 +74,13 @@ int main(int argc, char** argv) {
     std::printf("host transfers: pinned %.1f / %.1f GB/s, pageable %.1f / %.1f GB/s (H2D / D2H)\n",
                 c.h2d_pinned_gbs, c.d2h_pinned_gbs, c.h2d_pageable_gbs, c.d2h_pageable_gbs);
     std::printf("launch: %.2f us per back-to-back empty kernel\n", c.launch_us);
+    if (tensor_why.empty())
+      std::printf("compute roofs: FP32 FMA %.1f, TF32 tensor %.1f, BF16 tensor %.1f TFLOP/s "
+                  "(cuBLAS at 8192^3)\n",
+                  c.fp32_gflops * 1e-3, c.tf32_tensor_gflops * 1e-3, c.bf16_tensor_gflops * 1e-3);
+    else
+      std::printf("compute roofs: FP32 FMA %.1f TFLOP/s; tensor roofs not measured: %s\n",
+                  c.fp32_gflops * 1e-3, tensor_why.c_str());
     if (others >= 0) std::printf("other processes on this GPU: %d\n", others);
     if (json_path) lab::write_file_atomically(json_path, out.dump(2) + "\n");
     return lab::kExitOk;
