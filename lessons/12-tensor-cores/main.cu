@@ -450,13 +450,13 @@ int main(int argc, char** argv) {
   add_cublas("cublas_fp32", "cuBLAS, CUBLAS_COMPUTE_32F_PEDANTIC: FP32 data, FP32 FMA pipes",
              false, CUBLAS_COMPUTE_32F_PEDANTIC, 0.0);
   add_cublas("cublas_tf32",
-             "cuBLAS, CUBLAS_COMPUTE_32F_FAST_TF32: FP32 data rounded to TF32 in the tensor cores",
+             "[pipe: tf32] cuBLAS, CUBLAS_COMPUTE_32F_FAST_TF32: FP32 data rounded to TF32",
              false, CUBLAS_COMPUTE_32F_FAST_TF32, kTf32);
   add_cublas("cublas_bf16",
-             "cuBLAS, BF16 copies, CUBLAS_COMPUTE_32F: tensor cores, FP32 accumulation", true,
+             "[pipe: bf16] cuBLAS, BF16 copies, CUBLAS_COMPUTE_32F: FP32 accumulation", true,
              CUBLAS_COMPUTE_32F, 0.0);
   gemms.add({{"wmma_naive", lab::Role::Baseline,
-              "WMMA, one 16x16 fragment per warp, nothing shared (the starter): BF16 copies",
+              "[pipe: bf16] WMMA, one 16x16 fragment per warp, nothing shared (the starter)",
               [](Gemm& g, cudaStream_t s) {
                 launch_wmma_naive(g.M, g.N, g.K, g.A16.data(), g.B16.data(), g.C.data(), s);
               },
@@ -464,7 +464,7 @@ int main(int argc, char** argv) {
              /*bf16_inputs=*/true,
              /*u_in=*/0.0});
   gemms.add({{"exercise", lab::Role::Exercise,
-              "your tensor-core GEMM (exercise.cu): BF16 copies, FP32 accumulation",
+              "[pipe: bf16] your tensor-core GEMM (exercise.cu): BF16 copies, FP32 accumulation",
               [](Gemm& g, cudaStream_t s) {
                 exercise::gemm_bf16(g.M, g.N, g.K, g.A16.data(), g.B16.data(), g.C.data(), s);
               },
