@@ -29,7 +29,8 @@ const std::vector<std::string>& handout_paths() {
 const std::vector<std::string>& instructor_pages() {
   // Linked from the texts a student has, kept from them: a page in their place says so, so that
   // no link in the handout leads nowhere.
-  static const std::vector<std::string> pages = {"docs/grading-security.md", "docs/writing-a-lesson.md"};
+  static const std::vector<std::string> pages = {"docs/grading-security.md", "docs/writing-a-lesson.md",
+                                                  "docs/history/grading-security-log.md"};
   return pages;
 }
 
@@ -87,6 +88,7 @@ std::size_t write_handout(const fs::path& source_dir, const fs::path& dest) {
   std::size_t n = 0;
   for (const std::string& p : handout_paths()) n += copy_entry(source / p, target / p);
   for (const std::string& p : instructor_pages()) {
+    fs::create_directories((target / p).parent_path());
     std::ofstream page(target / p);
     page << "# " << fs::path(p).filename().string() << "\n\nThis page is for instructors and course authors: "
             "your instructor's copy of the course has it.\n";
