@@ -21,12 +21,18 @@ int main(int argc, char** argv) {
     seen << old.rdbuf();
     if (old && seen.str() == text) return 0;
     if (out.has_parent_path()) lab::fs::create_directories(out.parent_path());
-    std::ofstream file(out, std::ios::binary | std::ios::trunc);
-    file << text;
-    if (!file.flush()) {
-      std::cerr << "lab-mutant: cannot write " << out.string() << "\n";
-      return 1;
+    // Written beside it, then renamed into place: a build stopped half-way never leaves a
+    // mutant cut short that a later build would take as up to date.
+    const lab::fs::path part = out.string() + ".part";
+    {
+      std::ofstream file(part, std::ios::binary | std::ios::trunc);
+      file << text;
+      if (!file.flush()) {
+        std::cerr << "lab-mutant: cannot write " << part.string() << "\n";
+        return 1;
+      }
     }
+    lab::fs::rename(part, out);
   } catch (const std::exception& e) {
     std::cerr << "lab-mutant: " << e.what() << "\n";
     return 1;
