@@ -74,6 +74,7 @@ struct Lesson::State {
   std::map<std::pair<std::string, std::string>, int> compared;  // (variant, case): times so far
   std::map<std::string, int> measured;                            // exercise: measure() so far
   bool checking_timed_call = false;  // a timed call's check is running: record a smaller sample
+  std::size_t timed_values_recorded = 0;  // ... and how many such values the record holds
 
   VariantResult& variant(const std::string& name) {
     for (VariantResult& v : result.variants)
@@ -231,10 +232,11 @@ Comparison Lesson::compare_values(const std::string& variant, const std::string&
   const int occurrence = s.compared[{variant, case_name}]++;
   if (s.recording()) {
     const Comparison c = allclose(got, expected, n, tol);
-    RecordedCheck r{variant, case_name, n,
-                    sample_indices(n, fresh_seed(),
-                                   s.checking_timed_call ? kRecordTimedSample : kRecordSample),
-                    {}};
+    const std::size_t most = !s.checking_timed_call ? kRecordSample
+                             : s.timed_values_recorded < kRecordTimedValues ? kRecordTimedSample
+                                                                            : kRecordTimedSampleLate;
+    RecordedCheck r{variant, case_name, n, sample_indices(n, fresh_seed(), most), {}};
+    if (s.checking_timed_call) s.timed_values_recorded += r.index.size();
     for (std::size_t i : r.index) r.got.push_back(static_cast<double>(got[i]));
     s.write_record(record_text(r));
     return c;

@@ -24,6 +24,11 @@ inline constexpr std::size_t kRecordSample = 4096;
 /// calls of 4096 values each would outgrow what the checker reads (a call that skipped its work
 /// or got a tenth of its elements wrong still shows in 256 of them).
 inline constexpr std::size_t kRecordTimedSample = 256;
+/// Once a run has recorded this many values after timed calls (about 25 MB of record), each later
+/// comparison keeps kRecordTimedSampleLate: a lesson that compares several outputs per call stays
+/// bounded too (the checker reads at most 64 MiB).
+inline constexpr std::size_t kRecordTimedValues = 1000000;
+inline constexpr std::size_t kRecordTimedSampleLate = 16;
 
 /// @brief One array comparison of the exercise: a sample of its values.
 struct RecordedCheck {
