@@ -8,7 +8,8 @@
 #                                  (solution and starter), then once more as an unprivileged
 #                                  user, where ncu may be refused the counters (the fallback)
 #   scripts/gpu-round.sh selftest  the checker's selftest: solutions pass, starters fail,
-#                                  mutants get their verdicts (REPEAT=N for N rounds)
+#                                  mutants get their verdicts (REPEAT=N for N rounds); with
+#                                  several GPUs, the lessons dealt out, one selftest per GPU
 #   scripts/gpu-round.sh grade     a submission of every solution graded as a student's, timed
 #                                  (the grading-time goal; containment line)
 #   scripts/gpu-round.sh alternatives  the solutions with every mutant alt_* (a legitimately
@@ -84,7 +85,25 @@ case $phase in
     # MUTANTS=0 leaves the mutants out (solutions and starters only).
     mutants=--mutants-once
     [ "${MUTANTS:-1}" = 0 ] && mutants=--no-mutants
-    step selftest "$build/checker/lab-check" ${CHECK_ARGS:-} selftest ${LESSONS:-} --repeat "${REPEAT:-1}" $mutants
+    # On a machine of several GPUs the lessons are dealt out, one selftest per GPU at once, each
+    # with a grading folder of its own (a second one on the same folder would wait for the first).
+    gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
+    lessons=(${LESSONS:-$(cd lessons && ls -d [0-9][0-9]-* | cut -c1-2) _template})
+    if [ "$gpus" -gt 1 ] && [ "${#lessons[@]}" -gt 1 ]; then
+      "$build/checker/lab-check" selftest --seal-only > /dev/null  # builds the mutants, once
+      for ((g = 0; g < gpus; ++g)); do
+        part=()
+        for ((k = g; k < ${#lessons[@]}; k += gpus)); do part+=("${lessons[k]}"); done
+        [ ${#part[@]} -gt 0 ] || continue
+        CUDA_VISIBLE_DEVICES=$g step "selftest-gpu$g" "$build/checker/lab-check" ${CHECK_ARGS:-} selftest \
+          "${part[@]}" --repeat "${REPEAT:-1}" $mutants --grading-dir "$build/grading-selftest-gpu$g" &
+      done
+      wait
+      # step's own record of a failure stays in its subshell: read the logs instead.
+      for f in "$log"/selftest-gpu*.log; do grep -q "selftest passed" "$f" || status=1; done
+    else
+      step selftest "$build/checker/lab-check" ${CHECK_ARGS:-} selftest ${LESSONS:-} --repeat "${REPEAT:-1}" $mutants
+    fi
     ;;
   grade)
     sub=$(mktemp -d)/alice
