@@ -28,7 +28,7 @@ inline constexpr std::size_t kRecordTimedSample = 256;
 /// comparison keeps kRecordTimedSampleLate: a lesson that compares several outputs per call stays
 /// bounded too (the checker reads at most 64 MiB).
 inline constexpr std::size_t kRecordTimedValues = 1000000;
-inline constexpr std::size_t kRecordTimedSampleLate = 16;
+inline constexpr std::size_t kRecordTimedSampleLate = 16;  ///< see kRecordTimedValues
 
 /// @brief One array comparison of the exercise: a sample of its values.
 struct RecordedCheck {
