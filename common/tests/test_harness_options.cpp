@@ -36,6 +36,18 @@ int run_with(std::vector<std::string> args, bool* body_ran = nullptr) {
   });
 }
 
+// The result file at @p path, read by the checker's own reader (REQUIREs that it can be).
+nlohmann::json result_in(const std::string& path) {
+  std::ifstream in(path);
+  REQUIRE(in.good());
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string error;
+  const auto doc = lab::read_result(text.str(), error);
+  REQUIRE_MESSAGE(doc, error);
+  return *doc;
+}
+
 }  // namespace
 
 TEST_CASE("usage errors exit 2 and never run the lesson") {
@@ -63,14 +75,7 @@ TEST_CASE("a run writes the result file; without a GPU it says so and exits 77")
   bool ran = false;
   const int code = run_with({"--rows", "20", "--seed", "5", "--nonce", "n1", "--json", path,
                              "--quick", "--mode", "graph"}, &ran);
-  std::ifstream in(path);
-  REQUIRE(in.good());
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string error;
-  const auto doc = lab::read_result(text.str(), error);  // the checker's reader
-  REQUIRE_MESSAGE(doc, error);
-  const nlohmann::json& r = *doc;
+  const nlohmann::json r = result_in(path);
   CHECK(r["nonce"] == "n1");
   CHECK(r["config"]["seed"] == 5);
   CHECK(r["build"] == "solution");  // from the program's name
@@ -98,6 +103,10 @@ TEST_CASE("--result-fd: the result goes to the descriptor, closed with the recor
   const int record_fd = ::open(record.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   REQUIRE(fd >= 0);
   REQUIRE(record_fd >= 0);
+  // What exercise code could write through the descriptor while it runs: a forged result, then
+  // padding, the offset left far into the file. The harness's result replaces all of it.
+  const std::string forged = "{\"forged\": true}" + std::string(100000, ' ');
+  REQUIRE(::write(fd, forged.data(), forged.size()) == static_cast<ssize_t>(forged.size()));
   const int code = run_with({"--rows", "20", "--nonce", "fd1", "--result-fd", std::to_string(fd),
                              "--record-fd", std::to_string(record_fd), "--quick"});
   CHECK((code == lab::kExitOk || code == lab::kExitNoGpu));
@@ -105,13 +114,7 @@ TEST_CASE("--result-fd: the result goes to the descriptor, closed with the recor
   CHECK(::fcntl(fd, F_GETFD) == -1);
   CHECK(errno == EBADF);
   CHECK(::fcntl(record_fd, F_GETFD) == -1);
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string error;
-  const auto doc = lab::read_result(text.str(), error);
-  REQUIRE_MESSAGE(doc, error);
-  CHECK((*doc)["nonce"] == "fd1");
+  CHECK(result_in(path)["nonce"] == "fd1");
   std::remove(path.c_str());
   std::remove(record.c_str());
   CHECK(run_with({"--result-fd", "987"}) == lab::kExitUsage);  // not an open file
@@ -121,19 +124,13 @@ TEST_CASE("--profile --json writes the result file: the checks of the profiled c
   // The checker runs the program under ncu with --json and judges the call ncu read by it.
   const std::string path = "harness_test_profile.json";
   const int code = run_with({"--rows", "20", "--profile", "--nonce", "p1", "--json", path});
-  std::ifstream in(path);
-  REQUIRE(in.good());
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string error;
-  const auto doc = lab::read_result(text.str(), error);
-  REQUIRE_MESSAGE(doc, error);
-  CHECK((*doc)["nonce"] == "p1");
-  for (const auto& v : (*doc)["variants"]) CHECK_FALSE(v.contains("time_ms"));
+  const nlohmann::json doc = result_in(path);
+  CHECK(doc["nonce"] == "p1");
+  for (const auto& v : doc["variants"]) CHECK_FALSE(v.contains("time_ms"));
   CHECK_FALSE(std::ifstream(path + ".tmp").good());
   if (lab::gpu_available()) {
     CHECK(code == lab::kExitOk);
-    CHECK((*doc)["variants"][1]["checks"].size() == 1);
+    CHECK(doc["variants"][1]["checks"].size() == 1);
   } else {
     CHECK(code == lab::kExitNoGpu);
   }
