@@ -9,6 +9,7 @@
 #include "lab/device.hpp"
 #include "lab/memory.hpp"
 #include "lab/timing.hpp"
+#include "roof_options.hpp"
 
 namespace lab {
 
@@ -129,14 +130,7 @@ const Ceilings& ceilings() {
   static const Ceilings result = [] {
     Ceilings c;
     Stream stream;
-    // Short rules: these are big, steady transfers; the whole set must cost well under a second.
-    BenchmarkOptions quick;
-    quick.stop.min_samples = 10;
-    quick.stop.min_total_ms = 5;
-    quick.stop.target_precision = 0.01;
-    quick.timeout_s = 0.25;
-    quick.warmup_runs = 1;
-    quick.warmup_ms = 0;
+    BenchmarkOptions quick = roof_options(Mode::Cold, 0.25);
 
     // Device copy: >= 256 MiB each way (and >= 4x L2) so neither side fits in cache.
     const std::size_t bytes =

@@ -22,6 +22,7 @@
 #include "lab/check.hpp"
 #include "lab/record.hpp"
 #include "lab/syscall_filter.hpp"
+#include "roof_options.hpp"
 
 namespace lab {
 namespace {
@@ -446,16 +447,8 @@ void Lesson::replay_timed_calls(const std::string& variant, const TimedCallCheck
 void Lesson::measure_tensor_roof(TensorInput input, const std::function<void(cudaStream_t)>& gemm,
                                  double flops) {
   if (state_->profile || !state_->result.ceilings) return;
-  // As the FP32 roof (lab::ceilings): back to back, a short rule; a big product is steady.
-  BenchmarkOptions hot;
-  hot.mode = Mode::Hot;
-  hot.stop.min_samples = 10;
-  hot.stop.min_total_ms = 5;
-  hot.stop.target_precision = 0.01;
-  hot.timeout_s = 0.5;
-  hot.warmup_runs = 1;
-  hot.warmup_ms = 0;
-  const Measurement m = benchmark(gemm, stream(), hot);
+  // Back to back, like the FP32 roof (lab::ceilings).
+  const Measurement m = benchmark(gemm, stream(), roof_options(Mode::Hot, 0.5));
   Ceilings& c = *state_->result.ceilings;
   (input == TensorInput::bf16 ? c.bf16_tensor_gflops : c.tf32_tensor_gflops) =
       flops / (m.gpu_ms.median * 1e6);

@@ -9,6 +9,7 @@
 #include "lab/memory.hpp"
 #include "lab/tensor_roofs.hpp"
 #include "lab/timing.hpp"
+#include "roof_options.hpp"
 
 namespace lab {
 
@@ -31,16 +32,8 @@ std::string measure_tensor_roofs(Ceilings& ceilings, int n) {
   Stream stream;
   CublasHandle cublas;  // before anything is timed: it loads the library's kernels
 
-  // As lab::ceilings() times the FP32 roof: back to back (hot), a short rule; a big product is
-  // steady. Lesson::measure_tensor_roof times the lessons' tensor roofs the same way.
-  BenchmarkOptions hot;
-  hot.mode = Mode::Hot;
-  hot.stop.min_samples = 10;
-  hot.stop.min_total_ms = 5;
-  hot.stop.target_precision = 0.01;
-  hot.timeout_s = 0.5;
-  hot.warmup_runs = 1;
-  hot.warmup_ms = 0;
+  // Back to back, as Lesson::measure_tensor_roof times the lessons' tensor roofs.
+  const BenchmarkOptions hot = roof_options(Mode::Hot, 0.5);
 
   // Random data in [-1, 1): zeros would draw less power and run faster than real inputs.
   const std::size_t nn = static_cast<std::size_t>(n) * n;
