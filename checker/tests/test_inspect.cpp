@@ -52,6 +52,18 @@ ObjectSymbols compiled_object(const fs::path& dir, const std::string& name, cons
   return read_object(dir / (name + ".o"));
 }
 
+// A lesson whose harness is @p pristine (which must outlive the context), calling
+// exercise_entry() from the exercise.
+SealContext lesson_over(const ObjectSymbols& pristine) {
+  SealContext c;
+  c.exercise_stem = "exercise";
+  c.interface.strong = {"_Z14exercise_entryv"};
+  c.harness = pristine;
+  c.harness.undefined.insert("_Z14exercise_entryv");
+  c.pristine = {&pristine};
+  return c;
+}
+
 bool names(const std::vector<SealFinding>& findings, const std::string& part) {
   for (const auto& f : findings)
     if (f.symbol.find(part) != std::string::npos || f.why.find(part) != std::string::npos) return true;
@@ -263,12 +275,7 @@ TEST_SUITE("inspect") {
     const ObjectSymbols pristine = compiled_object(
         dir.path(), "pristine", "#include <vector>\nlong pristine_use(std::vector<double>& v) { v.push_back(1); return long(v.size()); }\n");
     REQUIRE(!pristine.groups.empty());
-    SealContext c;
-    c.exercise_stem = "exercise";
-    c.interface.strong = {"_Z14exercise_entryv"};
-    c.harness = pristine;
-    c.harness.undefined.insert("_Z14exercise_entryv");
-    c.pristine = {&pristine};
+    const SealContext c = lesson_over(pristine);
     auto exercise = [&](const std::string& name, const std::string& linkage) {
       return check_seal(compiled_object(dir.path(), name,
                                         "asm(\".section .text.sneak,\\\"axG\\\",@progbits," + *pristine.groups.begin() +
@@ -298,12 +305,7 @@ TEST_SUITE("inspect") {
     const ObjectSymbols pristine = compiled_object(
         dir.path(), "pristine", library + "long pristine_use(std::vector<double>& v) { v.push_back(1);\n"
                                 "  return lab::detail::relay<int>(2) + lab::detail::lookup<int>(); }\n");
-    SealContext c;
-    c.exercise_stem = "exercise";
-    c.interface.strong = {"_Z14exercise_entryv"};
-    c.harness = pristine;
-    c.harness.undefined.insert("_Z14exercise_entryv");
-    c.pristine = {&pristine};
+    const SealContext c = lesson_over(pristine);
     auto exercise = [&](const std::string& name, const std::string& body) {
       return check_seal(compiled_object(dir.path(), name, library + body), c);
     };
