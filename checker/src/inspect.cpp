@@ -1058,9 +1058,10 @@ std::vector<std::string> review_flags(const std::string& source) {
                                                         "uint64_t", "int64_t", "long", "uintmax_t"};
   for (const auto& w : words) {
     const bool in_std = w.at >= 5 && t.compare(w.at - 5, 5, "std::") == 0;
+    const bool member = w.at >= 1 && (t[w.at - 1] == '.' || (w.at >= 2 && t.compare(w.at - 2, 2, "->") == 0));
     if (w.name == "asm" || w.name == "__asm" || w.name == "__asm__") {
       flag(w.at, "inline assembly (" + w.name + ")");
-    } else if (w.name == "pthread_create" || w.name == "clone" ||
+    } else if (((w.name == "pthread_create" || w.name == "clone") && !member) ||
                (in_std && (w.name == "thread" || w.name == "jthread" || w.name == "async"))) {
       // Where the system-call filter is off (lesson 11), a thread can still be running when the
       // harness writes the result.

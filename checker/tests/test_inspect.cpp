@@ -681,7 +681,7 @@ TEST_SUITE("inspect") {
         "  static std::thread t([] {});\n"                                       // 3
         "  auto f = std::async([] { return 1; });\n"                             // 4
         "  pthread_t p; pthread_create(&p, nullptr, nullptr, nullptr);\n"        // 5
-        "  int thread = 0; (void)thread;\n"                                       // 6: a variable
+        "  int thread = 0; (void)thread; auto k = shape.clone(); auto m = p->clone();\n"  // 6: not threads
         "}\n");
     std::string all;
     for (const auto& f : flags) all += f + "\n";
