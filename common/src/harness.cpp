@@ -651,11 +651,10 @@ int Lesson::run(int argc, char** argv, const std::function<void(Lesson&)>& body)
   auto write = [&] {
     const std::string text = to_json_text(r);
     if (s.result_fd >= 0) {
-      // From the start of the file, and cut to its own length: whatever exercise code wrote
-      // through this descriptor while it ran (it can find an open one) is gone.
+      // Whatever exercise code wrote through this descriptor while it ran (it can find an
+      // open one) is gone.
       const int fd = std::exchange(s.result_fd, -1);
-      const bool whole = ::lseek(fd, 0, SEEK_SET) == 0 && write_all(fd, text) &&
-                         ::ftruncate(fd, static_cast<off_t>(text.size())) == 0;
+      const bool whole = write_whole_file(fd, text);
       const int error = errno;
       ::close(fd);
       if (!whole) throw std::runtime_error(std::string("cannot write the result: ") + std::strerror(error));

@@ -1,6 +1,9 @@
 // The result file's structs, names, derived rates and writer (docs/result-file.md).
 #include "lab/result.hpp"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -185,9 +188,21 @@ std::FILE* open_for_atomic_write(const std::string& path) {
   return std::fopen((path + ".tmp").c_str(), "wb");
 }
 
+bool write_whole_file(int fd, const std::string& text) {
+  if (::lseek(fd, 0, SEEK_SET) != 0) return false;
+  for (std::size_t done = 0; done < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<std::size_t>(n);
+  }
+  return ::ftruncate(fd, static_cast<off_t>(text.size())) == 0;
+}
+
 void commit_atomic_write(std::FILE* tmp, const std::string& path, const std::string& text) {
   const std::string tmp_path = path + ".tmp";
-  const bool written = std::fwrite(text.data(), 1, text.size(), tmp) == text.size();
+  // Nothing was written through `tmp` itself: its descriptor takes the whole text directly.
+  const bool written = std::fflush(tmp) == 0 && write_whole_file(::fileno(tmp), text);
   const bool closed = std::fclose(tmp) == 0;
   if (!written || !closed) throw std::runtime_error("cannot write " + tmp_path);
   if (std::rename(tmp_path.c_str(), path.c_str()) != 0)

@@ -311,3 +311,22 @@ TEST_CASE("files are written atomically: no temporary left, content complete") {
   std::remove(path.c_str());
   CHECK_THROWS_AS(lab::write_file_atomically("/nonexistent-dir/x.json", "x"), std::runtime_error);
 }
+
+TEST_CASE("a result file holds only what its writer wrote, whatever was written into it before") {
+  // A lesson program opens its result file (PATH.tmp, or the descriptor the checker hands) at its
+  // start; exercise code that finds it open can write into it while it runs. The harness's text
+  // replaces all of that: written from the start, cut to its length.
+  const std::string path = "lab_result_forged_test.json";
+  std::FILE* tmp = lab::open_for_atomic_write(path);
+  REQUIRE(tmp);
+  {
+    std::ofstream forged(path + ".tmp", std::ios::binary);
+    forged << "{\"forged\": true}" << std::string(100000, ' ');
+  }
+  lab::commit_atomic_write(tmp, path, "{\"real\": 1}");
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  CHECK(text.str() == "{\"real\": 1}");
+  std::remove(path.c_str());
+}

@@ -184,7 +184,16 @@ void write_file_atomically(const std::string& path, const std::string& text);
 /// @return `path`.tmp opened for writing, or nullptr (errno says why)
 std::FILE* open_for_atomic_write(const std::string& path);
 
-/// @brief The second half: writes @p text to @p tmp, closes it and renames it to @p path.
+/// @brief Makes @p text the whole content of the file open as @p fd: written from its start and
+/// cut to its length, so that nothing written through the descriptor before (by exercise code
+/// that found it open) survives.
+/// @param fd open for writing, on a regular file
+/// @param text content
+/// @return false on an error (errno says which)
+bool write_whole_file(int fd, const std::string& text);
+
+/// @brief The second half: writes @p text to @p tmp (write_whole_file), closes it and renames it
+/// to @p path.
 /// @param tmp from open_for_atomic_write(@p path); closed whatever happens
 /// @param path destination
 /// @param text content
