@@ -683,7 +683,8 @@ int main(int argc, char** argv) {
   merge->add_option("--json", merge_json, "Also write the gradebook as JSON");
 
   auto* selftest = app.add_subcommand("selftest", "Check the checker on each lesson: the solution passes, the starter fails "
-                                                  "a performance rule with its hint, each mutant gets its expected verdict. "
+                                                  "a performance rule with its hint, each mutant gets its expected verdict "
+                                                  "(the mutant programs, left out of the default build, are built first). "
                                                   "Exit 77 without a GPU.");
   std::vector<std::string> self_lessons;
   int repeat = 1;

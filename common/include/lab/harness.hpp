@@ -47,9 +47,9 @@ struct TimedCallChecks {
   /// and give the call new inputs made from @p call_seed (a seed drawn by the harness, unknown to
   /// the exercise), so that a call is only right if it does the work on this call's data.
   std::function<void(cudaStream_t stream, std::uint64_t call_seed)> prepare;
-  /// After every timed call (warm-up included), once it has finished: check that call's
-  /// outputs against the inputs prepare() made (regenerated, not read back: the inputs are
-  /// read-only) and record it with Lesson::compare or Lesson::check under @p case_name. What it
+  /// After every timed call (warm-up included; none after one that failed), once it has
+  /// finished: check that call's outputs against the inputs prepare() made (regenerated, not read
+  /// back: the inputs are read-only) and record it with Lesson::compare or Lesson::check under @p case_name. What it
   /// picks to look at (rows, elements) comes from @p pick_seed, drawn only now (and replayed by
   /// a --replay run, which must look at the same ones).
   std::function<void(cudaStream_t stream, const std::string& case_name, std::uint64_t pick_seed)>

@@ -85,7 +85,8 @@ Record parse_record(const std::string& text);
 /// @p most, else @p most drawn uniformly from @p seed (repeats possible).
 /// @param n elements compared
 /// @param seed where the draw comes from (fresh from std::random_device after the call)
-/// @param most kRecordSample, or kRecordTimedSample after a timed call
+/// @param most kRecordSample; after a timed call kRecordTimedSample, or kRecordTimedSampleLate
+///        once the run has recorded kRecordTimedValues such values
 /// @return indices below n
 std::vector<std::size_t> sample_indices(std::size_t n, std::uint64_t seed,
                                         std::size_t most = kRecordSample);
