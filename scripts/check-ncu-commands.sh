@@ -19,24 +19,31 @@ summary="$log/ncu-commands.txt"
 # Put before each block: ncu as a function that runs the real one and checks what it profiled.
 read -r -d '' wrapper << 'EOF'
 ncu() {
-  local kernel="" prev="" a
+  local kernel="" prev="" imported=0 a
   for a in "$@"; do
     case $prev in --kernel-name | -k) kernel=$a ;; esac
-    case $a in --kernel-name=*) kernel=${a#*=} ;; esac
+    case $a in --kernel-name=*) kernel=${a#*=} ;; --import | -i | --import=*) imported=1 ;; esac
     prev=$a
   done
+  # What ncu printed goes where the block sends it (a block may redirect it to a file); the
+  # verdicts go to stderr, so they reach the log either way.
   local out rc
   out=$(command ncu "$@" 2>&1) && rc=0 || rc=$?
   printf '%s\n' "$out"
-  if [ "$rc" != 0 ]; then echo "CHECK FAILED: ncu exited with $rc"; return 1; fi
+  if [ "$rc" != 0 ]; then echo "CHECK FAILED: ncu exited with $rc" >&2; return 1; fi
+  # Reading a saved report profiles nothing: it must print what it was asked for.
+  if [ "$imported" = 1 ]; then
+    [ -n "$out" ] || { echo "CHECK FAILED: ncu --import printed nothing" >&2; return 1; }
+    return 0
+  fi
   local profiled
   profiled=$(printf '%s\n' "$out" | sed -n 's/^==PROF== Profiling "\([^"]*\)".*/\1/p' | sort -u)
-  if [ -z "$profiled" ]; then echo "CHECK FAILED: ncu profiled no kernel"; return 1; fi
+  if [ -z "$profiled" ]; then echo "CHECK FAILED: ncu profiled no kernel" >&2; return 1; fi
   [ -z "$kernel" ] && return 0
   case $kernel in
     regex:*) printf '%s\n' "$profiled" | grep -qE -- "${kernel#regex:}" ;;
     *) printf '%s\n' "$profiled" | grep -qxF -- "$kernel" ;;
-  esac || { echo "CHECK FAILED: no kernel named by '$kernel' was profiled (profiled: $(echo $profiled))"; return 1; }
+  esac || { echo "CHECK FAILED: no kernel named by '$kernel' was profiled (profiled: $(echo $profiled))" >&2; return 1; }
 }
 EOF
 

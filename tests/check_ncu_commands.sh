@@ -8,13 +8,19 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir "$work/bin"
 # The stand-in profiles one kernel: the one --kernel-name names (regex: its pattern's first
-# word), "other_kernel" when FAKE=wrong, none when FAKE=none; it exits 1 when FAKE=exit.
+# word), "other_kernel" when FAKE=wrong, none when FAKE=none; it exits 1 when FAKE=exit. Like
+# the real one, reading a report (--import) profiles nothing: it prints a table (nothing when
+# FAKE=empty_import).
 cat > "$work/bin/ncu" <<'FAKE'
 #!/usr/bin/env bash
 [ "${1:-}" = --version ] && { echo "fake ncu"; exit 0; }
 name=some_kernel prev=""
 for a in "$@"; do
   [ "$prev" = --kernel-name ] && name=$a
+  if [ "$a" = --import ]; then
+    [ "${FAKE:-}" = empty_import ] || echo '"Address","Source"'
+    exit 0
+  fi
   prev=$a
 done
 name=${name#regex:}
@@ -27,13 +33,18 @@ esac
 echo "==PROF== Profiling \"$name\": 0%....50%....100% - 1 pass"
 FAKE
 chmod +x "$work/bin/ncu"
-check() { PATH="$work/bin:$PATH" FAKE=$1 LESSONS="04 11" "$repo/scripts/check-ncu-commands.sh" "$work/$1" > "$work/$1.out" 2>&1; }
+check() { PATH="$work/bin:$PATH" FAKE=$1 LESSONS="04 10 11" "$repo/scripts/check-ncu-commands.sh" "$work/$1" > "$work/$1.out" 2>&1; }
 
 check right || { echo "blocks failed with the right kernels profiled:"; cat "$work/right.out"; exit 1; }
 grep -q "^ok    slides/04-coalescing.md block" "$work/right/ncu-commands.txt" || { echo "the slides were not run"; exit 1; }
 grep -q "^ok    lessons/11-one-time-costs/README.md block" "$work/right/ncu-commands.txt"
 if grep -q FAIL "$work/right/ncu-commands.txt"; then echo "a FAIL with the right kernels"; exit 1; fi
 
+grep -q "^ok    lessons/10-profiling/README.md block 05" "$work/right/ncu-commands.txt" ||
+  { echo "the block that reads a saved report (--import, into a file) failed"; exit 1; }
+
+if check empty_import; then echo "blocks passed with a report read that printed nothing"; exit 1; fi
+grep -q "CHECK FAILED: ncu --import printed nothing" "$work/empty_import/ncu-commands.txt"
 if check wrong; then echo "blocks passed with the wrong kernel profiled"; exit 1; fi
 grep -q "CHECK FAILED: no kernel named by 'regex:gemv' was profiled (profiled: other_kernel)" "$work/wrong/ncu-commands.txt"
 if check none; then echo "blocks passed with no kernel profiled"; exit 1; fi

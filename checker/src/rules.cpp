@@ -696,6 +696,13 @@ RuleOutcome evaluate_rule(const Rule& rule, const JudgedRun& run) {
   if (rule.kind == RuleKind::metric) measured = rule.metric + " = " + measured;
   if (rule.kind == RuleKind::counter) measured = rule.counter + " of \"" + rule.variant + "\" = " + measured;
   std::string msg = measured + " (needs " + threshold_text(rule, unit) + ")";
+  // How much work stood behind the reading, so an instructor sees how near max_work it was.
+  if (rule.kind == RuleKind::counter) {
+    const CounterReading* r = found.counter(rule.variant, rule.counter);
+    if (r && r->work_per_needed)
+      msg += "; its kernels did " + fixed(*r->work_per_needed, 2) + "x the " +
+             find_counter_measure(rule.counter)->work + " the problem needs";
+  }
   if (v == Verdict::ambiguous)
     msg = measured + ", between " + format_value(rule.kind, reading.low, unit) + " and " +
           format_value(rule.kind, reading.high, unit) + " (95% interval): too close to " +

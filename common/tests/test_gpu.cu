@@ -480,11 +480,11 @@ TEST_CASE("a replay answers each check from its own entry of the record, in orde
 }
 
 TEST_CASE("timed calls: checked until one fails, at most kMaxCheckedCalls, a small sample each in the record") {
-  const std::string path = "timed_calls_record.txt";
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  REQUIRE(fd >= 0);
   // run(fail_at): the exercise's fail_at-th checked call (warm-ups counted) is wrong; 0: none is.
-  auto run = [&](int fail_at, int& checked) {
+  // Each run writes its own record (the harness closes the descriptor it was handed).
+  auto run = [&](int fail_at, int& checked, const std::string& path) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    REQUIRE(fd >= 0);
     lab::Lesson lesson("99-timed-calls", "timed calls test");
     lesson.declare("exercise", lab::Role::Exercise, "yours");
     std::vector<std::string> args = {"/x/solution", "--record-fd", std::to_string(fd)};
@@ -512,33 +512,31 @@ TEST_CASE("timed calls: checked until one fails, at most kMaxCheckedCalls, a sma
       REQUIRE(m);
       samples = m->samples_ms.size();
     });
-    return std::make_pair(samples, lesson.result().variants.at(0).checks);
+    std::ifstream in(path, std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::remove(path.c_str());
+    return std::make_tuple(samples, lesson.result().variants.at(0).checks, text);
   };
   int checked = 0;
-  const auto [samples, checks] = run(5, checked);
+  const auto [samples, checks, failing_text] = run(5, checked, "timed_calls_failing.txt");
   CHECK(checked == 5);  // nothing checked after the failing call ...
   REQUIRE(checks.size() == 5);
   CHECK_FALSE(checks.back().ok);
   CHECK(samples == lab::kMaxCheckedCalls);  // ... though the calls went on to the cap
+  for (const lab::RecordedCheck& c : lab::parse_record(failing_text).checks)
+    CHECK(c.index.size() == lab::kRecordTimedSample);
+  CHECK(lab::parse_record(failing_text).checks.size() == 5);
+
   checked = 0;
-  const auto [all_samples, all_checks] = run(0, checked);
+  const auto [all_samples, all_checks, text] = run(0, checked, "timed_calls_right.txt");
   CHECK(all_samples == lab::kMaxCheckedCalls);
   CHECK(all_checks.size() == static_cast<std::size_t>(checked));
   CHECK(std::all_of(all_checks.begin(), all_checks.end(), [](const lab::CheckResult& c) { return c.ok; }));
-  ::close(fd);
-  std::ifstream in(path, std::ios::binary);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::remove(path.c_str());
   const lab::Record record = lab::parse_record(text);
-  REQUIRE(record.checks.size() == 5 + all_checks.size());
-  std::size_t values = 0;  // of the second run (each run counts its own)
-  for (std::size_t k = 0; k < record.checks.size(); ++k) {
-    const lab::RecordedCheck& c = record.checks[k];
+  REQUIRE(record.checks.size() == all_checks.size());
+  std::size_t values = 0;
+  for (const lab::RecordedCheck& c : record.checks) {
     CHECK(c.count == 300);
-    if (k < 5) {  // the first run's
-      CHECK(c.index.size() == lab::kRecordTimedSample);
-      continue;
-    }
     // 256 values each, and 16 once the run has recorded a million (the last ~90 calls here)
     CHECK((c.index.size() == (values < lab::kRecordTimedValues ? lab::kRecordTimedSample
                                                                : lab::kRecordTimedSampleLate)));
