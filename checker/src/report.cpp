@@ -278,6 +278,11 @@ std::string table_text(const std::vector<LessonOutcome>& lessons, bool colour) {
     out << paint(l.verdict, pad(to_string(l.verdict), 11)) << " " << l.lesson << " ("
         << l.build << ")  " << points_text(l.score) << "/" << points_text(l.max_score);
     if (l.runs > 1) out << "  [" << l.runs << " runs]";
+    // Where a check's time goes (the main command's two minutes are mostly these lines).
+    if (l.wall_s > 0) {
+      out << "  " << fixed(l.wall_s, 1) << " s";
+      if (l.counters_s > 0) out << " (ncu " << fixed(l.counters_s, 1) << " s)";
+    }
     out << "\n";
     const bool lesson_level = !l.reason.empty() && l.reason != reason::sanitizer;
     if (lesson_level) {
