@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <iostream>
 #include <limits>
 #include <map>
 #include <sstream>
@@ -167,6 +168,22 @@ std::string filter_note(const ProcessResult& r, const LessonConfig& lesson, cons
   if (r.signal != SIGSYS || !filtered(lesson, opt)) return "";
   return " (SIGSYS: the system-call filter stopped it starting a thread, a process or a program, "
          "or tracing one, which no exercise may do)";
+}
+
+// Copies run `index`'s result file (from `handed`) and printed output (from `work`) to
+// keep/NAME.json and keep/NAME.txt, replacing an earlier run's; what is missing is left out, and
+// a copy that fails is said, never a reason to stop judging.
+void keep_run(const fs::path& keep, const std::string& name, const fs::path& handed,
+              const fs::path& work, int index) {
+  const std::string tag = std::to_string(index);
+  std::error_code ec;
+  fs::create_directories(keep, ec);
+  for (const auto& [from, to] : {std::pair{handed / ("result-" + tag + ".json"), keep / (name + ".json")},
+                                 std::pair{work / ("output-" + tag + ".txt"), keep / (name + ".txt")}}) {
+    if (!fs::exists(from)) continue;
+    fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
+    if (ec) std::cerr << "lab-check: --keep: cannot copy " << from.string() << " to " << to.string() << ": " << ec.message() << "\n";
+  }
 }
 
 // One run of a lesson program. `name` tells its files apart in the work folder ("" for the
@@ -902,6 +919,7 @@ LessonOutcome judge_program(const LessonConfig& lesson, const fs::path& program,
     Attempt a = run_once(lesson, program, opt, stage_tracer(opt, work.path()), work.path(), i, timeout, "",
                          pristine_work ? skip_args : std::vector<std::string>{}, {}, handed.path(), replay);
     program_s += a.program_s;
+    if (!opt.keep.empty()) keep_run(opt.keep, lesson.name + "-" + opt.build, handed.path(), work.path(), i);
     if (a.ok && pristine_work) {
       // Right after the student's run, in a process of course code only, on the same inputs:
       // the baselines timed, and the exercise's results checked from its record.

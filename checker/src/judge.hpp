@@ -114,6 +114,10 @@ struct JudgeOptions {
   /// (not under ncu, whose code in the program opens a lock file): no new files, threads,
   /// processes or executable memory once the exercise can run (lab/syscall_filter.hpp).
   bool syscall_filter = false;
+  /// Where each lesson's result file and printed output are kept, as NN-topic-BUILD.json and
+  /// NN-topic-BUILD.txt (the last run's; `lab-check run --keep`): a judged run's numbers, to
+  /// commit; empty: not kept.
+  fs::path keep;
 };
 
 /// Whether lesson programs filter their system calls, in words, for output and records.

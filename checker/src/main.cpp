@@ -232,7 +232,8 @@ std::vector<fs::path> pristine_programs(bool pristine, const fs::path& bdir,
 }
 
 int cmd_run(const Common& c, const std::vector<std::string>& names, const std::string& build,
-            bool quick, bool sanitize, const std::string& overrides, bool report_only) {
+            bool quick, bool sanitize, const std::string& overrides, bool report_only,
+            const std::string& keep) {
   const fs::path bdir = build_dir_of(c);
   const auto lessons = lessons_of(c, names, overrides);
   // A student's own machine: no one else's files to hide, but no stray process left behind.
@@ -246,6 +247,7 @@ int cmd_run(const Common& c, const std::vector<std::string>& names, const std::s
   // One's own machine may not load the tracer: the times are judged anyway, and the output says so.
   j.corroborate = c.corroborate ? Corroborate::if_available : Corroborate::off;
   j.syscall_filter = use_syscall_filter(c.syscall_filter, false);
+  j.keep = keep;
   const bool table = c.format == "table";
   const bool colour = table && use_colour(stdout);
   Report report;
@@ -652,6 +654,9 @@ int main(int argc, char** argv) {
   run->add_flag("--quick", quick, "Small sizes, one run (a smoke test; performance verdicts only indicative)");
   run->add_flag("--sanitize", sanitize, "Also run compute-sanitizer memcheck and racecheck");
   run->add_option("--overrides", overrides, "A TOML file of threshold/points overrides")->check(CLI::ExistingFile);
+  std::string keep;
+  run->add_option("--keep", keep, "A folder for each lesson's result file and printed output "
+                  "(NN-topic-BUILD.json, .txt; the last run's): the judged numbers, to commit");
 
   auto* grade = app.add_subcommand("grade", "Grade submission folders (each holds NN-topic/exercise.cu files); "
                                             "writes <out>/<name>/{result.json,gradescope.json,junit.xml}");
@@ -728,7 +733,7 @@ int main(int argc, char** argv) {
   try {
     if (*doctor) return cmd_doctor(c);
     if (*list) return cmd_list(c, list_overrides);
-    if (*run) return cmd_run(c, run_lessons, run_build, quick, sanitize, overrides, report_only);
+    if (*run) return cmd_run(c, run_lessons, run_build, quick, sanitize, overrides, report_only, keep);
     if (*grade) return cmd_grade(c, submissions, out, overrides, grade_sanitize, jobs, force, grading_dir, build_time);
     if (*merge) return cmd_merge(result_dirs, csv, merge_json);
     if (*selftest) return cmd_selftest(c, self_lessons, repeat, jobs, mutants_once, no_mutants, seal_only, grading_dir);

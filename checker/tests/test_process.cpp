@@ -41,6 +41,25 @@ LessonOutcome judge_mode(const std::string& mode, std::vector<std::string> extra
 
 TEST_SUITE("process") {
 
+TEST_CASE("--keep: the judged run's result file and printed output are kept, named by lesson and build") {
+  TempDir keep;
+  JudgeOptions opt;
+  opt.inspect = false;  // a stand-in program: no object files to inspect
+  opt.build = "solution";
+  opt.keep = keep.path() / "runs";  // made when missing
+  const LessonConfig lesson = fake_lesson({"--mode", "result"}, standard_rules());
+  const LessonOutcome o = judge_program(lesson, kFake, opt);
+  CHECK(o.verdict == Verdict::pass);
+  const fs::path json_file = opt.keep / (lesson.name + "-solution.json");
+  const fs::path text_file = opt.keep / (lesson.name + "-solution.txt");
+  REQUIRE(fs::exists(json_file));
+  REQUIRE(fs::exists(text_file));
+  // The kept file is the one the checker judged: the program's result, with this run's nonce.
+  const json kept = json::parse(read_text(json_file));
+  CHECK(kept.at("lesson").get<std::string>() == lesson.name);
+  CHECK(kept.contains("nonce"));
+}
+
 TEST_CASE("a program that ignores SIGTERM is killed at its time limit") {
   ProcessOptions p;
   p.argv = {kFake, "--mode", "sleep", "--json", "/dev/null"};
