@@ -17,6 +17,7 @@
 
 #include "lab/format.hpp"
 #include "lab/harness.hpp"
+#include "lab/stats.hpp"
 
 extern char** environ;
 
@@ -212,6 +213,52 @@ int child_main(int argc, char** argv,
   }
   std::fflush(nullptr);
   return kExitOk;
+}
+
+int child_main(int argc, char** argv, const std::vector<ChildRole>& roles) {
+  return child_main(argc, argv, [&](const ChildArgs& a) {
+    for (const ChildRole& r : roles)
+      if (!a.empty() && a[0] == r.name && a.size() == r.args + 1)
+        return r.run(ChildArgs(a.begin() + 1, a.end()));
+    throw std::invalid_argument("unknown child role (this flag is the harness's own)");
+  });
+}
+
+std::string record_spread(Lesson& lesson, const std::string& label, const std::string& name,
+                          const std::vector<double>& values, const std::string& unit) {
+  const Stats st = summarize(values);
+  lesson.metric(name, st.median, st.min, st.max, " " + unit);
+  const int digits = st.median < 10 ? 2 : st.median < 100 ? 1 : 0;
+  return "  " + label + std::string(label.size() < 52 ? 52 - label.size() : 1, ' ') +
+         fixed(st.median, digits) + " " + unit + "  (" + fixed(st.min, digits) + " .. " +
+         fixed(st.max, digits) + ")";
+}
+
+ChildRun measure_in_processes(Lesson& lesson, int processes, const ChildArgs& args,
+                              const Environment& env, const std::vector<ProcessReading>& readings,
+                              const std::string& what, double timeout_s) {
+  return measure_in_processes(
+      lesson, processes, [&] { return run_self(args, env, timeout_s); }, readings, what);
+}
+
+ChildRun measure_in_processes(Lesson& lesson, int processes,
+                              const std::function<ChildRun()>& run_one,
+                              const std::vector<ProcessReading>& readings,
+                              const std::string& what) {
+  std::map<std::string, std::vector<double>> values;
+  ChildRun last;
+  for (int i = 0; i < processes; ++i) {
+    const ChildRun c = run_one();
+    if (!c.ok) {
+      lesson.note("  " + what + " failed: " + c.why());
+      return last;
+    }
+    for (const ProcessReading& r : readings) values[r.reading].push_back(c.number(r.reading));
+    last = c;
+  }
+  for (const ProcessReading& r : readings)
+    lesson.note(record_spread(lesson, r.label, r.metric, values[r.reading], r.unit));
+  return last;
 }
 
 void report(const std::string& name, double value) {

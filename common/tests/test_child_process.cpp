@@ -1,4 +1,5 @@
-// This program run again as a child (lab/child_process.hpp), tried on /bin/sh; and the audit of
+// This program run again as a child (lab/child_process.hpp), tried on /bin/sh and forked, with its
+// roles and the record of a role over processes; and the audit of
 // files written outside given folders (lab/write_audit.hpp), on folders of a test's own.
 #include <doctest/doctest.h>
 #include <sys/wait.h>
@@ -12,8 +13,11 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "lab/child_process.hpp"
+#include "lab/harness.hpp"
 #include "lab/writable_places.hpp"
 #include "lab/write_audit.hpp"
 
@@ -213,4 +217,124 @@ TEST_CASE("a child that reports more than a pipe holds is read as it writes, not
   CHECK(c.number("first_call_ms") == doctest::Approx(3.5));
   CHECK(c.text("error").size() >= 200000);
   CHECK_FALSE(c.ok);  // an error was reported
+}
+
+namespace {
+
+// Runs child_main(roles) in a forked child on @p args (after the child flag); returns its exit
+// code and its readings.
+std::pair<int, std::string> play(const std::vector<std::string>& args,
+                                 const std::vector<lab::ChildRole>& roles) {
+  std::vector<std::string> all = {"program", "--lab-child"};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& a : all) argv.push_back(&a[0]);
+  argv.push_back(nullptr);
+  int readings[2];
+  REQUIRE(pipe(readings) == 0);
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    dup2(readings[1], 3);
+    _exit(lab::child_main(static_cast<int>(all.size()), argv.data(), roles));
+  }
+  close(readings[1]);
+  std::string said;
+  char buf[256];
+  for (ssize_t got; (got = read(readings[0], buf, sizeof buf)) > 0;) said.append(buf, got);
+  close(readings[0]);
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  return {WEXITSTATUS(status), said};
+}
+
+lab::ChildRun ran(double a, double b) {
+  lab::ChildRun c;
+  c.ok = true;
+  c.readings = {{"a_ms", std::to_string(a)}, {"b_us", std::to_string(b)}, {"mode", "lazy"}};
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("child_main with roles runs the one named, on the arguments after its name") {
+  const std::vector<lab::ChildRole> roles = {
+      {"none", 0, [](const lab::ChildArgs& a) { lab::report("none", std::to_string(a.size())); }},
+      {"two", 2, [](const lab::ChildArgs& a) { lab::report("two", a.at(0) + "/" + a.at(1)); }}};
+  CHECK(play({"two", "x", "y"}, roles) == std::make_pair(0, std::string("@ two x/y\n")));
+  CHECK(play({"none"}, roles) == std::make_pair(0, std::string("@ none 0\n")));
+  const std::string unknown = "@ error unknown child role (this flag is the harness's own)\n";
+  CHECK(play({"two", "x"}, roles) == std::make_pair(3, unknown));  // too few arguments
+  CHECK(play({"none", "x"}, roles) == std::make_pair(3, unknown));
+  CHECK(play({"three"}, roles) == std::make_pair(3, unknown));
+  CHECK(play({}, roles) == std::make_pair(3, unknown));
+}
+
+TEST_CASE("a spread is recorded as its median, with the smallest and largest as its range") {
+  lab::Lesson lesson("99-test", "spread");
+  CHECK(lab::record_spread(lesson, "cudaMalloc", "malloc_us", {30, 10, 20.5}, "us") ==
+        "  cudaMalloc" + std::string(42, ' ') + "20.5 us  (10.0 .. 30.0)");
+  const lab::Metric& m = lesson.result().metrics.at("malloc_us");
+  CHECK(m.value == 20.5);
+  CHECK(m.low == 10);
+  CHECK(m.high == 30);
+  CHECK(m.unit == " us");
+  CHECK(lab::record_spread(lesson, "x", "small", {1.234, 5}, "ms") ==
+        "  x" + std::string(51, ' ') + "3.12 ms  (1.23 .. 5.00)");
+  CHECK(lab::record_spread(lesson, std::string(60, 'l'), "big", {250}, "ms") ==
+        "  " + std::string(60, 'l') + " 250 ms  (250 .. 250)");
+}
+
+TEST_CASE("a role measured over processes: every reading's median and range, or nothing") {
+  const std::vector<lab::ProcessReading> readings = {{"first", "a", "a_ms", "ms"},
+                                                     {"second", "b_metric", "b_us", "us"}};
+  lab::Lesson lesson("99-test", "processes");
+  int runs = 0;
+  const std::vector<double> a = {3, 1, 2, 9, 5};
+  const lab::ChildRun last = lab::measure_in_processes(
+      lesson, 5,
+      [&] {
+        ++runs;
+        return ran(a[runs - 1], 100.0 * runs);
+      },
+      readings, "measuring");
+  CHECK(runs == 5);
+  CHECK(last.ok);
+  CHECK(last.text("mode") == "lazy");
+  CHECK(last.number("b_us") == 500);
+  const auto& metrics = lesson.result().metrics;
+  CHECK(metrics.at("a").value == 3);
+  CHECK(metrics.at("a").low == 1);
+  CHECK(metrics.at("a").high == 9);
+  CHECK(metrics.at("b_metric").value == 300);
+  CHECK(metrics.count("a_ms") == 0);
+
+  // A process that fails ends the measurement, with nothing recorded.
+  lab::Lesson failing("99-test", "processes");
+  runs = 0;
+  const lab::ChildRun before = lab::measure_in_processes(
+      failing, 5,
+      [&] {
+        lab::ChildRun c = ran(1, 2);
+        if (++runs == 3) c = lab::ChildRun{};
+        return c;
+      },
+      readings, "measuring");
+  CHECK(runs == 3);
+  CHECK(before.ok);  // the last one that did not fail
+  CHECK(failing.result().metrics.empty());
+
+  // A process that does not report a reading is the harness's error.
+  lab::Lesson silent("99-test", "processes");
+  CHECK_THROWS_AS(lab::measure_in_processes(
+                      silent, 2,
+                      [] {
+                        lab::ChildRun c;
+                        c.ok = true;
+                        return c;
+                      },
+                      readings, "m"),
+                  std::runtime_error);
 }

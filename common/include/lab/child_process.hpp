@@ -22,8 +22,22 @@
 /// harness's. That code cannot write to the pipe: an exercise may print only to the standard
 /// streams (the checker's seal), and it cannot open /proc/self/fd/3, because child_main makes
 /// the process non-dumpable before the role runs.
+///
+/// A program with several roles names each with its arguments' count, and measures a role over
+/// new processes in one call (a metric per reading: the median, and the fastest and slowest
+/// process as its range; a line per reading in the notes):
+/// @code
+/// using lab::ChildArgs;
+/// if (lab::is_child(argc, argv))
+///   return lab::child_main(argc, argv, {{"context", 0, [](const ChildArgs&) { time_context(); }},
+///                                       {"compile", 1, [](const ChildArgs& a) { time(a[0]); }}});
+/// ...
+/// lab::measure_in_processes(lesson, 5, {"context"}, {},
+///                           {{"context creation", "context_ms", "context_ms", "ms"}}, "context");
+/// @endcode
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <map>
 #include <string>
@@ -31,6 +45,11 @@
 #include <vector>
 
 namespace lab {
+
+class Lesson;
+
+/// A child role's arguments (after its name).
+using ChildArgs = std::vector<std::string>;
 
 /// @brief What one child process did.
 struct ChildRun {
@@ -89,6 +108,69 @@ bool is_child(int argc, char** argv);
 /// @return the exit code for main: 0, or 3 (kExitCudaError) after an error
 int child_main(int argc, char** argv,
                const std::function<void(const std::vector<std::string>& args)>& role);
+
+/// @brief One role of a program that has several.
+struct ChildRole {
+  std::string name;                           ///< the first argument run_self() is given
+  std::size_t args = 0;                       ///< how many arguments follow the name
+  std::function<void(const ChildArgs&)> run;  ///< the work, on the arguments after the name
+};
+
+/// @brief child_main() for a program with several roles: runs the one the first argument names
+/// on the arguments after it. A name not among @p roles, or another count of arguments, is the
+/// child's error "unknown child role (this flag is the harness's own)".
+/// @param argc from main
+/// @param argv from main
+/// @param roles every role the program has
+/// @return the exit code for main, as child_main() says
+int child_main(int argc, char** argv, const std::vector<ChildRole>& roles);
+
+/// @brief One reading of a role measured over new processes, and where it goes.
+struct ProcessReading {
+  std::string label;    ///< the start of its line in the notes
+  std::string metric;   ///< the metric it is recorded as
+  std::string reading;  ///< the name the child reports it under
+  std::string unit;     ///< e.g. "ms"
+};
+
+/// @brief Records @p values (one per process, or per call) as metric @p name: the median, with the
+/// smallest and largest value as its range.
+/// @param lesson where to record it
+/// @param label the line's start, padded to 52 characters
+/// @param name the metric's name
+/// @param values at least one
+/// @param unit e.g. "ms"
+/// @return the line for the notes: "  label   median unit  (smallest .. largest)", with 2 decimals
+///         below 10, 1 below 100, none above
+std::string record_spread(Lesson& lesson, const std::string& label, const std::string& name,
+                          const std::vector<double>& values, const std::string& unit);
+
+/// @brief Runs a role in @p processes new processes, one after the other, and records each of
+/// @p readings with record_spread() (a line in the notes each). A process that fails ends the
+/// measurement: the note "  <what> failed: <why>", and nothing is recorded (the harness's own
+/// measurement: the others go on).
+/// @param lesson where to record
+/// @param processes how many
+/// @param args the role and its arguments (run_self)
+/// @param env added to each child's environment
+/// @param readings what each process reports, and how to record it
+/// @param what the measurement, for the failure's note ("measuring compilation")
+/// @param timeout_s seconds before a child is killed
+/// @return the last process that did not fail (for its text readings), or an empty ChildRun
+ChildRun measure_in_processes(Lesson& lesson, int processes, const ChildArgs& args,
+                              const Environment& env, const std::vector<ProcessReading>& readings,
+                              const std::string& what, double timeout_s = 120.0);
+
+/// @overload
+/// @param lesson where to record
+/// @param processes how many
+/// @param run_one starts one process and waits for it (run_self, or a test's stand-in)
+/// @param readings what each process reports
+/// @param what the measurement
+/// @return the last process that did not fail
+ChildRun measure_in_processes(Lesson& lesson, int processes,
+                              const std::function<ChildRun()>& run_one,
+                              const std::vector<ProcessReading>& readings, const std::string& what);
 
 /// @brief In a child: reports @p value as reading @p name ("%.6f").
 /// @param name one word
