@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <initializer_list>
 #include <string>
+#include <vector>
 
 namespace lab {
 
@@ -34,6 +35,15 @@ inline std::string fixed(double value, int digits) { return text("%.*f", digits,
 inline std::string dims(std::initializer_list<long long> extents) {
   std::string out;
   for (long long e : extents) out += (out.empty() ? "" : "x") + std::to_string(e);
+  return out;
+}
+
+/// @overload
+/// @param extents a shape's extents (a validation case, lab::Shape)
+/// @return them joined by 'x'
+inline std::string dims(const std::vector<int>& extents) {
+  std::string out;
+  for (int e : extents) out += (out.empty() ? "" : "x") + std::to_string(e);
   return out;
 }
 

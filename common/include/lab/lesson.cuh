@@ -19,7 +19,9 @@
 #include <utility>
 #include <vector>
 
+#include "lab/bf16.cuh"
 #include "lab/check.hpp"
+#include "lab/cub_call.hpp"
 #include "lab/data.hpp"
 #include "lab/device.hpp"
 #include "lab/format.hpp"
@@ -32,6 +34,7 @@
 #include "lab/ratio.hpp"
 #include "lab/read_only.cuh"
 #include "lab/reduce.cuh"
+#include "lab/reference.hpp"
 #include "lab/sparse_changes.cuh"
 #include "lab/stats.hpp"
 #include "lab/timed_calls.hpp"

@@ -34,6 +34,7 @@
 /// };
 /// lab::Protocol<Problem> protocol(lesson, variants, checks);
 /// for (long long n : {1, 3, 1000003}) { Problem p(n); protocol.validate(p, std::to_string(n)); }
+/// // (problems made from a shape: protocol.validate_shapes({{1, 3}, {1000, 777}}, make))
 /// Problem p(big);
 /// protocol.measure(p);
 /// protocol.validate(p, "after timing");
@@ -50,6 +51,7 @@
 #include <vector>
 
 #include "lab/check.hpp"
+#include "lab/format.hpp"
 #include "lab/guard.hpp"
 #include "lab/harness.hpp"
 #include "lab/memory.hpp"
@@ -231,6 +233,9 @@ struct Checks {
   std::function<void(Problem&, cudaStream_t)> late_inputs = {};
 };
 
+/// The extents of a validation case (Protocol::validate_shapes), e.g. {rows, cols}.
+using Shape = std::vector<int>;
+
 /// @brief The protocol itself, for one list of variants on one kind of problem.
 template <class Problem, class V = Variant<Problem>>
 class Protocol {
@@ -271,6 +276,20 @@ class Protocol {
       LAB_CHECK(cudaGetLastError());
       Look look(lesson_, v->name, case_name, seed, s, nullptr);
       checks_.check(look, p);
+    }
+  }
+
+  /// @brief A lesson's validation cases: for each shape, a fresh problem made by @p make and
+  /// validated (validate()), named by its extents (lab::dims: "1000x777").
+  /// @param shapes the cases, e.g. {{1000, 777}, {33, 4097}, {4097, 33}, {1, 1}}
+  /// @param make the problem of a shape, returned by value (built in place, never moved)
+  /// @param before_calls as for validate()
+  template <class Make>
+  void validate_shapes(const std::vector<Shape>& shapes, const Make& make,
+                       const std::function<void(Problem&)>& before_calls = {}) {
+    for (const Shape& shape : shapes) {
+      Problem p = make(shape);
+      validate(p, dims(shape), before_calls);
     }
   }
 

@@ -69,12 +69,17 @@ Comparison allclose(const double* got, const double* expected, std::size_t n, To
 /// a proof needs lambda = 8 at n = 4096 (lesson 08). lambda = 4 is a working tolerance, not a
 /// proven one: errors of random sign add like a random walk, and the lessons' worst measured
 /// errors stay near a hundredth of it. rtol 1e-6 pays for rounding the result itself. A missing
-/// term, a stale element or a wrong index is off by far more.
+/// term, a stale element or a wrong index is off by far more. Code that rounds its inputs first
+/// (tensor cores on TF32) adds what that costs: each product a b becomes a(1 + d1) b(1 + d2),
+/// |d| <= u, which moves the sum by at most (2u + u^2) sum|terms|, whatever the order.
 /// @param terms the number of terms added (e.g. K + 2 for alpha A B + beta C)
 /// @param magnitude the largest sum|terms| over the checked elements
+/// @param input_rounding u, the relative rounding applied to each input before it is multiplied
+///        (0: the inputs as given; 2^-10 for TF32)
 /// @return the tolerance
-inline Tolerance sum_tolerance(double terms, double magnitude) {
-  return Tolerance{1e-6, 4.0 * std::sqrt(terms) * 0x1p-24 * magnitude};
+inline Tolerance sum_tolerance(double terms, double magnitude, double input_rounding = 0) {
+  const double u = input_rounding;
+  return Tolerance{1e-6, (4.0 * std::sqrt(terms) * 0x1p-24 + 2.0 * u + u * u) * magnitude};
 }
 
 /// @brief A dot product computed for a reference, with what its tolerance scales with.

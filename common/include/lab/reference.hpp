@@ -1,0 +1,76 @@
+/// @file reference.hpp
+/// @brief A check's reference values, built on the host from inputs regenerated from their seed
+/// (never read back): the wanted value at each checked place (lab::values_at), the exact product
+/// of two lab::fill_random matrices there (lab::random_product_at), and those products rounded to
+/// float with the magnitude their tolerance scales with (lab::rounded, for lab::sum_tolerance).
+/// Header-only, so that the host arithmetic is compiled with the harness that checks with it.
+///
+/// @code
+/// const std::vector<std::size_t> at = look.indices(rows, 4096);
+/// const lab::Rounded y = lab::rounded(lab::random_product_at(at, 1, cols, seed, seed + 1));
+/// look.compare(p.y, at, y.values, lab::sum_tolerance(cols + 2.0, y.magnitude));
+/// @endcode
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+#include "lab/data.hpp"
+#include "lab/timed_calls.hpp"
+#include "lab/validate.hpp"
+
+namespace lab {
+
+/// @brief The reference at each checked place.
+/// @param at the places (from Look::indices or a lesson's own list); empty: every place below
+///        @p n, in order (Look::compare_host's whole output)
+/// @param n the places of the whole output
+/// @param value the wanted value at a place
+/// @return value(at[k]) for each k, or value(i) for each i < n when @p at is empty
+template <class Value>
+auto values_at(const std::vector<std::size_t>& at, std::size_t n, const Value& value) {
+  std::vector<std::decay_t<decltype(value(std::size_t{}))>> out;
+  out.reserve(at.empty() ? n : at.size());
+  if (at.empty())
+    for (std::size_t i = 0; i < n; ++i) out.push_back(value(i));
+  for (const std::size_t i : at) out.push_back(value(i));
+  return out;
+}
+
+/// @brief lab::product_at for inputs that lab::fill_random made: A (M x K) from @p a_seed, B
+/// (K x N) from @p b_seed, both in [-1, 1), regenerated here with lab::random_input.
+/// @param at C's elements, as row-major indices i * N + j
+/// @param N columns of B and C
+/// @param K columns of A, rows of B
+/// @param a_seed A's fill seed
+/// @param b_seed B's fill seed
+/// @return for each element, the exact sum_k A[i][k] B[k][j] and its magnitude
+inline std::vector<Dot> random_product_at(const std::vector<std::size_t>& at, int N, int K,
+                                          std::uint64_t a_seed, std::uint64_t b_seed) {
+  return product_at(
+      at, N, K, [a_seed](std::uint64_t i) { return random_input(a_seed, i); },
+      [b_seed](std::uint64_t i) { return random_input(b_seed, i); });
+}
+
+/// @brief Exact sums rounded to the float a right answer is compared with.
+struct Rounded {
+  std::vector<float> values;  ///< each sum, rounded to float
+  double magnitude = 0;       ///< the largest Dot::magnitude among them (for lab::sum_tolerance)
+};
+
+/// @param sums exact sums and their magnitudes (lab::product_at, lab::dot_product)
+/// @return their values rounded to float, and the largest magnitude
+inline Rounded rounded(const std::vector<Dot>& sums) {
+  Rounded r;
+  r.values.reserve(sums.size());
+  for (const Dot& d : sums) {
+    r.values.push_back(static_cast<float>(d.value));
+    r.magnitude = std::max(r.magnitude, d.magnitude);
+  }
+  return r;
+}
+
+}  // namespace lab

@@ -1,0 +1,103 @@
+// What the harnesses' checks are built from, on the host (no GPU): the reference at the checked
+// places (lab/reference.hpp), the tolerance of a product whose inputs are rounded first, the name
+// of a validation case, the BF16 copy of an input (lab/bf16.cuh), and a CUB call whose size query
+// fails (lab/cub_call.hpp).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "lab/bf16.cuh"
+#include "lab/check.hpp"
+#include "lab/cub_call.hpp"
+#include "lab/format.hpp"
+#include "lab/reference.hpp"
+#include "lab/validate.hpp"
+
+TEST_CASE("values_at: the value at each place asked for, in order; no places: every place") {
+  auto square = [](std::size_t i) { return static_cast<float>(i * i); };
+  CHECK(lab::values_at({7, 2, 7}, 10, square) == std::vector<float>{49, 4, 49});
+  CHECK(lab::values_at({}, 4, square) == std::vector<float>{0, 1, 4, 9});
+  CHECK(lab::values_at({}, 0, square).empty());
+  auto twice = [](std::size_t i) { return 2.0 * i; };  // the value's own type
+  CHECK(lab::values_at({3}, 10, twice) == std::vector<double>{6.0});
+}
+
+TEST_CASE("random_product_at: the product of the two fills, regenerated from their seeds") {
+  const int N = 5, K = 9;
+  const std::vector<std::size_t> at = {0, 12, 7, 12};
+  const std::vector<lab::Dot> got = lab::random_product_at(at, N, K, 21, 22);
+  REQUIRE(got.size() == at.size());
+  for (std::size_t e = 0; e < at.size(); ++e) {
+    const std::size_t i = at[e] / N, j = at[e] % N;
+    double sum = 0;
+    for (std::size_t k = 0; k < K; ++k)
+      sum += double{lab::random_input(21, i * K + k)} * lab::random_input(22, k * N + j);
+    CHECK(got[e].value == doctest::Approx(sum).epsilon(1e-12));
+  }
+  // B from its own seed: the same seed for both is another product.
+  CHECK(lab::random_product_at({7}, N, K, 21, 21)[0].value != doctest::Approx(got[2].value));
+}
+
+TEST_CASE("rounded: each sum as the float it is compared with, and the largest magnitude") {
+  const std::vector<lab::Dot> sums = {{0.1, 3.0}, {-2.5, 7.5}, {1e-30, 0.5}};
+  const lab::Rounded r = lab::rounded(sums);
+  CHECK(r.values == std::vector<float>{0.1f, -2.5f, 1e-30f});
+  CHECK(r.magnitude == 7.5);
+  const lab::Rounded none = lab::rounded({});
+  CHECK(none.values.empty());
+  CHECK(none.magnitude == 0);
+}
+
+TEST_CASE("sum_tolerance: inputs rounded first add 2u + u^2 of the magnitude, else nothing") {
+  const double u = std::ldexp(1.0, -10), s = 1100;
+  const lab::Tolerance plain = lab::sum_tolerance(4096, s);
+  CHECK(lab::sum_tolerance(4096, s, 0.0).atol == plain.atol);  // bit for bit
+  CHECK(plain.atol == 4.0 * std::sqrt(4096.0) * std::ldexp(1.0, -24) * s);
+  const lab::Tolerance tf32 = lab::sum_tolerance(4096, s, u);
+  CHECK(tf32.rtol == 1e-6);
+  CHECK(tf32.atol == doctest::Approx(plain.atol + (2 * u + u * u) * s).epsilon(1e-14));
+  CHECK(tf32.atol > 100 * plain.atol);  // the rounding of the inputs dominates at K = 4096
+}
+
+TEST_CASE("a validation case is named by its extents") {
+  CHECK(lab::dims(std::vector<int>{1000, 777}) == "1000x777");
+  CHECK(lab::dims(std::vector<int>{1, 1, 1}) == "1x1x1");
+  CHECK(lab::dims({4097, 33}) == "4097x33");  // a braced list still takes the first form
+}
+
+TEST_CASE("a BF16 input copy: rounded to nearest even, the same for the reference and the check") {
+  auto bits = [](__nv_bfloat16 b) {
+    unsigned short u;
+    std::memcpy(&u, &b, sizeof u);
+    return u;
+  };
+  CHECK(bits(lab::to_bf16(1.0f)) == 0x3F80);
+  // 1 + 2^-8 lies halfway between 1 and 1 + 2^-7: to the even one, 1. Just above it: up.
+  CHECK(bits(lab::to_bf16(1.0f + std::ldexp(1.0f, -8))) == 0x3F80);
+  CHECK(bits(lab::to_bf16(1.0f + std::ldexp(1.0f, -8) + std::ldexp(1.0f, -20))) == 0x3F81);
+  // 1 + 3 2^-8 lies halfway between 1 + 2^-7 (odd) and 1 + 2^-6: up, to the even one.
+  CHECK(bits(lab::to_bf16(1.0f + 3 * std::ldexp(1.0f, -8))) == 0x3F82);
+  const lab::RandomBf16 input{5};
+  for (std::uint64_t i = 0; i < 100; ++i)
+    REQUIRE(bits(input(i)) == bits(lab::to_bf16(lab::random_input(5, i))));
+}
+
+TEST_CASE("a CUB call whose size query fails says which algorithm, and allocates nothing") {
+  int queries = 0;
+  auto failing = [&queries](void* temp, std::size_t&, cudaStream_t) {
+    CHECK(temp == nullptr);  // the query: no storage yet
+    ++queries;
+    return cudaErrorInvalidValue;
+  };
+  CHECK_THROWS_AS(lab::CubCall("cub::DeviceReduce::Sum", failing), lab::CudaError);
+  try {
+    lab::CubCall("cub::DeviceReduce::Sum", failing);
+  } catch (const lab::CudaError& e) {
+    CHECK(std::string(e.what()).find("cub::DeviceReduce::Sum (size query)") != std::string::npos);
+    CHECK(e.code() == cudaErrorInvalidValue);
+  }
+  CHECK(queries == 2);
+}
