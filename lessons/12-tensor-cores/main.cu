@@ -14,13 +14,11 @@
 //   wmma_naive     the BF16 copies                BF16 (tensor cores)       FP32
 //   exercise       the BF16 copies                BF16 (tensor cores)       FP32
 //
-// sgemm_fp32 is lesson 05's register-tiled SGEMM (its solution's design); wmma_naive is the
-// starter of this lesson's exercise: one 16 x 16 output tile per warp, nothing shared between
-// warps.
+// sgemm_fp32 is lesson 05's register-tiled SGEMM; wmma_naive is this exercise's starter.
 //
 // Accuracy is a result of its own: every variant is checked against an FP64 reference computed
 // on the host from the very inputs it multiplied (the FP32 data, or its BF16 copies), with a
-// tolerance derived from K and from the rounding the variant does inside (tolerance() below);
+// tolerance derived from K and from the rounding the variant does inside (see "Tolerance" below);
 // then, at the timing size, its error against the FP32 data shows what the precision costs.
 //
 // Students read this file; they do not edit it. The checker compiles your exercise.cu against it.
@@ -32,37 +30,13 @@
 
 #include "exercise.cuh"
 #include "lab/cublas.hpp"
+#include "lab/cublas_roof.cuh"
 #include "lab/lesson.cuh"
 
 namespace {
 
-using bf16 = __nv_bfloat16;
+using bf16 = __nv_bfloat16;  // BF16 copies: lab::round_to_bf16 and lab::RandomBf16 (lab/bf16.cuh)
 namespace wmma = nvcuda::wmma;
-
-// The BF16 copy of an FP32 value, as the harness makes it: round to nearest even (the host and
-// device versions of __float2bfloat16_rn give the same bits).
-__host__ __device__ inline bf16 to_bf16(float x) { return __float2bfloat16_rn(x); }
-
-__global__ void round_to_bf16(const float* __restrict__ in, bf16* __restrict__ out, std::size_t n) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
-       i += std::size_t(gridDim.x) * blockDim.x)
-    out[i] = to_bf16(in[i]);
-}
-
-void convert_to_bf16(const float* in, bf16* out, std::size_t n, cudaStream_t s) {
-  round_to_bf16<<<1024, 256, 0, s>>>(in, out, n);
-  LAB_CHECK_LAUNCH();
-}
-
-// The BF16 copy of what lab::fill_random(p, n, seed) wrote at p[i]: the same bits on host and
-// device. What a BF16 input must still hold (lab::changed_input), and how a reference regenerates
-// it.
-struct RandomBf16 {
-  std::uint64_t seed;
-  __host__ __device__ bf16 operator()(std::uint64_t i) const {
-    return to_bf16(lab::random_input(seed, i));
-  }
-};
 
 // =============================================================================================
 // sgemm_fp32: lesson 05's register-tiled SGEMM, C = A B in FP32. A 128 x 128 tile of C per block
@@ -231,7 +205,6 @@ void cublas_gemm(const lab::CublasHandle& cublas, int M, int N, int K, const voi
 // =============================================================================================
 // The problem, the variants and the accuracy model.
 
-// C is a lab::GuardedBuffer: its guard zone is checked after every validated or verified call.
 struct Gemm {
   Gemm(int m, int n, int k)
       : M(m), N(n), K(k), A32(std::size_t(m) * k), B32(std::size_t(k) * n), A16(A32.size()),
@@ -258,29 +231,21 @@ std::uint64_t b_seed(std::uint64_t seed) { return seed + 1; }
 //    rounds the FP32 data to 10 fraction bits inside the tensor cores (one whole TF32 ulp: the
 //    conversion may truncate rather than round).
 //    atol = (lambda sqrt(K) u_acc + 2 u_in + u_in^2) max S over the checked elements,
-//    rtol = 1e-6 (the rounding of the result itself).
+//    rtol = 1e-6 (the rounding of the result itself): lab::sum_tolerance(K, max S, u_in).
 // At K = 4096 and inputs in [-1, 1), S is about 1100 and the FP32 term allows 0.017; the BF16
 // copies are each off the FP32 data by up to 2^-9 relative, which moves a result by about 0.07
 // (one standard deviation): against the FP32 data and this FP32 tolerance a BF16 result fails,
 // as it should; against its own inputs it passes, as it should. An FP16 accumulator (u = 2^-11
 // on every partial sum of size ~20) is off by about 0.2 and fails.
-constexpr double kLambda = 4.0;
-constexpr double kFp32 = 0x1p-24;  // unit roundoff of FP32
 constexpr double kTf32 = 0x1p-10;  // one TF32 ulp, relative (10 fraction bits)
-
-lab::Tolerance tolerance(int K, double u_in, double s) {
-  return lab::Tolerance{1e-6, (kLambda * std::sqrt(static_cast<double>(K)) * kFp32 +
-                               2.0 * u_in + u_in * u_in) * s};
-}
 
 // A variant of this lesson: which inputs it multiplies, and what it rounds them to inside.
 struct GemmVariant : lab::Variant<Gemm> {
   bool bf16_inputs = false;  // reads the BF16 copies (else the FP32 data)
-  double u_in = 0.0;         // rounding of its inputs inside (see tolerance())
+  double u_in = 0.0;         // rounding of its inputs inside (see "Tolerance")
 };
 
-// What a variant needs besides the problem (lab::Variant::needs).
-constexpr unsigned kCublas = 1;  // the cuBLAS handle
+constexpr unsigned kCublas = 1;  // lab::Variant::needs: the cuBLAS handle
 
 // Which elements of C a check looks at. After a timed call: where 32 rows and 32 columns picked
 // only then cross. After a validated call: every one up to 5e8 multiply-adds of host work (twice:
@@ -307,12 +272,11 @@ std::vector<std::size_t> elements(lab::Look& look, const Gemm& g) {
 // read back: the exercise could have written into them): the FP32 data, or its BF16 copies.
 std::vector<lab::Dot> products(const Gemm& g, std::uint64_t seed,
                                const std::vector<std::size_t>& at, bool bf16_copies) {
-  auto input = [bf16_copies](std::uint64_t s) {
-    return [s, bf16_copies](std::uint64_t i) {
-      return bf16_copies ? __bfloat162float(RandomBf16{s}(i)) : lab::random_input(s, i);
-    };
+  if (!bf16_copies) return lab::random_product_at(at, g.N, g.K, seed, b_seed(seed));
+  auto copy = [](std::uint64_t s) {
+    return [s](std::uint64_t i) { return __bfloat162float(lab::RandomBf16{s}(i)); };
   };
-  return lab::product_at(at, g.N, g.K, input(seed), input(b_seed(seed)));
+  return lab::product_at(at, g.N, g.K, copy(seed), copy(b_seed(seed)));
 }
 
 // What a validated call says about accuracy, against the FP32 data.
@@ -328,7 +292,7 @@ Accuracy accuracy_of(const std::vector<float>& got, const std::vector<lab::Dot>&
   a.elements = got.size();
   double s_exact = 0, err2 = 0, ref2 = 0, worst = 0;
   for (const lab::Dot& d : exact) s_exact = std::max(s_exact, d.magnitude);
-  a.fp32_atol = tolerance(K, 0.0, s_exact).atol;
+  a.fp32_atol = lab::sum_tolerance(K, s_exact).atol;
   for (std::size_t e = 0; e < got.size(); ++e) {
     const double d = got[e] - exact[e].value;
     err2 += d * d;
@@ -340,21 +304,20 @@ Accuracy accuracy_of(const std::vector<float>& got, const std::vector<lab::Dot>&
   return a;
 }
 
-// How inputs are made, C reset and results checked (lab/protocol.cuh). Every call, the timed
-// ones included, gets a new A and B (FP32 data from its seed, and their BF16 copies: a new A
-// alone would make every earlier answer wrong, but an unchanged B could be kept from call to call
-// in a layout made once, its conversion left out of the timed calls). A variant is checked
-// against the reference of the inputs it multiplied, with its own tolerance; a validated call
-// also notes its accuracy against the FP32 data in @p accuracy (the last validation's stays).
-// After timing, the exercise's A16 and B16 must still hold what the harness wrote.
+// Inputs, C and the checks (lab/protocol.cuh). Every call, timed ones too, gets a new A and B
+// (FP32 data, and their BF16 copies: an unchanged B could be kept from call to call in a layout
+// made once, its conversion left out of the timed calls). A variant is checked against the
+// reference of the inputs it multiplied, with its own tolerance; a validated call also notes its
+// accuracy against the FP32 data in @p accuracy (the last validation's stays). After timing, the
+// exercise's A16 and B16 must still hold what the harness wrote.
 lab::Checks<Gemm> checks(const lab::Variants<Gemm, GemmVariant>& gemms,
                          std::map<std::string, Accuracy>& accuracy) {
   lab::Checks<Gemm> c;
   c.fill = [](Gemm& g, std::uint64_t seed, cudaStream_t s) {
     lab::fill_random(g.A32.data(), g.A32.size(), seed, s);
     lab::fill_random(g.B32.data(), g.B32.size(), b_seed(seed), s);
-    convert_to_bf16(g.A32.data(), g.A16.data(), g.A16.size(), s);
-    convert_to_bf16(g.B32.data(), g.B16.data(), g.B16.size(), s);
+    lab::round_to_bf16(g.A32.data(), g.A16.data(), g.A16.size(), s);
+    lab::round_to_bf16(g.B32.data(), g.B16.data(), g.B16.size(), s);
   };
   c.reset = [](Gemm& g, cudaStream_t s) { g.C.reset(s); };
   // Both references are kept for the next variant of the same validation.
@@ -365,46 +328,19 @@ lab::Checks<Gemm> checks(const lab::Variants<Gemm, GemmVariant>& gemms,
     auto reference = [&](bool bf16) -> const std::vector<lab::Dot>& {
       return kept[bf16].get(look.seed(), at, [&] { return products(g, look.seed(), at, bf16); });
     };
-    std::vector<float> want;
-    double largest = 0;
-    for (const lab::Dot& d : reference(v.bf16_inputs)) {
-      want.push_back(static_cast<float>(d.value));
-      largest = std::max(largest, d.magnitude);
-    }
-    look.compare(g.C, at, want, tolerance(g.K, v.u_in, largest));
+    const lab::Rounded want = lab::rounded(reference(v.bf16_inputs));
+    look.compare(g.C, at, want.values, lab::sum_tolerance(g.K, want.magnitude, v.u_in));
     if (look.everything())
       accuracy[v.name] =
           accuracy_of(lab::gather(g.C.data(), at, look.stream()), reference(false), g.K);
   };
   c.inputs_changed = [](const Gemm& g, std::uint64_t seed, cudaStream_t s) {
     return std::vector<std::string>{
-        lab::changed_input("A", g.A16.data(), g.A16.size(), RandomBf16{seed}, s),
-        lab::changed_input("B", g.B16.data(), g.B16.size(), RandomBf16{b_seed(seed)}, s)};
+        lab::changed_input("A", g.A16.data(), g.A16.size(), lab::RandomBf16{seed}, s),
+        lab::changed_input("B", g.B16.data(), g.B16.size(), lab::RandomBf16{b_seed(seed)}, s)};
   };
   return c;
 }
-
-// The tensor roof of this GPU, measured before any exercise code runs: cuBLAS's BF16 product
-// (FP32 accumulation) at n^3 on random data (zeros would draw less power and run faster),
-// back to back. The best a library reaches here; no kernel of this lesson can beat it by much.
-void measure_tensor_roof(lab::Lesson& l, const lab::CublasHandle& cublas, int n) {
-  cudaStream_t s = l.stream();
-  const std::size_t nn = static_cast<std::size_t>(n) * n;
-  lab::DeviceBuffer<float> C(nn);
-  lab::DeviceBuffer<bf16> A(nn), B(nn);
-  lab::fill_random(C.data(), nn, l.seed() * 64 + 61, s);  // C as scratch for the FP32 data
-  convert_to_bf16(C.data(), A.data(), nn, s);
-  lab::fill_random(C.data(), nn, l.seed() * 64 + 62, s);
-  convert_to_bf16(C.data(), B.data(), nn, s);
-  l.measure_tensor_roof(
-      lab::TensorInput::bf16,
-      [&](cudaStream_t st) {
-        cublas_gemm(cublas, n, n, n, A.data(), B.data(), CUDA_R_16BF, C.data(), CUBLAS_COMPUTE_32F,
-                    st);
-      },
-      2.0 * nn * n);
-}
-
 
 }  // namespace
 
@@ -429,8 +365,7 @@ int main(int argc, char** argv) {
                 launch_sgemm_fp32(g.M, g.N, g.K, g.A32.data(), g.B32.data(), g.C.data(), s);
               },
               fp32_work},
-             /*bf16_inputs=*/false,
-             /*u_in=*/0.0});
+             /*bf16_inputs=*/false, /*u_in=*/0.0});
   // The cuBLAS references: one product on FP32 data or on the BF16 copies, in a compute type.
   auto add_cublas = [&](const char* name, const char* description, bool bf16,
                         cublasComputeType_t compute, double u_in) {
@@ -444,8 +379,7 @@ int main(int argc, char** argv) {
                                 g.C.data(), compute, s);
                 },
                 bf16 ? bf16_work : fp32_work, kCublas},
-               bf16,
-               u_in});
+               bf16, u_in});
   };
   add_cublas("cublas_fp32", "cuBLAS, CUBLAS_COMPUTE_32F_PEDANTIC: FP32 data, FP32 FMA pipes",
              false, CUBLAS_COMPUTE_32F_PEDANTIC, 0.0);
@@ -461,39 +395,34 @@ int main(int argc, char** argv) {
                 launch_wmma_naive(g.M, g.N, g.K, g.A16.data(), g.B16.data(), g.C.data(), s);
               },
               bf16_work},
-             /*bf16_inputs=*/true,
-             /*u_in=*/0.0});
+             /*bf16_inputs=*/true, /*u_in=*/0.0});
   gemms.add({{"exercise", lab::Role::Exercise,
               "[pipe: bf16] your tensor-core GEMM (exercise.cu): BF16 copies, FP32 accumulation",
               [](Gemm& g, cudaStream_t s) {
                 exercise::gemm_bf16(g.M, g.N, g.K, g.A16.data(), g.B16.data(), g.C.data(), s);
               },
               bf16_work},
-             /*bf16_inputs=*/true,
-             /*u_in=*/0.0});
+             /*bf16_inputs=*/true, /*u_in=*/0.0});
   long long size = 0;
   lesson.option("--size", &size, "M = N = K of the timed product", 4096, 1024);
 
   return lesson.run(argc, argv, [&](lab::Lesson& l) {
     if (size > 16384) throw std::invalid_argument("--size is limited to 16384");
 
-    // The tensor roof first, before any exercise code runs, whenever a variant on the tensor
-    // cores' BF16 inputs is selected.
+    // The tensor roof (cuBLAS's BF16 product, the best a library reaches here) first, before any
+    // exercise code runs, whenever a variant on the tensor cores' BF16 inputs is selected.
     bool any_tensor = false;
     for (const GemmVariant* v : gemms.selected()) any_tensor = any_tensor || v->bf16_inputs;
     const bool roof = any_tensor && !l.profiling();
     if ((gemms.needs() & kCublas) || roof) cublas = std::make_unique<lab::CublasHandle>();
-    if (roof) measure_tensor_roof(l, *cublas, l.quick() ? 4096 : 8192);
+    if (roof) lab::measure_cublas_roof(l, *cublas, lab::TensorInput::bf16, l.quick() ? 4096 : 8192);
 
     std::map<std::string, Accuracy> accuracy;
     lab::Protocol<Gemm, GemmVariant> protocol(l, gemms, checks(gemms, accuracy));
     // 1. Validation at sizes that are not multiples of any tile: K and N odd (no 16-byte rows),
     //    then multiples of 8 but not of 16, 32 or 128 (the vector paths with partial tiles).
-    const int cases[][3] = {{1000, 777, 515}, {129, 67, 1031}, {264, 392, 520}, {1, 1, 1}};
-    for (const auto& k : cases) {
-      Gemm g(k[0], k[1], k[2]);
-      protocol.validate(g, lab::dims({k[0], k[1], k[2]}));
-    }
+    protocol.validate_shapes({{1000, 777, 515}, {129, 67, 1031}, {264, 392, 520}, {1, 1, 1}},
+                             [](const lab::Shape& k) { return Gemm(k[0], k[1], k[2]); });
 
     // 2. Timing; 3. validation again, after timing, with new inputs in the same buffers, and the
     //    accuracy of every variant against the FP32 data.
