@@ -13,10 +13,12 @@
 //                            q1, q3, median_low, ...), enqueue_us, gbs, gflops, of_copy, intensity
 //   BUILD.metric.NAME        a metric's value
 //   BUILD.ceiling.NAME       a ceiling (copy_gbs, fp32_gflops, h2d_pinned_gbs, launch_us, ...)
+//   BUILD.txt "TEXT"         the first number after TEXT in the table the program printed
 //   REF / REF                the ratio of two (a speedup: baseline / exercise)
 // with NN. in front for another lesson's files (10.solution.ceiling.fp32_gflops). The number
 // must match its source to the rounding it is written with, or to a spread the entry states
-// ("~5%"). A number that is no measurement says what it is instead: `spec` (a data sheet or
+// ("~5%"), in magnitude; a number written without a unit (a table whose header holds it) is
+// read in its source's base unit (ms, GB/s, GFLOP/s, MHz) (the text says "slower" where the file has a minus). A number that is no measurement says what it is instead: `spec` (a data sheet or
 // theoretical figure), `docs` (documentation, a paper, a vendor), `arithmetic` (worked from
 // other numbers), `bar` (a rule's threshold), `setting` (an option or a harness setting),
 // `example` (an illustration, not a run).
@@ -50,6 +52,8 @@ const fs::path kRepo = LAB_SOURCE_DIR;
 
 // The texts that source every measured-looking number; the others are being converted.
 const std::vector<std::string> kConverted = {
+    "lessons/01-timing-pitfalls/README.md",
+    "slides/01-timing-pitfalls.md",
 };
 
 // The words a number that is no measurement is marked with.
@@ -240,6 +244,9 @@ class Sources {
 
   // The value a reference names, in its kind's base; throws with the reason.
   std::pair<double, Unit> value(const std::string& gpu, std::string ref, const std::string& lesson) {
+    static const std::regex printed(R"re(^(?:(\d{2})\.)?(\w+)\.txt "([^"]+)"$)re");
+    std::smatch p;
+    if (std::regex_match(ref, p, printed)) return printed_value(gpu, p[1].matched ? lesson_named(p[1]) : lesson, p[2], p[3]);
     std::vector<std::string> parts;
     for (size_t from = 0, dot;; from = dot + 1) {
       dot = ref.find('.', from);
@@ -252,9 +259,25 @@ class Sources {
       parts.erase(parts.begin());
     }
     if (of_lesson.empty()) throw std::runtime_error("no lesson: write NN. in front (this text is no lesson's)");
-    if (parts.size() < 2 || parts.size() > 3)
+    if (parts.size() < 2)
       throw std::runtime_error("`" + ref + "` is not BUILD.VARIANT[.FIELD], BUILD.metric.NAME or BUILD.ceiling.NAME");
     const json& doc = file(gpu, of_lesson, parts[0]);
+    // A variant's name may hold a dot (kernel_0.1ms): the longest name that the reference starts with.
+    if (parts[1] != "metric" && parts[1] != "ceiling") {
+      std::string rest;
+      for (size_t i = 1; i < parts.size(); ++i) rest += (i > 1 ? "." : "") + parts[i];
+      std::string name;
+      for (const json& each : doc["variants"]) {
+        const std::string n = each.value("name", std::string());
+        if ((rest == n || rest.rfind(n + ".", 0) == 0) && n.size() > name.size()) name = n;
+      }
+      if (!name.empty()) {
+        parts = {parts[0], name};
+        if (rest.size() > name.size()) parts.push_back(rest.substr(name.size() + 1));
+      }
+    }
+    if (parts.size() > 3)
+      throw std::runtime_error("`" + ref + "` is not BUILD.VARIANT[.FIELD], BUILD.metric.NAME or BUILD.ceiling.NAME");
     if (parts[1] == "metric" || parts[1] == "ceiling") {
       if (parts.size() != 3) throw std::runtime_error("`" + ref + "` names no " + parts[1]);
       if (parts[1] == "ceiling") {
@@ -284,6 +307,23 @@ class Sources {
     throw std::runtime_error("variant `" + parts[1] + "` has no `" + field + "`");
   }
 
+  // The first number after `after` in the table the program printed (NN-topic-BUILD.txt).
+  std::pair<double, Unit> printed_value(const std::string& gpu, const std::string& lesson, const std::string& build,
+                                        const std::string& after) {
+    if (lesson.empty()) throw std::runtime_error("no lesson: write NN. in front (this text is no lesson's)");
+    const fs::path path = folder(gpu).dir / (lesson + "-" + build + ".txt");
+    // Columns are padded with runs of spaces; the entries hold one.
+    static const std::regex spaces("[ \t]+");
+    const std::string text = std::regex_replace(measured::read_text(path), spaces, " ");
+    const auto at = text.find(after);
+    if (at == std::string::npos) throw std::runtime_error(path.string() + " has no \"" + after + "\"");
+    const auto eol = text.find('\n', at);
+    const std::vector<Token> t = tokens(text.substr(at + after.size(), eol == std::string::npos ? eol : eol - at - after.size()));
+    if (t.empty()) throw std::runtime_error(path.string() + ": no number after \"" + after + "\" on its line");
+    const Written w = written(t[0]);
+    return {w.value, w.unit};
+  }
+
   bool has_gpu(const std::string& name) const {
     for (const GpuFolder& g : gpus_)
       if (g.name == name) return true;
@@ -310,12 +350,13 @@ class Sources {
       if (e.path().filename().string().rfind(number + "-", 0) == 0) return e.path().filename().string();
     throw std::runtime_error("no lesson " + number);
   }
-  const json& file(const std::string& gpu, const std::string& lesson, const std::string& build) {
-    const GpuFolder* folder = nullptr;
+  const GpuFolder& folder(const std::string& gpu) const {
     for (const GpuFolder& g : gpus_)
-      if (g.name == gpu) folder = &g;
-    if (folder == nullptr) throw std::runtime_error("no run folder `" + gpu + "` (there are: " + gpu_names() + ")");
-    const fs::path path = folder->result(lesson, build);
+      if (g.name == gpu) return g;
+    throw std::runtime_error("no run folder `" + gpu + "` (there are: " + gpu_names() + ")");
+  }
+  const json& file(const std::string& gpu, const std::string& lesson, const std::string& build) {
+    const fs::path path = folder(gpu).result(lesson, build);
     auto it = files_.find(path.string());
     if (it == files_.end()) it = files_.emplace(path.string(), measured::load_result(path)).first;
     return it->second;
@@ -358,11 +399,14 @@ std::string check_entry(const std::string& entry, const Block& block, Sources& s
     } else {
       value = sources.value(gpu, refs, lesson);
     }
-    const Written w = written(number[0]);
+    Written w = written(number[0]);
+    // A number written without its unit (a table whose header holds it) is in the source's base.
+    if (number[0].unit.empty() && value.second.kind != "ratio") w.unit = value.second;
     if (w.unit.kind != value.second.kind)
       return number[0].text() + " is a " + w.unit.kind + ", its source a " + value.second.kind;
+    // A text writes a sign as a word ("40% slower", "off by 99%"): magnitudes are compared.
     const double allowed = std::max(w.rounding, spread * std::fabs(value.first)) * (1 + 1e-9);
-    if (std::fabs(w.value - value.first) > allowed)
+    if (std::fabs(std::fabs(w.value) - std::fabs(value.first)) > allowed)
       return "the file says " + lab::text("%.6g", value.first / w.unit.factor) + " " + number[0].unit + ", the text " +
              number[0].text() + (spread > 0 ? lab::text(" (more than its ~%g%%)", spread * 100) : " (more than its rounding)");
   } catch (const std::exception& e) {
@@ -479,6 +523,13 @@ TEST_CASE("a wrong number, a missing source and an unsourced number each fail; r
   CHECK(p.empty());
   CHECK(problems("Copy: 2,930 GB/s.<!-- m: 2,930 GB/s = h100 solution.ceiling.copy_gbs -->").empty());
   CHECK(problems("Overlap 0.879.<!-- m: 0.879 = h100 07.solution.metric.overlap_efficiency -->").empty());
+  CHECK(problems("Yours: 112.0 us.<!-- m: 112.0 us = h100 01.solution.txt \"kernel_0.1ms yours\" -->").empty());
+  CHECK(problems("Off by 49%.<!-- m: 49% = h100 01.starter.txt \"(median of 470) off by\" -->").empty());
+  CHECK(problems("Took 108.3 us.<!-- m: 108.3 us = h100 01.solution.kernel_0.1ms -->").empty());
+  CHECK(problems("| copy | 2930 |<!-- m: 2930 = h100 solution.ceiling.copy_gbs -->").empty());
+  CHECK(problems("| copy | 2940 |<!-- m: 2940 = h100 solution.ceiling.copy_gbs -->").size() == 1);
+  CHECK(problems("Took 108.3 us.<!-- m: 108.3 us = h100 01.solution.kernel_0.1ms.median -->").empty());
+  CHECK(problems("Yours: 113.0 us.<!-- m: 113.0 us = h100 01.solution.txt \"kernel_0.1ms yours\" -->").size() == 1);
   // A unit of the wrong kind, a source that is not there, a number the block does not hold.
   CHECK(problems("It takes " + right + ".<!-- m: " + right + " = h100 solution.exercise.gbs -->").size() == 1);
   CHECK(problems("It takes " + right + ".<!-- m: " + right + " = h100 solution.nothing -->")[0].find("no variant `nothing`") !=
