@@ -1,11 +1,13 @@
 // What the harnesses' checks are built from, on the host (no GPU): the reference at the checked
 // places (lab/reference.hpp), the tolerance of a product whose inputs are rounded first, the name
-// of a validation case, the BF16 copy of an input (lab/bf16.cuh), and a CUB call whose size query
-// fails (lab/cub_call.hpp).
+// of a validation case, the BF16 copy of an input (lab/bf16.cuh), a CUB call whose size query
+// fails (lab/cub_call.hpp), and speedups between variants that were not measured
+// (lab/speedups.hpp).
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -13,8 +15,11 @@
 #include "lab/check.hpp"
 #include "lab/cub_call.hpp"
 #include "lab/format.hpp"
+#include "lab/harness.hpp"
 #include "lab/reference.hpp"
+#include "lab/speedups.hpp"
 #include "lab/validate.hpp"
+#include "lab/variant.hpp"
 
 TEST_CASE("values_at: the value at each place asked for, in order; no places: every place") {
   auto square = [](std::size_t i) { return static_cast<float>(i * i); };
@@ -100,4 +105,21 @@ TEST_CASE("a CUB call whose size query fails says which algorithm, and allocates
     CHECK(e.code() == cudaErrorInvalidValue);
   }
   CHECK(queries == 2);
+}
+
+TEST_CASE("speedups between variants: nothing where one was not measured, a misspelt name throws") {
+  struct Problem {};
+  lab::Lesson lesson("99-test", "speedups");
+  lab::Variants<Problem> variants(lesson);
+  auto add = [&](const char* name, lab::Role role) {
+    variants.add({name, role, name, [](Problem&, cudaStream_t) {},
+                  [](const Problem&) { return lab::Work{1, 1}; }});
+  };
+  add("given", lab::Role::Baseline);
+  add("library", lab::Role::Reference);
+  add("exercise", lab::Role::Exercise);
+  CHECK_FALSE(lab::speedup(variants, "given", "exercise").has_value());  // declared, not measured
+  CHECK(lab::speedups(variants, "library").empty());
+  CHECK_THROWS_AS(lab::speedup(variants, "given", "exercse"), std::logic_error);
+  CHECK_THROWS_AS(lab::speedups(variants, "librari"), std::logic_error);
 }

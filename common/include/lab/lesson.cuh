@@ -36,6 +36,7 @@
 #include "lab/reduce.cuh"
 #include "lab/reference.hpp"
 #include "lab/sparse_changes.cuh"
+#include "lab/speedups.hpp"
 #include "lab/stats.hpp"
 #include "lab/timed_calls.hpp"
 #include "lab/timing.hpp"
