@@ -19,15 +19,13 @@
 // Students read this file; they do not edit it. The checker compiles your exercise.cu against it.
 #include "exercise.cuh"
 #include "lab/cublas.hpp"
+#include "lab/cublas_roof.cuh"
 #include "lab/lesson.cuh"
 
 namespace {
 
-// Every output is a lab::GuardedBuffer: its guard zone is armed before every validated or timed
-// call and checked after it. Each part declares how its inputs are made and its results checked
-// (lab::Checks, one reference each); lab::Protocol validates, measures, and checks every timed
-// call of the exercises (lab/protocol.cuh). Each part has a Protocol, so seeds, of its own: a run
-// of some variants only (--variant, the checker's --replay) sees the same inputs as a whole run.
+// Each part has its checks (lab::Checks: one reference) and a lab::Protocol, so seeds, of its own:
+// a run of some variants only (--variant, the checker's --replay) sees the same inputs.
 
 // =============================================================================================
 // Part A: gemv, y = A x. Does staging x in shared memory help?
@@ -80,7 +78,6 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
 struct Gemv {
   Gemv(int rows, int cols)
       : rows(rows), cols(cols), A(static_cast<std::size_t>(rows) * cols), x(cols), y(rows, "y") {}
-
   int rows = 0, cols = 0;
   lab::DeviceBuffer<float> A, x;  // A from the inputs' seed, x from the next one
   lab::GuardedBuffer<float> y;
@@ -93,7 +90,6 @@ void launch_gemv(Gemv& g, cudaStream_t s) {
   LAB_CHECK_LAUNCH();
 }
 
-
 // y = A x in double on the host from A and x regenerated, with lab::sum_tolerance (lesson 04's):
 // y is the product of A and the one-column matrix x.
 lab::Checks<Gemv> gemv_checks() {
@@ -104,18 +100,10 @@ lab::Checks<Gemv> gemv_checks() {
   };
   c.reset = [](Gemv& g, cudaStream_t s) { g.y.reset(s); };
   c.check = [](lab::Look& look, Gemv& g) {
-    const std::uint64_t seed = look.seed();
     const std::vector<std::size_t> at = look.indices(g.rows, 4096);
-    const std::vector<lab::Dot> y = lab::product_at(
-        at, 1, g.cols, [seed](std::uint64_t i) { return lab::random_input(seed, i); },
-        [seed](std::uint64_t k) { return lab::random_input(seed + 1, k); });
-    std::vector<float> want;
-    double largest = 0;
-    for (const lab::Dot& d : y) {
-      want.push_back(static_cast<float>(d.value));
-      largest = std::max(largest, d.magnitude);
-    }
-    look.compare(g.y, at, want, lab::sum_tolerance(g.cols + 2.0, largest));
+    const lab::Rounded y =
+        lab::rounded(lab::random_product_at(at, 1, g.cols, look.seed(), look.seed() + 1));
+    look.compare(g.y, at, y.values, lab::sum_tolerance(g.cols + 2.0, y.magnitude));
   };
   return c;
 }
@@ -123,8 +111,7 @@ lab::Checks<Gemv> gemv_checks() {
 // =============================================================================================
 // Part B: transpose. A block moves one 32 x 32 tile with 32 x 8 threads, 4 elements per thread.
 
-constexpr int kTile = 32;
-constexpr int kBlockRows = 8;
+constexpr int kTile = 32, kBlockRows = 8;
 
 // Reads a row of the tile (coalesced), writes it as a column of out: at each store the 32
 // threads of a warp write 32 floats `rows` apart, 32 sectors for 128 useful bytes.
@@ -167,7 +154,6 @@ __global__ void __launch_bounds__(kTile* kBlockRows)
 struct Transpose {
   Transpose(int rows, int cols)
       : rows(rows), cols(cols), in(static_cast<std::size_t>(rows) * cols), out(in.size(), "out") {}
-
   int rows = 0, cols = 0;
   lab::DeviceBuffer<float> in;
   lab::GuardedBuffer<float> out;
@@ -181,22 +167,10 @@ void launch_tiles(Transpose& t, cudaStream_t s) {
   LAB_CHECK_LAUNCH();
 }
 
-
-// out[o] of the transpose of the input lab::fill_random(in, rows * cols, seed) made: out[o] =
-// out[c][r] = in[r][c], regenerated (not read from in, which the exercise could have changed).
-struct Transposed {
-  std::uint64_t seed;
-  std::size_t rows, cols;
-  float operator()(std::uint64_t o) const {
-    return lab::random_input(seed, (o % rows) * cols + o / rows);
-  }
-};
-
-// A transpose moves bits, it computes nothing: out must match exactly. Every element of out
-// after a validated call; after a timed call, 65536 of them picked only once it has finished.
-// Each output element depends on one input element only, so every call gets a whole new input:
-// 256 MiB written on the device at the timing size, outside the timed window, about 0.1 ms.
-// After timing, the input still holds what the last call was given.
+// A transpose moves bits, it computes nothing: out must match exactly, out[o] = out[c][r] =
+// in[r][c] with in regenerated (never read back: the exercise could have changed it). Each output
+// element depends on one input element only, so every call gets a whole new input (256 MiB
+// written at the timing size, outside the timed window, about 0.1 ms).
 lab::Checks<Transpose> transpose_checks() {
   lab::Checks<Transpose> c;
   c.fill = [](Transpose& t, std::uint64_t seed, cudaStream_t s) {
@@ -204,11 +178,11 @@ lab::Checks<Transpose> transpose_checks() {
   };
   c.reset = [](Transpose& t, cudaStream_t s) { t.out.reset(s); };
   c.check = [](lab::Look& look, Transpose& t) {
-    const Transposed transposed{look.seed(), static_cast<std::size_t>(t.rows),
-                                static_cast<std::size_t>(t.cols)};
+    const std::uint64_t seed = look.seed(), rows = t.rows, cols = t.cols;
     const std::vector<std::size_t> at = look.indices(t.out.size(), 1 << 16);
-    std::vector<float> want(at.size());
-    for (std::size_t e = 0; e < at.size(); ++e) want[e] = transposed(at[e]);
+    const std::vector<float> want = lab::values_at(at, t.out.size(), [=](std::uint64_t o) {
+      return lab::random_input(seed, (o % rows) * cols + o / rows);
+    });
     look.compare(t.out, at, want, lab::Tolerance{0.0, 0.0});
   };
   c.inputs_changed = [](const Transpose& t, std::uint64_t seed, cudaStream_t s) {
@@ -253,15 +227,8 @@ __global__ void sgemm_coalesced(int M, int N, int K, float alpha, const float* _
 
 struct Gemm {
   Gemm(int M, int N, int K, float alpha, float beta)
-      : M(M),
-        N(N),
-        K(K),
-        alpha(alpha),
-        beta(beta),
-        A(static_cast<std::size_t>(M) * K),
-        B(static_cast<std::size_t>(K) * N),
-        C(static_cast<std::size_t>(M) * N, "C") {}
-
+      : M(M), N(N), K(K), alpha(alpha), beta(beta), A(static_cast<std::size_t>(M) * K),
+        B(static_cast<std::size_t>(K) * N), C(static_cast<std::size_t>(M) * N, "C") {}
   int M = 0, N = 0, K = 0;
   float alpha = 1.0f, beta = 0.0f;
   lab::DeviceBuffer<float> A, B;  // A from the inputs' seed, B from the next one
@@ -269,37 +236,13 @@ struct Gemm {
   std::uint64_t c_seed = 0;       // the seed of C on entry (beta != 0), drawn with A and B
 };
 
-
 // cuBLAS, on a handle set to pedantic math where it is made: true float32 FMAs, never TF32
 // tensor cores, so it does the same arithmetic as the kernels it is compared with. cuBLAS is
-// column-major. Our row-major C (M x N) is, to it, the column-major N x M matrix C^T; likewise A
-// is A^T (K x M) and B is B^T (N x K). C^T = B^T A^T, so we ask for the column-major product of
-// "B" (N x K, ld N) and "A" (K x M, ld K) into "C" (N x M, ld N).
+// column-major: our row-major C (M x N) is, to it, C^T (N x M), A is A^T and B is B^T; C^T =
+// B^T A^T, so we ask for the product of "B" (N x K, ld N) and "A" (K x M, ld K) into "C" (ld N).
 void cublas_sgemm(const lab::CublasHandle& cublas, Gemm& g, cudaStream_t s) {
   LAB_CUBLAS_CHECK(cublasSgemm(cublas.on(s), CUBLAS_OP_N, CUBLAS_OP_N, g.N, g.M, g.K, &g.alpha,
                                g.B.data(), g.N, g.A.data(), g.K, &g.beta, g.C.data(), g.N));
-}
-
-// The TF32 tensor roof of this GPU, measured before any exercise code runs: cuBLAS's SGEMM with
-// TF32 tensor ops, n^3 on random FP32 data, back to back. No FP32 product can get more out of
-// the tensor cores (3xTF32 does three TF32 products for each one), so it is the checker's bound
-// on a plausible SGEMM rate where a student's kernel uses them; it is not a bar.
-void measure_tf32_roof(lab::Lesson& l, const lab::CublasHandle& cublas, int n) {
-  cudaStream_t s = l.stream();
-  const std::size_t nn = static_cast<std::size_t>(n) * n;
-  lab::DeviceBuffer<float> A(nn), B(nn), C(nn);
-  lab::fill_random(A.data(), nn, l.seed() * 64 + 61, s);
-  lab::fill_random(B.data(), nn, l.seed() * 64 + 62, s);
-  const float one = 1.0f, zero = 0.0f;
-  LAB_CUBLAS_CHECK(cublasSetMathMode(cublas.get(), CUBLAS_TF32_TENSOR_OP_MATH));
-  l.measure_tensor_roof(
-      lab::TensorInput::tf32,
-      [&](cudaStream_t st) {
-        LAB_CUBLAS_CHECK(cublasSgemm(cublas.on(st), CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one,
-                                     A.data(), n, B.data(), n, &zero, C.data(), n));
-      },
-      2.0 * nn * n);
-  LAB_CUBLAS_CHECK(cublasSetMathMode(cublas.get(), CUBLAS_PEDANTIC_MATH));  // the reference's
 }
 
 // A kernel of part C, a thread per element of C in 32 x 32 blocks; @p x_along_rows: threadIdx.x
@@ -313,22 +256,15 @@ void launch_elementwise(Gemm& g, cudaStream_t s) {
   LAB_CHECK_LAUNCH();
 }
 
-// The reference: C[i][j] for a set of (i, j), in double, from the inputs regenerated.
-//
-// Tolerance. Each C[i][j] is a float dot product of length K plus the beta term; the kernels
-// differ in summation order (a loop, tiles, FMAs, cuBLAS's own order), so none can be expected to
-// match bit for bit: lab::sum_tolerance with n = K + 2 terms (the products, alpha, the beta term)
-// and the largest |alpha| sum_k |a_ik b_kj| + |beta c_ij| over the checked elements. For K = 4096
-// and inputs in [-1, 1) this is about 1.6e-5 x 1024 = 0.016 absolute on values of order 20; a
-// missing k-tile, a stale tile or a wrong element is off by about 1 or more.
-//
-// Which elements to check. After a timed call: a 32 x 32 grid, 32 rows and 32 columns of C
-// picked only once it has finished (at 4096^3, 262 K values regenerated and 4 M multiply-adds:
-// about 5 ms of host time). After a validated call: every one up to 1e9 multiply-adds of host
-// work, else a sample that touches every row-tile and column-tile: rows 0, M-1 and two random
-// rows in full, columns 0, N-1 and two random columns in full, and 8192 random elements (about 8
-// per 128 x 128 block at 4096 x 4096), drawn from the inputs' seed (a --replay run checks the
-// same ones).
+// The reference: C[i][j] in double, from the inputs regenerated. The kernels differ in summation
+// order (a loop, tiles, FMAs, cuBLAS's own), so none can match bit for bit: lab::sum_tolerance
+// with K + 2 terms (the products, alpha, the beta term) and the largest |alpha| sum_k |a_ik b_kj|
+// + |beta c_ij| checked (about 0.016 at K = 4096, on values of order 20; a missing k-tile, a stale
+// tile or a wrong element is off by 1 or more). Checked: after a timed call, where 32 rows and 32
+// columns picked only then cross (about 5 ms of host time at 4096^3); after a validated call,
+// every element up to 1e9 multiply-adds of host work, else a sample that touches every row-tile
+// and column-tile: rows 0, M-1 and two random rows, columns 0, N-1 and two random columns in full,
+// and 8192 random elements, drawn from the inputs' seed (a --replay run checks the same ones).
 std::vector<std::size_t> gemm_elements(lab::Look& look, const Gemm& g) {
   const std::size_t M = g.M, N = g.N;
   if (!look.everything() || static_cast<double>(M) * N * g.K <= 1e9) {
@@ -369,15 +305,11 @@ lab::Checks<Gemm> gemm_checks() {
     g.C.arm(s);
   };
   // The products are kept for the next variant of the same validation.
-  c.check = [kept = lab::KeptReference<std::vector<lab::Dot>>()](lab::Look& look,
-                                                                 Gemm& g) mutable {
+  c.check = [kept = lab::KeptReference<std::vector<lab::Dot>>()](lab::Look& look, Gemm& g) mutable {
     const std::uint64_t seed = look.seed();
     const std::vector<std::size_t> at = gemm_elements(look, g);
-    const std::vector<lab::Dot>& dots = kept.get(seed, at, [&] {
-      return lab::product_at(
-          at, g.N, g.K, [seed](std::uint64_t i) { return lab::random_input(seed, i); },
-          [seed](std::uint64_t i) { return lab::random_input(seed + 1, i); });
-    });
+    const std::vector<lab::Dot>& dots =
+        kept.get(seed, at, [&] { return lab::random_product_at(at, g.N, g.K, seed, seed + 1); });
     std::vector<float> want(at.size());
     double largest = 0;
     for (std::size_t e = 0; e < at.size(); ++e) {
@@ -393,10 +325,6 @@ lab::Checks<Gemm> gemm_checks() {
                                     lab::changed_input("B", g.B.data(), g.B.size(), seed + 1, s)};
   };
   return c;
-}
-
-std::string gemm_case(int M, int N, int K, float beta) {
-  return lab::dims({M, N, K}) + (beta == 0.0f ? " beta=0" : "");
 }
 
 }  // namespace
@@ -461,53 +389,42 @@ int main(int argc, char** argv) {
   lesson.option("--transpose-size", &transpose_n, "the matrix is N x N for part B", 8192, 2048);
   lesson.option("--sgemm-size", &sgemm_n, "M = N = K for part C", 4096, 1024);
 
-
   return lesson.run(argc, argv, [&](lab::Lesson& l) {
     if (gemv_n > 32768 || transpose_n > 32768 || sgemm_n > 16384)
       throw std::invalid_argument("sizes are limited to 32768 (gemv, transpose), 16384 (sgemm)");
     // First, before any exercise code: the handle (pedantic FP32, see cublas_sgemm), and with the
-    // exercise's SGEMM the TF32 roof its rate is bounded by.
+    // exercise's SGEMM the TF32 roof (no FP32 product gets more from the tensor cores: 3xTF32
+    // does three TF32 products for each one): a bound on a plausible SGEMM rate, not a bar.
     if (l.selected("cublas") || l.selected("exercise_sgemm")) {
       cublas = std::make_unique<lab::CublasHandle>();
       LAB_CUBLAS_CHECK(cublasSetMathMode(cublas->get(), CUBLAS_PEDANTIC_MATH));
     }
     if (l.selected("exercise_sgemm") && !l.profiling())
-      measure_tf32_roof(l, *cublas, l.quick() ? 2048 : 4096);
+      lab::measure_cublas_roof(l, *cublas, lab::TensorInput::tf32, l.quick() ? 2048 : 4096);
 
-    // -------------------------------------------------------------------------------------
     // Part A: validation at odd shapes, timing, validation again with new inputs.
     if (gemvs.any_selected()) {
       lab::Protocol<Gemv> protocol(l, gemvs, gemv_checks());
-      const int cases[][2] = {{1000, 777}, {33, 4097}, {4097, 33}, {1, 1}};
-      for (const auto& k : cases) {
-        Gemv g(k[0], k[1]);
-        protocol.validate(g, lab::dims({k[0], k[1]}));
-      }
+      protocol.validate_shapes({{1000, 777}, {33, 4097}, {4097, 33}, {1, 1}},
+                               [](const lab::Shape& k) { return Gemv(k[0], k[1]); });
       const int n = static_cast<int>(gemv_n);
       Gemv g(n, n);
       l.size("A: gemv, A " + lab::dims({n, n}) + " float32 (" +
              lab::fixed(4.0 * n * n / (1 << 20), 0) + " MiB)");
       protocol.measure(g);
       protocol.validate(g, lab::dims({n, n}) + " after timing");
-      const lab::Measurement* global = gemvs.measurement("gemv_global");
-      const lab::Measurement* smem = gemvs.measurement("gemv_smem_x");
-      if (global && smem) {
-        const lab::Reading r = lab::speedup(*global, *smem);
-        lab::metric(l, "gemv_smem_x_over_global", r, "x");
-        l.note("A: gemv with x in shared memory runs at " + lab::fixed(r.value, 2) +
+      if (const auto r = lab::speedup(gemvs, "gemv_global", "gemv_smem_x")) {
+        lab::metric(l, "gemv_smem_x_over_global", *r, "x");
+        l.note("A: gemv with x in shared memory runs at " + lab::fixed(r->value, 2) +
                "x the speed of the plain one (1.00 = no gain): x was never the bottleneck");
       }
     }
 
-    // -------------------------------------------------------------------------------------
     // Part B: validation at odd shapes, timing, validation again with new input.
     if (transposes.any_selected()) {
       lab::Protocol<Transpose> protocol(l, transposes, transpose_checks());
-      const int cases[][2] = {{1000, 777}, {33, 4097}, {4097, 33}, {1, 1}};
-      for (const auto& k : cases) {
-        Transpose t(k[0], k[1]);
-        protocol.validate(t, lab::dims({k[0], k[1]}));
-      }
+      protocol.validate_shapes({{1000, 777}, {33, 4097}, {4097, 33}, {1, 1}},
+                               [](const lab::Shape& k) { return Transpose(k[0], k[1]); });
       const int n = static_cast<int>(transpose_n);
       Transpose t(n, n);
       l.size("B: transpose, " + lab::dims({n, n}) + " float32 (" +
@@ -521,55 +438,40 @@ int main(int argc, char** argv) {
           if (const lab::Measurement* m = transposes.measurement(v.name); m && copy > 0)
             line += " " + v.name + " " +
                     lab::fixed(v.work(t).bytes / (m->gpu_ms.median * 1e6) / copy, 3);
-        const lab::Measurement* tiled = transposes.measurement("transpose_tiled");
-        const lab::Measurement* mine = transposes.measurement("exercise_transpose");
-        if (tiled && mine)
-          line += "; exercise over tiled " + lab::fixed(lab::speedup(*tiled, *mine).value, 2) + "x";
+        if (const auto r = lab::speedup(transposes, "transpose_tiled", "exercise_transpose"))
+          line += "; exercise over tiled " + lab::fixed(r->value, 2) + "x";
         l.note(line);
       }
     }
 
-    // -------------------------------------------------------------------------------------
     // Part C.
     if (gemms.any_selected()) {
       lab::Protocol<Gemm> protocol(l, gemms, gemm_checks());
       // 1. Validation at sizes that are not multiples of any tile (nor of 4, except 300x644x260,
       //    which takes the float4 paths with partial tiles), beta == 0 (C NaN on entry) among them.
-      struct Case {
-        int M, N, K;
-        float alpha, beta;
-      };
-      const Case cases[] = {{1000, 777, 515, 1.25f, -0.5f},
-                            {129, 67, 1031, 0.75f, 0.0f},
-                            {300, 644, 260, 1.0f, 0.5f},
-                            {1, 1, 1, 2.0f, 0.0f}};
+      struct Case { int M, N, K; float alpha, beta; };
+      const Case cases[] = {{1000, 777, 515, 1.25f, -0.5f}, {129, 67, 1031, 0.75f, 0.0f},
+                            {300, 644, 260, 1.0f, 0.5f}, {1, 1, 1, 2.0f, 0.0f}};
       for (const Case& k : cases) {
         Gemm g(k.M, k.N, k.K, k.alpha, k.beta);
-        protocol.validate(g, gemm_case(k.M, k.N, k.K, k.beta));
+        protocol.validate(g, lab::dims({k.M, k.N, k.K}) + (k.beta == 0.0f ? " beta=0" : ""));
       }
-
       // 2. Timing, alpha 1 and beta 0 (C write-only), the usual benchmark case; 3. validation
       //    again, after timing, with new inputs in the same buffers.
       const int n = static_cast<int>(sgemm_n);
       Gemm g(n, n, n, 1.0f, 0.0f);
       l.size("C: sgemm, M = N = K = " + std::to_string(n) + " float32, alpha 1, beta 0");
       protocol.measure(g);
-      protocol.validate(g, gemm_case(n, n, n, 0.0f) + " after timing");
-
+      protocol.validate(g, lab::dims({n, n, n}) + " beta=0 after timing");
       // Each SGEMM as a fraction of cuBLAS: time of cuBLAS / time of the variant.
       if (const lab::Measurement* ref = gemms.measurement("cublas")) {
         std::string line = "C: sgemm as a fraction of cuBLAS (" +
                            lab::fixed(gemm_work(g).flops / (ref->gpu_ms.median * 1e9), 1) +
                            " TFLOP/s):";  // ms -> 1e12
-        for (const auto& v : gemms) {
-          const lab::Measurement* m = gemms.measurement(v.name);
-          if (v.name == "cublas" || !m) continue;
-          const lab::Reading r = lab::speedup(*ref, *m);
-          lab::metric(l,
-                      v.role == lab::Role::Exercise ? "sgemm_fraction_of_cublas"
-                                                    : v.name + "_fraction_of_cublas",
-                      r);
-          line += " " + v.name + " " + lab::fixed(r.value, 3);
+        for (const auto& [v, r] : lab::speedups(gemms, "cublas")) {
+          const std::string name = v->role == lab::Role::Exercise ? "sgemm" : v->name;
+          lab::metric(l, name + "_fraction_of_cublas", r);
+          line += " " + v->name + " " + lab::fixed(r.value, 3);
         }
         l.note(line);
       }
