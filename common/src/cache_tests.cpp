@@ -50,6 +50,30 @@ fs::path largest_file(const fs::path& dir) {
   return best;
 }
 
+std::string draw_expression(std::mt19937_64& rng, const std::string& parameter) {
+  auto constant = [&](double low, double high) {
+    return text("%.4ff", low + (high - low) * std::uniform_real_distribution<>(0, 1)(rng));
+  };
+  const std::string& a = parameter;
+  std::string e = "v";
+  for (int step = 0; step < 5; ++step) {
+    const std::string v = "(" + e + ")";
+    switch (rng() % 10) {
+      case 0: e = v + " * " + constant(0.5, 1.5) + " + " + constant(-0.5, 0.5); break;
+      case 1: e = "sinf(" + constant(0.5, 2) + " * " + v + ")"; break;
+      case 2: e = "tanhf(" + a + " * " + v + ")"; break;
+      case 3: e = "expf(-" + constant(0.1, 1) + " * " + v + ")"; break;
+      case 4: e = "fmaxf(" + v + ", " + constant(-0.5, 0.5) + ")"; break;
+      case 5: e = "sqrtf(fabsf" + v + " + " + constant(0.1, 1) + ")"; break;
+      case 6: e = "cosf(" + v + " + " + constant(-1, 1) + ")"; break;
+      case 7: e = v + " * " + a + " - " + constant(0, 1); break;
+      case 8: e = "rsqrtf(fabsf" + v + " + " + constant(0.1, 1) + ")"; break;
+      default: e = "fminf(" + v + " * " + a + ", " + constant(0, 1) + ")"; break;
+    }
+  }
+  return a + " * " + e + " + v";  // the parameter always counts
+}
+
 ScratchFolder::ScratchFolder(const fs::path& parent, bool keep) : keep_(keep) {
   std::mt19937_64 name_rng(std::random_device{}());
   path_ = fs::absolute(parent) / ("run-" + std::to_string(name_rng() % 1000000000));

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
 
 #include "lab/device.hpp"
 
@@ -86,6 +87,22 @@ std::vector<char> nvjitlink(const std::vector<char>& ltoir, const std::string& a
     fail("nvJitLinkGetLinkedCubin");
   nvJitLinkDestroy(&h);
   return cubin;
+}
+
+std::string second_arch(const std::string& arch, const std::string& source) {
+  auto compiles = [&](const std::string& a) {
+    try {
+      nvrtc_compile(source, {}, a);
+      return true;
+    } catch (const std::runtime_error&) {
+      return false;
+    }
+  };
+  if (compiles(arch + "a")) return arch + "a";
+  const int cc = std::stoi(arch.substr(3));
+  for (int older = cc - 1; older >= cc / 10 * 10; --older)
+    if (compiles("sm_" + std::to_string(older))) return "sm_" + std::to_string(older);
+  return "";
 }
 
 std::string nvrtc_arch() {

@@ -2,7 +2,9 @@
 // disk cache written here, in the folder each call is handed, as a graded exercise would.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <filesystem>
 #include <functional>
 #include <random>
@@ -322,4 +324,27 @@ TEST_CASE("a scratch folder is drawn under its parent and removed with it, unles
     made = f.path();
   }
   CHECK(fs::is_directory(made));
+}
+
+TEST_CASE("a drawn expression nests five steps, uses its parameter, and differs draw to draw") {
+  std::mt19937_64 rng(7);
+  std::set<std::string> drawn, outer;
+  for (int k = 0; k < 200; ++k) {
+    const std::string e = lab::draw_expression(rng, "BETA");
+    INFO(e);
+    CHECK(e.rfind("BETA * ", 0) == 0);
+    CHECK(e.size() > 4);
+    CHECK(e.substr(e.size() - 4) == " + v");
+    CHECK(e.find("ALPHA") == std::string::npos);
+    // Five steps: each of the four around the innermost (v) opens at least one more parenthesis.
+    const std::size_t v = e.find("(v)");
+    REQUIRE(v != std::string::npos);
+    CHECK(std::count(e.begin(), e.begin() + static_cast<std::ptrdiff_t>(v), '(') >= 4);
+    drawn.insert(e);
+    outer.insert(e.substr(7, 4));
+  }
+  CHECK(drawn.size() == 200);
+  CHECK(outer.size() >= 8);      // the outermost step takes many forms
+  std::mt19937_64 a(11), b(11);  // the draw is the generator's alone
+  CHECK(lab::draw_expression(a, "X") == lab::draw_expression(b, "X"));
 }

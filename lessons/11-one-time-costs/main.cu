@@ -38,25 +38,23 @@
 #include <cuda.h>
 
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 
 #include "exercise.cuh"
+#include "lab/cache_tests.hpp"
 #include "lab/child_process.hpp"
 #include "lab/cublas.hpp"
 #include "lab/driver.hpp"
 #include "lab/lesson.cuh"
 #include "lab/runtime_compile.hpp"
+#include "lab/same_bits.cuh"
 #include "lab/write_audit.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int kFirstCallN = 4096;         // the first call in a new process: small, so it is the
-                                          // one-time costs that are timed, not the work
-constexpr double kChildTimeoutS = 120.0;  // one child process, eager loading of every library
-                                          // included
+constexpr int kFirstCallN = 4096;  // the first call in a new process: small, so it is the one-time
+                                   // costs that are timed, not the work
 
 // ---------------------------------------------------------------------------------------------
 // The operator's source. ARCH_TAG makes the architecture visible in the result for one test:
@@ -122,25 +120,6 @@ NamedProgram arch_program() {
 // @p lto: LTO-IR for nvJitLink instead of a cubin.
 std::vector<char> compile(const exercise::Program& p, const std::string& arch, bool lto = false) {
   return lab::nvrtc_compile(p.source, p.options, arch, lto);
-}
-
-// A second target whose cubin also runs on this GPU and gives other bits for arch_program():
-// the arch-specific one (sm_90a on an H100), or else an older minor version of the same major
-// (sm_80 on an sm_86 GPU). Empty when there is none (an A100 runs only sm_80 cubins).
-std::string second_arch(const std::string& arch) {
-  auto compiles = [](const std::string& a) {
-    try {
-      compile(arch_program().program, a);
-      return true;
-    } catch (const std::runtime_error&) {
-      return false;
-    }
-  };
-  if (compiles(arch + "a")) return arch + "a";
-  const int cc = std::stoi(arch.substr(3));
-  for (int older = cc - 1; older >= cc / 10 * 10; --older)
-    if (compiles("sm_" + std::to_string(older))) return "sm_" + std::to_string(older);
-  return "";
 }
 
 int blocks_for(int n) { return (n + exercise::kBlockThreads - 1) / exercise::kBlockThreads; }
@@ -246,37 +225,13 @@ void fill(Problem& p, std::uint64_t seed, cudaStream_t s) {
   p.out.reset(s);
 }
 
-// The values of a device array, as lab::count_changed expects them: compares two arrays.
-struct ValuesOf {
-  const float* p;
-  __host__ __device__ float operator()(std::uint64_t i) const { return p[i]; }
-};
-
 __global__ void empty_kernel() {}
-
-float element(const float* p, std::size_t i, cudaStream_t s) {
-  float v = 0;
-  LAB_CHECK(cudaMemcpyAsync(&v, p + i, sizeof v, cudaMemcpyDeviceToHost, s));
-  LAB_CHECK(cudaStreamSynchronize(s));
-  return v;
-}
-
-// "" when out == want bit for bit and out's guard zone is untouched; otherwise what differs, in
-// words.
-std::string compare(const lab::GuardedBuffer<float>& out, const float* want, cudaStream_t s) {
-  const lab::Changed c = lab::count_changed(out.data(), out.size(), ValuesOf{want}, s);
-  if (c.count > 0)
-    return std::to_string(c.count) + " of " + std::to_string(out.size()) + " differ; first at [" +
-           std::to_string(c.first) + "]: got " + std::to_string(element(out.data(), c.first, s)) +
-           ", expected " + std::to_string(element(want, c.first, s)) + " (bit for bit)";
-  return out.damage(s);
-}
 
 // What a call left against the reference run on x made again from @p seed: "" when right.
 std::string wrong_in(Problem& p, std::uint64_t seed, cudaStream_t s) {
   fill_x(p.x_again.data(), p.n, seed, s);
   p.prebuilt->launch(p.x_again.data(), p.want.data(), p.n, s);
-  return compare(p.out, p.want.data(), s);
+  return lab::compare_bits(p.out, p.want.data(), s);  // bit for bit, on the device
 }
 
 // Whether @p a and @p b give different bits on the same fresh inputs (else a test meant to tell
@@ -286,7 +241,8 @@ bool differ(Prebuilt& a, Prebuilt& b, std::uint64_t seed, cudaStream_t s) {
   fill(t, seed, s);
   a.launch(t.x.data(), t.want.data(), t.n, s);
   b.launch(t.x.data(), t.out.data(), t.n, s);
-  return lab::count_changed(t.out.data(), t.out.size(), ValuesOf{t.want.data()}, s).count > 0;
+  return lab::count_changed(t.out.data(), t.out.size(), lab::ValuesIn<float>{t.want.data()}, s)
+             .count > 0;
 }
 
 // The protocol's view of the problem (lab/protocol.cuh): every call, validated or timed, is
@@ -410,19 +366,17 @@ void child_cublas() {
   lab::report("cublas_destroy_ms", t.elapsed_ms());
 }
 
-// A cache test's program: the operator with the drawn @p expression, compiled with
-// -DALPHA=@p alpha (see draw_cache_tests).
-exercise::Program cache_test_program(const std::string& expression, const std::string& alpha) {
-  return {operator_source(expression), {"-DALPHA=" + alpha}};
-}
-
-// Child: the harness's own first call in a new process, compiled as Prebuilt does (NVRTC, load,
-// launch): what a first call costs without a cache, the disk cache rule's reference. Timed like
-// child_first_call's, so the two differ only in whose code ran.
-void child_compile_first_call(const std::string& arch, const std::string& expression,
-                              std::uint64_t seed, const std::string& alpha) {
+// Child: a first call in a new process of the cache tests' program (the operator with the drawn
+// @p expression, compiled with -DALPHA=@p alpha), timed from before anything of it runs until its
+// result is ready: the exercise's, an Operator on cache folder @p dir; or, with @p dir "", the
+// harness's own, compiled as Prebuilt does (NVRTC, load, launch): what a first call costs without
+// a cache, the disk cache rule's yardstick. Timed alike, the two differ only in whose code ran.
+// The exercise's result is then checked against the reference (compiled only after the timed
+// call, on x made again from @p seed).
+void child_first_call(const std::string& dir, const std::string& arch,
+                      const std::string& expression, std::uint64_t seed, const std::string& alpha) {
   LAB_CHECK(cudaFree(nullptr));
-  const exercise::Program p = cache_test_program(expression, alpha);
+  const exercise::Program p = {operator_source(expression), {"-DALPHA=" + alpha}};
   lab::Stream stream;
   Problem b(kFirstCallN);
   fill(b, seed, stream);
@@ -430,28 +384,14 @@ void child_compile_first_call(const std::string& arch, const std::string& expres
   LAB_CHECK_LAUNCH();
   LAB_CHECK(cudaStreamSynchronize(stream));
   lab::HostTimer t;
-  Prebuilt compiled(p, arch);
-  compiled.launch(b.x.data(), b.out.data(), kFirstCallN, stream);
-  LAB_CHECK(cudaStreamSynchronize(stream));
-  lab::report("first_call_ms", t.elapsed_ms());
-}
-
-// Child: the exercise's first call in a new process on cache folder @p dir, then a check of its
-// result against the reference (compiled only after the timed call, on x made again from
-// @p seed).
-void child_first_call(const std::string& dir, const std::string& arch,
-                      const std::string& expression, std::uint64_t seed, const std::string& alpha) {
-  LAB_CHECK(cudaFree(nullptr));
-  const exercise::Program p = cache_test_program(expression, alpha);
-  lab::Stream stream;
-  Problem b(kFirstCallN);
-  fill(b, seed, stream);
-  empty_kernel<<<1, 1, 0, stream>>>();  // the harness's own module is loaded before the timing
-  LAB_CHECK_LAUNCH();
-  LAB_CHECK(cudaStreamSynchronize(stream));
+  if (dir.empty()) {  // the harness's own
+    Prebuilt compiled(p, arch);
+    compiled.launch(b.x.data(), b.out.data(), kFirstCallN, stream);
+    LAB_CHECK(cudaStreamSynchronize(stream));
+    return lab::report("first_call_ms", t.elapsed_ms());
+  }
   double first_call_ms = 0;
   {
-    lab::HostTimer t;
     exercise::Operator op(dir, arch);
     op.apply(p, b.x.data(), b.out.data(), kFirstCallN, stream);
     LAB_CHECK(cudaStreamSynchronize(stream));
@@ -466,95 +406,45 @@ void child_first_call(const std::string& dir, const std::string& arch,
   if (!wrong.empty()) lab::report("wrong", wrong);
 }
 
-void child_role(const std::vector<std::string>& a) {
-  const std::string role = a.empty() ? "" : a[0];
-  if (role == "context" && a.size() == 1)
-    child_context();
-  else if (role == "compile" && a.size() == 2)
-    child_compile(a[1]);
-  else if (role == "cublas" && a.size() == 1)
-    child_cublas();
-  else if (role == "first-call" && a.size() == 6)
-    child_first_call(a[1], a[2], a[3], std::stoull(a[4]), a[5]);
-  else if (role == "compile-first-call" && a.size() == 5)
-    child_compile_first_call(a[1], a[2], std::stoull(a[3]), a[4]);
-  else
-    throw std::invalid_argument("unknown child role (this flag is the harness's own)");
-}
-
 // ---------------------------------------------------------------------------------------------
-// Part A in the parent: run each child role `processes` times, record median and range.
-
-// Records @p values as metric @p name (value: the median; range: the fastest and slowest process
-// or call) and returns the line for the notes: @p label, then median (fastest .. slowest).
-std::string record(lab::Lesson& l, const std::string& label, const std::string& name,
-                   const std::vector<double>& values, const std::string& unit) {
-  const lab::Stats st = lab::summarize(values);
-  const lab::Reading r{st.median, st.min, st.max};
-  lab::metric(l, name, r, " " + unit);
-  const int digits = r.value < 10 ? 2 : r.value < 100 ? 1 : 0;
-  return "  " + label + std::string(label.size() < 52 ? 52 - label.size() : 1, ' ') +
-         lab::fixed(r.value, digits) + " " + unit + "  (" + lab::fixed(r.low, digits) + " .. " +
-         lab::fixed(r.high, digits) + ")";
-}
+// Part A in the parent: each child role in `processes` new processes, each reading recorded as its
+// median with the fastest and slowest process as its range (lab::measure_in_processes).
 
 void one_time_costs(lab::Lesson& l, int processes, const std::string& arch, std::size_t big_bytes) {
-  struct Row {
-    std::string label, metric, key, unit;
-  };
-  auto run_role = [&](const std::vector<std::string>& args, const lab::Environment& env,
-                      const std::vector<Row>& rows, const std::string& what) {
-    std::map<std::string, std::vector<double>> values;
-    std::string mode;
-    for (int i = 0; i < processes; ++i) {
-      const lab::ChildRun c = lab::run_self(args, env, kChildTimeoutS);
-      if (!c.ok) {  // the harness's own measurement: say so, and go on with the others
-        l.note("  " + what + " failed: " + c.why());
-        return mode;
-      }
-      for (const Row& row : rows) values[row.key].push_back(c.number(row.key));
-      mode = c.text("loading_mode");
-    }
-    for (const Row& row : rows) l.note(record(l, row.label, row.metric, values[row.key], row.unit));
-    return mode;
-  };
-
   l.note("one-time costs, each in " + std::to_string(processes) +
          " new processes: median (fastest .. slowest process)");
   for (const char* loading : {"LAZY", "EAGER"}) {
     const std::string m = std::string(loading) == "LAZY" ? "lazy" : "eager";
-    const std::string got =
-        run_role({"context"}, {{"CUDA_MODULE_LOADING", loading}},
-                 {{"context creation, cudaFree(0), CUDA_MODULE_LOADING=" + std::string(loading),
-                   "context_ms_" + m, "context_ms", "ms"},
-                  {"  first launch of an empty kernel + sync", "first_launch_us_" + m,
-                   "first_launch_us", "us"},
-                  {"  second launch + sync", "second_launch_us_" + m, "second_launch_us", "us"}},
-                 "measuring context creation");
+    const lab::ChildRun last = lab::measure_in_processes(
+        l, processes, {"context"}, {{"CUDA_MODULE_LOADING", loading}},
+        {{"context creation, cudaFree(0), CUDA_MODULE_LOADING=" + std::string(loading),
+          "context_ms_" + m, "context_ms", "ms"},
+         {"  first launch of an empty kernel + sync", "first_launch_us_" + m, "first_launch_us",
+          "us"},
+         {"  second launch + sync", "second_launch_us_" + m, "second_launch_us", "us"}},
+        "measuring context creation");
+    const std::string got = last.text("loading_mode");
     if (!got.empty() && got != m)
       l.note("  (the driver reported loading mode '" + got + "', not " + m + ")");
   }
-  run_role(
-      {"compile", arch}, {},
-      {{"NVRTC compile, the process's first (" + arch + " cubin)", "nvrtc_cold_ms", "nvrtc_cold_ms",
-        "ms"},
-       {"NVRTC compile, the same program again", "nvrtc_warm_ms", "nvrtc_warm_ms", "ms"},
-       {"NVRTC compile to LTO-IR (-dlto)", "nvrtc_lto_ms", "nvrtc_lto_ms", "ms"},
-       {"nvJitLink: LTO-IR -> cubin", "nvjitlink_ms", "nvjitlink_ms", "ms"},
-       {"cuModuleLoadData (the cubin)", "module_load_us", "module_load_us", "us"},
-       {"  its first launch + sync", "module_first_launch_us", "module_first_launch_us", "us"},
-       {"  its second launch + sync", "module_second_launch_us", "module_second_launch_us", "us"},
-       {"cuLibraryLoadData (nvJitLink's cubin)", "library_load_us", "library_load_us", "us"},
-       {"  its first launch + sync", "library_first_launch_us", "library_first_launch_us", "us"}},
+  lab::measure_in_processes(
+      l, processes, {"compile", arch}, {},
+      {{"NVRTC compile, the process's first (" + arch + " cubin)", "nvrtc_cold_ms", "ms"},
+       {"NVRTC compile, the same program again", "nvrtc_warm_ms", "ms"},
+       {"NVRTC compile to LTO-IR (-dlto)", "nvrtc_lto_ms", "ms"},
+       {"nvJitLink: LTO-IR -> cubin", "nvjitlink_ms", "ms"},
+       {"cuModuleLoadData (the cubin)", "module_load_us", "us"},
+       {"  its first launch + sync", "module_first_launch_us", "us"},
+       {"  its second launch + sync", "module_second_launch_us", "us"},
+       {"cuLibraryLoadData (nvJitLink's cubin)", "library_load_us", "us"},
+       {"  its first launch + sync", "library_first_launch_us", "us"}},
       "measuring compilation");
-  run_role(
-      {"cublas"}, {},
-      {{"cublasCreate", "cublas_create_ms", "cublas_create_ms", "ms"},
-       {"  first cublasSgemm 512^3 + sync", "cublas_first_sgemm_ms", "cublas_first_sgemm_ms", "ms"},
-       {"  second cublasSgemm 512^3 + sync", "cublas_second_sgemm_ms", "cublas_second_sgemm_ms",
-        "ms"},
-       {"cublasDestroy", "cublas_destroy_ms", "cublas_destroy_ms", "ms"}},
-      "measuring cuBLAS");
+  lab::measure_in_processes(l, processes, {"cublas"}, {},
+                            {{"cublasCreate", "cublas_create_ms", "ms"},
+                             {"  first cublasSgemm 512^3 + sync", "cublas_first_sgemm_ms", "ms"},
+                             {"  second cublasSgemm 512^3 + sync", "cublas_second_sgemm_ms", "ms"},
+                             {"cublasDestroy", "cublas_destroy_ms", "ms"}},
+                            "measuring cuBLAS");
 
   // Allocation, in this process: repeated, so its median and range are over calls.
   constexpr int kRepeats = 10;
@@ -584,317 +474,85 @@ void one_time_costs(lab::Lesson& l, int processes, const std::string& arch, std:
   }
   l.note("allocating " + lab::fixed(big_bytes / 1048576.0, 0) + " MiB in this process, " +
          std::to_string(kRepeats) + " times: median (fastest .. slowest call)");
-  l.note(record(l, "cudaMalloc", "malloc_us", malloc_us, "us"));
-  l.note(record(l, "cudaFree", "free_us", free_us, "us"));
-  l.note(record(l, "cudaMallocFromPoolAsync, release threshold 0", "pool_release_alloc_us",
-                pool0_us, "us"));
-  l.note(record(l, "cudaMallocFromPoolAsync, threshold unlimited", "pool_keep_alloc_us",
-                pool_keep_us, "us"));
+  l.note(lab::record_spread(l, "cudaMalloc", "malloc_us", malloc_us, "us"));
+  l.note(lab::record_spread(l, "cudaFree", "free_us", free_us, "us"));
+  l.note(lab::record_spread(l, "cudaMallocFromPoolAsync, release threshold 0",
+                            "pool_release_alloc_us", pool0_us, "us"));
+  l.note(lab::record_spread(l, "cudaMallocFromPoolAsync, threshold unlimited", "pool_keep_alloc_us",
+                            pool_keep_us, "us"));
 }
 
 // ---------------------------------------------------------------------------------------------
-// Part B's cache tests in new processes.
+// Part B's cache tests in new processes (lab/cache_tests.hpp). Every round is the same three new
+// processes: the harness's own that compiles program 0 (child_first_call: the disk cache
+// rule's yardstick), then the exercise's first call of program 0 on an empty folder, then on the
+// folder that call filled (child_first_call), as it was left or damaged in place (files cut in
+// half, bits flipped, the entry swapped for program 1's), each damaged file keeping its time of
+// change. The damaged rounds are shuffled in among the others, every folder has a name drawn at
+// random, the seeds are drawn too, and each process finds only its own folder beside it: nothing
+// a process is handed tells a damaged round from another.
 
-std::string read_bytes(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
+// The cache tests, `processes` plain rounds, on folders under @p root; then the disk cache
+// rule's metric.
+void cache_tests(lab::Lesson& l, lab::WriteAudit& audit, const fs::path& root,
+                 const std::string& arch, bool keep, int processes) {
+  lab::CacheTests tests(l, audit, root, keep);
+  // The programs, drawn from entropy of the moment once no exercise code is left in this
+  // process: f of 10^5 shapes (lab::draw_expression), finite for x in [-2, 2), fill_x's range,
+  // and two values of ALPHA, in [0.25, 0.75) and [1.25, 1.75): never the same. Only a process of
+  // the test that compiled the program can leave something for the next one, in its folder.
+  std::mt19937_64& rng = tests.rng();
+  const std::string expression = lab::draw_expression(rng, "ALPHA");
+  std::string alpha[2];
+  for (int k = 0; k < 2; ++k)
+    alpha[k] = lab::text("%.4ff", k + 0.25 + 0.5 * std::uniform_real_distribution<>(0, 1)(rng));
+  l.note("the cache tests' programs, drawn for this run: f(v) = " + expression +
+         " with -DALPHA=" + alpha[0] + " and with -DALPHA=" + alpha[1]);
+  const lab::FirstCallTimes t = tests.run(
+      processes,
+      [&](const fs::path& dir, int program) {
+        return lab::run_self(
+            {"first-call", dir.string(), arch, expression, std::to_string(rng()), alpha[program]});
+      },
+      [&] {
+        return lab::run_self(
+            {"compile-first-call", arch, expression, std::to_string(rng()), alpha[0]});
+      });
+  // The rule's ratio: the harness's own first call, which compiles, over the exercise's first
+  // call on a folder an earlier process filled. Not over the exercise's own empty-folder call:
+  // that time is the student's to make as long as they like (a wait where the folder is empty),
+  // and only the filled side is theirs to make short. Each round in a row: paired in time, so a
+  // machine that slows for a while slows both sides of the ratio.
+  if (t.filled.empty()) {  // every filled-folder child failed: checked already
+    l.metric("first_call_speedup", 0, 0, 0, "x");
+    return;
+  }
+  const lab::Stats a = lab::summarize(t.yardstick), b = lab::summarize(t.filled);
+  l.metric("first_call_compiled_ms", a.median, a.min, a.max, " ms");
+  std::string empty_folder = "-";
+  if (!t.empty.empty()) {
+    const lab::Stats c = lab::summarize(t.empty);
+    l.metric("first_call_cold_ms", c.median, c.min, c.max, " ms");
+    empty_folder = lab::fixed(c.median, 2);
+  }
+  l.metric("first_call_filled_ms", b.median, b.min, b.max, " ms");
+  l.note("first call in a new process, n = " + std::to_string(kFirstCallN) + ", median of " +
+         std::to_string(processes) + ": compiled by the harness " + lab::fixed(a.median, 2) +
+         " ms, yours on an empty cache folder " + empty_folder + " ms, on the filled folder " +
+         lab::fixed(b.median, 2) + " ms: " + lab::fixed(a.median / b.median, 1) +
+         "x faster than compiling (the bar: disk_cache in check.toml)");
+  // A speed-up earns the rule only from a cache in the folder: that is what the damage tests
+  // reach. With no file there it reads 0.
+  if (!t.on_disk) {
+    l.metric("first_call_speedup", 0, 0, 0, "x");
+    l.note(
+        "the cache folder holds no file after a first call: no disk cache there, so the "
+        "speed-up counts as 0");
+    return;
+  }
+  const lab::MedianRatio r = lab::ratio_of_medians(a, b);  // lab::speedup's interval, for Stats
+  l.metric("first_call_speedup", r.value, r.low, r.high, "x");
 }
-
-// Every regular file under @p dir, with its bytes.
-std::map<fs::path, std::string> files_in(const fs::path& dir) {
-  std::map<fs::path, std::string> out;
-  for (const auto& e : fs::recursive_directory_iterator(dir))
-    if (e.is_regular_file()) out[e.path()] = read_bytes(e.path());
-  return out;
-}
-
-void write_bytes(const fs::path& p, const std::string& bytes) {
-  std::ofstream f(p, std::ios::binary | std::ios::trunc);
-  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!f) throw std::runtime_error("cannot write " + p.string());
-}
-
-// Writes @p bytes over the file @p p in place and gives it back its time of change: a damaged
-// folder looks like one an earlier process filled.
-void plant(const fs::path& p, const std::string& bytes) {
-  const fs::file_time_type when = fs::last_write_time(p);
-  write_bytes(p, bytes);
-  fs::last_write_time(p, when);
-}
-
-// The largest regular file under @p dir (the compiled code, whatever else the cache keeps).
-fs::path largest_file(const fs::path& dir) {
-  fs::path best;
-  std::uintmax_t size = 0;
-  for (const auto& e : fs::recursive_directory_iterator(dir))
-    if (e.is_regular_file() && e.file_size() >= size) {
-      size = e.file_size();
-      best = e.path();
-    }
-  return best;
-}
-
-// What a round does to the folder between its two calls of the exercise.
-enum class Damage { none, truncated, flipped, stale };
-
-// The cache tests. Every round is the same three new processes: the harness's own that compiles
-// program 0 (the disk cache rule's yardstick), then the exercise's first call of program 0 on an
-// empty folder, then on the folder that call filled, as it was left or damaged in place (files
-// cut in half, bits flipped, the entry swapped for program 1's), each damaged file keeping its
-// time of change. The damaged rounds are shuffled in among the others, every folder has a name
-// drawn at random, the seeds are drawn too, and each process finds only its own folder beside it
-// (a folder is removed once its round is over): nothing a process is handed tells a damaged
-// round from another, and there is no undamaged copy of the entry left to read.
-class CacheTests {
- public:
-  // Draws the programs from entropy of the moment, once no exercise code is left in this
-  // process: the expression nests five steps, each one of ten forms with constants of its own
-  // (10^5 shapes), so no code written or compiled before the draw can answer them. Only a process
-  // of the test that compiled the program can leave something for the next one, in its folder
-  // (checked: lab::WriteAudit). Every value stays finite for x in [-2, 2), fill_x's range (below
-  // about 1e13: an exp of at most four steps that each scale by less than 1.75 and add 1).
-  CacheTests(lab::Lesson& l, lab::WriteAudit& audit, fs::path root, std::string arch, bool keep)
-      : l_(l), audit_(audit), root_(std::move(root)), arch_(std::move(arch)), keep_(keep) {
-    auto constant = [&](double low, double high) {
-      return lab::text("%.4ff", low + (high - low) * std::uniform_real_distribution<>(0, 1)(rng_));
-    };
-    expression_ = "v";
-    for (int step = 0; step < 5; ++step) {
-      const std::string v = "(" + expression_ + ")";
-      switch (rng_() % 10) {
-        case 0: expression_ = v + " * " + constant(0.5, 1.5) + " + " + constant(-0.5, 0.5); break;
-        case 1: expression_ = "sinf(" + constant(0.5, 2) + " * " + v + ")"; break;
-        case 2: expression_ = "tanhf(ALPHA * " + v + ")"; break;
-        case 3: expression_ = "expf(-" + constant(0.1, 1) + " * " + v + ")"; break;
-        case 4: expression_ = "fmaxf(" + v + ", " + constant(-0.5, 0.5) + ")"; break;
-        case 5: expression_ = "sqrtf(fabsf" + v + " + " + constant(0.1, 1) + ")"; break;
-        case 6: expression_ = "cosf(" + v + " + " + constant(-1, 1) + ")"; break;
-        case 7: expression_ = v + " * ALPHA - " + constant(0, 1); break;
-        case 8: expression_ = "rsqrtf(fabsf" + v + " + " + constant(0.1, 1) + ")"; break;
-        default: expression_ = "fminf(" + v + " * ALPHA, " + constant(0, 1) + ")"; break;
-      }
-    }
-    expression_ = "ALPHA * " + expression_ + " + v";  // ALPHA always counts
-    for (int k = 0; k < 2; ++k)  // in [0.25, 0.75) and [1.25, 1.75): never the same
-      alpha_[k] = constant(k + 0.25, k + 0.75);
-  }
-
-  void run(int processes) {
-    l_.note("the cache tests' programs, drawn for this run: f(v) = " + expression_ +
-            " with -DALPHA=" + alpha_[0] + " and with -DALPHA=" + alpha_[1]);
-    before_ = audit_.list();
-    // Program 1's entry, for the stale-entry round, from a process of its own; kept here, its
-    // folder removed.
-    {
-      const fs::path dir = new_folder();
-      const lab::ChildRun setup = first_call(dir, 1);
-      if (record_call("new process, program 1, empty cache folder", setup)) {
-        const fs::path entry = largest_file(dir);
-        if (!entry.empty()) {
-          other_name_ = fs::relative(entry, dir);
-          other_entry_ = read_bytes(entry);
-        }
-      }
-      leave(dir);
-    }
-    std::vector<Damage> rounds(static_cast<std::size_t>(processes), Damage::none);
-    rounds.insert(rounds.end(), {Damage::truncated, Damage::flipped, Damage::stale});
-    std::shuffle(rounds.begin(), rounds.end(), rng_);
-    // The rule's ratio: the harness's own first call, which compiles, over the exercise's first
-    // call on a folder an earlier process filled. Not over the exercise's own empty-folder call:
-    // that time is the student's to make as long as they like (a wait where the folder is
-    // empty), and only the filled side is theirs to make short. Each round in a row: paired in
-    // time, so a machine that slows for a while slows both sides of the ratio.
-    std::vector<double> compiled, cold, warm;
-    int k = 0;
-    bool on_disk = false, looked = false;  // the first plain round's folder held a file
-    for (const Damage d : rounds) {
-      const lab::ChildRun ref = compile_first_call();
-      if (!ref.ok)  // no code of the student's runs there: the machine's or the course's problem
-        throw std::runtime_error("the harness's own first call in a new process failed: " +
-                                 ref.why());
-      const std::string label = d == Damage::none ? " (" + std::to_string(++k) + ")"
-                                                  : " (a round of the test: " + describe(d) + ")";
-      const fs::path dir = new_folder();
-      const lab::ChildRun empty = first_call(dir, 0);
-      record_call("new process, empty cache folder" + label, empty);
-      const std::map<fs::path, std::string> damaged = damage(d, dir);
-      const lab::ChildRun filled = first_call(dir, 0);
-      if (d == Damage::none || damaged.empty()) {
-        record_call("new process, cache folder filled by an earlier one" + label, filled);
-      } else {
-        judge(d, filled, damaged);
-      }
-      if (d == Damage::none) {
-        compiled.push_back(ref.number("first_call_ms"));
-        if (empty.ok) cold.push_back(empty.number("first_call_ms"));
-        if (filled.ok) warm.push_back(filled.number("first_call_ms"));
-        if (!looked) on_disk = !files_in(dir).empty();
-        looked = true;
-      }
-      leave(dir);
-    }
-    l_.check("exercise", "new processes wrote only in their cache folder", written_.empty(),
-             "written outside the cache folder it was given: " + written_ +
-                 " (keep the cache in that folder: the harness tests what it finds there)");
-    if (warm.empty()) {  // every filled-folder child failed: checked above
-      l_.metric("first_call_speedup", 0, 0, 0, "x");
-      return;
-    }
-    const lab::Stats a = lab::summarize(compiled), b = lab::summarize(warm);
-    l_.metric("first_call_compiled_ms", a.median, a.min, a.max, " ms");
-    std::string empty_folder = "-";
-    if (!cold.empty()) {
-      const lab::Stats c = lab::summarize(cold);
-      l_.metric("first_call_cold_ms", c.median, c.min, c.max, " ms");
-      empty_folder = lab::fixed(c.median, 2);
-    }
-    l_.metric("first_call_filled_ms", b.median, b.min, b.max, " ms");
-    l_.note("first call in a new process, n = " + std::to_string(kFirstCallN) + ", median of " +
-            std::to_string(processes) + ": compiled by the harness " + lab::fixed(a.median, 2) +
-            " ms, yours on an empty cache folder " + empty_folder + " ms, on the filled folder " +
-            lab::fixed(b.median, 2) + " ms: " + lab::fixed(a.median / b.median, 1) +
-            "x faster than compiling (the bar: disk_cache in check.toml)");
-    // A speed-up earns the rule only from a cache in the folder: that is what the damage tests
-    // reach. With no file there it reads 0.
-    if (!on_disk) {
-      l_.metric("first_call_speedup", 0, 0, 0, "x");
-      l_.note(
-          "the cache folder holds no file after a first call: no disk cache there, so the "
-          "speed-up counts as 0");
-      return;
-    }
-    const lab::MedianRatio r = lab::ratio_of_medians(a, b);  // lab::speedup's interval, for Stats
-    l_.metric("first_call_speedup", r.value, r.low, r.high, "x");
-  }
-
- private:
-  static std::string describe(Damage d) {
-    switch (d) {
-      case Damage::truncated: return "cache files cut to half their size";
-      case Damage::flipped: return "cache files with 7 bits flipped";
-      default: return "program 0's cache file replaced by program 1's";
-    }
-  }
-  static std::string check_name(Damage d) { return "new process, " + describe(d); }
-
-  // A folder of its own for the next process, named at random, and allowed by the write audit.
-  fs::path new_folder() {
-    const fs::path dir = root_ / lab::text("%016llx", static_cast<unsigned long long>(rng_()));
-    fs::create_directories(dir);
-    audit_.allow(dir);
-    return dir;
-  }
-
-  // Done with @p dir: removed, so that no later process finds it (kept with --keep-cache 1).
-  void leave(const fs::path& dir) {
-    std::error_code ec;
-    if (!keep_) fs::remove_all(dir, ec);
-  }
-
-  // A new process's first call of program @p program on cache folder @p dir (child_first_call);
-  // then the places a graded run can write are listed again.
-  lab::ChildRun first_call(const fs::path& dir, int program) {
-    const lab::ChildRun c = lab::run_self(
-        {"first-call", dir.string(), arch_, expression_, std::to_string(rng_()), alpha_[program]},
-        {}, kChildTimeoutS);
-    if (written_.empty()) written_ = lab::WriteAudit::written(before_, audit_.list());
-    return c;
-  }
-
-  // The harness's own first call of program 0 in a new process (child_compile_first_call).
-  lab::ChildRun compile_first_call() {
-    return lab::run_self(
-        {"compile-first-call", arch_, expression_, std::to_string(rng_()), alpha_[0]}, {},
-        kChildTimeoutS);
-  }
-
-  // Records whether @p c gave the right result; returns it.
-  bool record_call(const std::string& name, const lab::ChildRun& c) {
-    if (!c.ok) {
-      l_.check("exercise", name, false, c.why());
-      return false;
-    }
-    l_.check("exercise", name, c.text("correct") == "1", c.text("wrong"));
-    return c.text("correct") == "1";
-  }
-
-  // Damages the files of @p dir in place as @p d says; returns each damaged file with the bytes
-  // the harness left in it (nothing when there was nothing to damage, with a note).
-  std::map<fs::path, std::string> damage(Damage d, const fs::path& dir) {
-    std::map<fs::path, std::string> damaged;
-    if (d == Damage::none) return damaged;
-    if (d == Damage::stale) {  // a whole, well-formed entry for program 1, under program 0's name
-      const fs::path to = largest_file(dir);
-      if (to.empty() || other_entry_.empty()) {
-        l_.note("the stale-entry test was skipped: no cache file to swap");
-      } else if (fs::relative(to, dir) == other_name_) {
-        l_.note(
-            "the stale-entry test was skipped: the cache keeps both programs in a file of "
-            "the same name, so there is no other entry's file to swap in");
-      } else {
-        plant(to, other_entry_);
-        damaged[to] = other_entry_;
-      }
-      return damaged;
-    }
-    for (const auto& [path, bytes] : files_in(dir)) {
-      std::string out = bytes;
-      if (d == Damage::truncated) out = bytes.substr(0, bytes.size() / 2);
-      for (int k = 1; d == Damage::flipped && k <= 7 && !out.empty(); ++k)
-        out[out.size() * k / 8] ^= 0x10;
-      plant(path, out);
-      damaged[path] = out;
-    }
-    if (damaged.empty())
-      l_.note("the test of " + describe(d) + " was skipped: the folder held no file");
-    return damaged;
-  }
-
-  // The first call after the damage: right, and no damaged file left as the harness left it (it
-  // was detected and replaced, or removed).
-  void judge(Damage d, const lab::ChildRun& c, const std::map<fs::path, std::string>& damaged) {
-    const std::string name = check_name(d);
-    const bool stale = d == Damage::stale;
-    if (!c.ok) {
-      l_.check("exercise", name, false,
-               c.why() + (stale ? "" : ": a damaged cache entry must be detected, not used"));
-      return;
-    }
-    if (c.text("correct") != "1") {
-      l_.check("exercise", name, false,
-               c.text("wrong") + (stale ? ": the entry was another program's, and was used: "
-                                          "store the key in the entry and compare it"
-                                        : ": a damaged cache entry was used"));
-      return;
-    }
-    for (const auto& [path, bytes] : damaged) {
-      std::error_code ec;
-      if (!fs::exists(path, ec) || read_bytes(path) != bytes) continue;
-      l_.check("exercise", name, false,
-               stale ? "the right result, but the other program's entry still sits under this "
-                       "one's name: write the entry again when its key does not match"
-                     : "the right result, but the damaged file " + path.filename().string() +
-                           " is still there as the harness left it: detect the damage and write "
-                           "the entry again");
-      return;
-    }
-    l_.check("exercise", name, true, "");
-  }
-
-  lab::Lesson& l_;
-  lab::WriteAudit& audit_;
-  fs::path root_;
-  std::string arch_;
-  bool keep_;
-  std::mt19937_64 rng_{std::random_device{}()};
-  std::string expression_;
-  std::string alpha_[2];
-  fs::path other_name_;      // program 1's entry: its file's name in its folder
-  std::string other_entry_;  // and its bytes
-  lab::FileStamps before_;   // the places a graded run can write, before the first process
-  std::string written_;      // what a process wrote outside its folder (the first one found)
-};
 
 // ---------------------------------------------------------------------------------------------
 // The variants of the table.
@@ -943,7 +601,17 @@ void add_variants(lab::Variants<Problem>& variants) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (lab::is_child(argc, argv)) return lab::child_main(argc, argv, child_role);
+  using lab::ChildArgs;  // a child role's arguments, after its name (lab/child_process.hpp)
+  if (lab::is_child(argc, argv))
+    return lab::child_main(
+        argc, argv,
+        {{"context", 0, [](const ChildArgs&) { child_context(); }},
+         {"compile", 1, [](const ChildArgs& a) { child_compile(a[0]); }},
+         {"cublas", 0, [](const ChildArgs&) { child_cublas(); }},
+         {"first-call", 5,
+          [](const ChildArgs& a) { child_first_call(a[0], a[1], a[2], std::stoull(a[3]), a[4]); }},
+         {"compile-first-call", 4,
+          [](const ChildArgs& a) { child_first_call("", a[0], a[1], std::stoull(a[2]), a[3]); }}});
   lab::WriteAudit
       audit;  // notes the files the checker handed this process, before any exercise code
 
@@ -952,12 +620,10 @@ int main(int argc, char** argv) {
   lab::Variants<Problem> variants(lesson);
   add_variants(variants);
 
-  long long n_opt = 0, processes_opt = 0, one_time_opt = 1, keep_opt = 0;
-  lesson.option("--n", &n_opt,
-                "floats per call at the timing size (0: 2^26, or 2^20 with --quick)");
-  lesson.option(
-      "--processes", &processes_opt,
-      "new processes per one-time measurement and per cache test (0: 5, or 2 with --quick)");
+  long long n_ll = 0, processes_ll = 0, one_time_opt = 1, keep_opt = 0;
+  lesson.option("--n", &n_ll, "floats per call at the timing size", 1 << 26, 1 << 20);
+  lesson.option("--processes", &processes_ll,
+                "new processes per one-time measurement and per cache test", 5, 2);
   lesson.option("--one-time-costs", &one_time_opt,
                 "1: measure part A, the one-time costs of context, loading, NVRTC, nvJitLink, "
                 "cuBLAS and allocation; 0: only the exercise (the checker passes 0)");
@@ -967,8 +633,6 @@ int main(int argc, char** argv) {
 
   return lesson.run(argc, argv, [&](lab::Lesson& l) {
     cudaStream_t s = l.stream();
-    const long long n_ll = n_opt > 0 ? n_opt : (l.quick() ? 1 << 20 : 1 << 26);
-    const long long processes_ll = processes_opt > 0 ? processes_opt : (l.quick() ? 2 : 5);
     if (n_ll > (1ll << 28) || processes_ll > 50)
       throw std::invalid_argument("--n at most 2^28, --processes at most 50");
     const int N = static_cast<int>(n_ll), P = static_cast<int>(processes_ll);
@@ -977,19 +641,8 @@ int main(int argc, char** argv) {
 
     // This run's cache folders: under the working directory (the checker's work folder is the
     // one place a graded program may write), one per run, removed at the end.
-    std::mt19937_64 name_rng(std::random_device{}());
-    const fs::path root =
-        fs::absolute("lab11-cache") / ("run-" + std::to_string(name_rng() % 1000000000));
-    fs::create_directories(root);
-    struct Cleanup {
-      fs::path root;
-      bool keep;
-      ~Cleanup() {
-        std::error_code ec;
-        if (!keep) fs::remove_all(root, ec);
-        if (!keep) fs::remove(root.parent_path(), ec);  // only if empty: other runs may share it
-      }
-    } cleanup{root, keep};
+    const lab::ScratchFolder scratch("lab11-cache", keep);
+    const fs::path& root = scratch.path();
 
     const std::vector<NamedProgram> progs = programs();
     std::vector<std::unique_ptr<Prebuilt>> refs;
@@ -1044,7 +697,8 @@ int main(int argc, char** argv) {
           LAB_CHECK(cudaDeviceSynchronize());
         }
 
-        const std::string other = second_arch(arch);
+        // Another target whose cubin runs here and gives other bits for arch_program().
+        const std::string other = lab::second_arch(arch, arch_program().program.source);
         if (other.empty()) {
           l.note("this GPU runs the cubins of one target only: the architecture test was skipped");
         } else {
@@ -1093,7 +747,7 @@ int main(int argc, char** argv) {
       std::error_code ec;
       if (!keep)  // nothing but its own folder beside a new process's
         for (const char* done : {"main", "two-targets"}) fs::remove_all(root / done, ec);
-      CacheTests(l, audit, root, arch, keep).run(P);
+      cache_tests(l, audit, root, arch, keep, P);
     }
 
     // 4. Part A: the one-time costs themselves.

@@ -70,6 +70,17 @@ void plant(const std::filesystem::path& p, const std::string& bytes);
 ///         keeps; the last in the listing's order among equals), or an empty path
 std::filesystem::path largest_file(const std::filesystem::path& dir);
 
+/// @brief A program's expression no code written or compiled before the draw can answer: a float
+/// expression of `v` (CUDA C++) of five nested steps, each one of ten forms (an affine map,
+/// sinf, tanhf, expf, fmaxf, sqrtf, cosf, rsqrtf, fminf, a scale by @p parameter) with constants
+/// of its own (10^5 shapes), then "parameter * (...) + v" so that @p parameter always counts.
+/// Every value stays finite for v in [-2, 2) and @p parameter below 1.75 (below about 1e13: an
+/// exp of at most four steps that each scale by less than 1.75 and add 1).
+/// @param rng where the draw comes from (CacheTests::rng(): entropy of the moment)
+/// @param parameter a macro the program defines through its options, e.g. "ALPHA"
+/// @return the expression, e.g. "ALPHA * sinf(1.2345f * (v)) + v" with five steps
+std::string draw_expression(std::mt19937_64& rng, const std::string& parameter);
+
 /// @brief A folder of this run's under @p parent (made absolute: the working directory is the one
 /// place a graded program may write): parent/run-NNNNNNNNN, the number drawn at random, removed
 /// with everything in it at the end, and @p parent too if nothing else is left in it (other runs

@@ -131,6 +131,15 @@ struct ProcessReading {
   std::string metric;   ///< the metric it is recorded as
   std::string reading;  ///< the name the child reports it under
   std::string unit;     ///< e.g. "ms"
+  /// @brief A reading recorded as a metric of another name.
+  ProcessReading(std::string label_, std::string metric_, std::string reading_, std::string unit_)
+      : label(std::move(label_)),
+        metric(std::move(metric_)),
+        reading(std::move(reading_)),
+        unit(std::move(unit_)) {}
+  /// @brief A reading recorded as the metric of its own name.
+  ProcessReading(const std::string& label_, const std::string& name, const std::string& unit_)
+      : ProcessReading(label_, name, name, unit_) {}
 };
 
 /// @brief Records @p values (one per process, or per call) as metric @p name: the median, with the

@@ -35,6 +35,14 @@ std::vector<char> nvrtc_compile(const std::string& source, const std::vector<std
 /// @throws std::runtime_error with nvJitLink's log
 std::vector<char> nvjitlink(const std::vector<char>& ltoir, const std::string& arch);
 
+/// @brief Another target whose cubin of @p source also runs on this GPU: the arch-specific one
+/// (sm_90a on an H100), or else an older minor version of the same major (sm_80 on an sm_86
+/// GPU): a cache that keys its entries without the target serves one for the other.
+/// @param arch this GPU's, from nvrtc_arch()
+/// @param source CUDA C++ that NVRTC must compile for the other target (with no options)
+/// @return the target, or "" when there is none (an A100 runs only sm_80 cubins)
+std::string second_arch(const std::string& arch, const std::string& source);
+
 /// @return this GPU's architecture as NVRTC names it ("sm_90")
 /// @throws std::runtime_error when this NVRTC cannot compile for it (an older toolkit)
 std::string nvrtc_arch();
