@@ -483,17 +483,11 @@ void one_time_costs(lab::Lesson& l, int processes, const std::string& arch, std:
 }
 
 // ---------------------------------------------------------------------------------------------
-// Part B's cache tests in new processes (lab/cache_tests.hpp). Every round is the same three new
-// processes: the harness's own that compiles program 0 (child_first_call: the disk cache
-// rule's yardstick), then the exercise's first call of program 0 on an empty folder, then on the
-// folder that call filled (child_first_call), as it was left or damaged in place (files cut in
-// half, bits flipped, the entry swapped for program 1's), each damaged file keeping its time of
-// change. The damaged rounds are shuffled in among the others, every folder has a name drawn at
-// random, the seeds are drawn too, and each process finds only its own folder beside it: nothing
-// a process is handed tells a damaged round from another.
-
-// The cache tests, `processes` plain rounds, on folders under @p root; then the disk cache
-// rule's metric.
+// Part B's cache tests in new processes (lab/cache_tests.hpp): rounds of three processes, the
+// harness's own first call that compiles program 0 (the disk cache rule's yardstick), then the
+// exercise's on an empty folder and on the folder it filled, as it was left or damaged in place;
+// the damaged rounds shuffled in among the others, folder names and seeds drawn, each folder
+// removed once its round is over (child_first_call is each process). Then the rule's metric.
 void cache_tests(lab::Lesson& l, lab::WriteAudit& audit, const fs::path& root,
                  const std::string& arch, bool keep, int processes) {
   lab::CacheTests tests(l, audit, root, keep);
@@ -730,14 +724,10 @@ int main(int argc, char** argv) {
     wire(big, *refs[0], progs[0].program, op.get());
     protocol.measure(big);
     protocol.validate(big, progs[0].name + ", n=" + std::to_string(N) + " after timing");
-    if (const lab::Measurement* pre = variants.measurement("prebuilt"))
-      for (const auto& v : variants) {
-        const lab::Measurement* m = variants.measurement(v.name);
-        if (m && m != pre)
-          l.note(v.name + " costs " + lab::fixed(lab::speedup(*m, *pre).value, 2) +
-                 "x the prebuilt call" +
-                 (v.role == lab::Role::Exercise ? " (the checker wants <= 1.15x)" : ""));
-      }
+    for (const auto& v : variants)
+      if (const auto r = lab::speedup(variants, v.name, "prebuilt"); r && v.name != "prebuilt")
+        l.note(v.name + " costs " + lab::fixed(r->value, 2) + "x the prebuilt call" +
+               (v.role == lab::Role::Exercise ? " (the checker wants <= 1.15x)" : ""));
 
     // 3. The disk cache across processes, and damaged entries.
     LAB_CHECK(cudaDeviceSynchronize());
