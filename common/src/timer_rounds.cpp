@@ -1,11 +1,13 @@
 // Calls of a timer under test and what they read (lab/timer_rounds.hpp).
 #include "lab/timer_rounds.hpp"
 
+#include <cuda_profiler_api.h>
 #include <nvtx3/nvtx3.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <exception>
+#include <limits>
 #include <utility>
 
 #include "lab/format.hpp"
@@ -45,7 +47,8 @@ double median_over(const std::vector<TimerCall>& calls, Of of) {
 
 std::vector<double> TimerRound::errors(std::size_t part) const {
   std::vector<double> e;
-  for (const TimerCall& c : calls) e.push_back(timer_error(at(c.reported, part), at(c.reference, part)));
+  for (const TimerCall& c : calls)
+    e.push_back(timer_error(at(c.reported, part), at(c.reference, part)));
   return e;
 }
 
@@ -92,8 +95,8 @@ bool query_finished(cudaError_t query) {
   return true;
 }
 
-TimerRounds::TimerRounds(Lesson& lesson, std::string variant, std::string name,
-                         cudaStream_t stream, cudaStream_t other, Timer timer)
+TimerRounds::TimerRounds(Lesson& lesson, std::string variant, std::string name, cudaStream_t stream,
+                         cudaStream_t other, Timer timer)
     : lesson_(lesson),
       variant_(std::move(variant)),
       name_(std::move(name)),
@@ -158,6 +161,13 @@ TimerCall TimerRounds::call(const Work& work, const std::string& case_name, Time
   return c;
 }
 
+void TimerRounds::profiled_call(const std::function<Work()>& next_work,
+                                const std::string& case_name, TimerSetup setup) {
+  LAB_CHECK(cudaProfilerStart());
+  call(next_work(), case_name, setup);
+  LAB_CHECK(cudaProfilerStop());
+}
+
 TimerRound TimerRounds::round(const std::string& range, const std::string& case_prefix,
                               long long calls, TimerSetup setup,
                               const std::function<Work()>& next_work) {
@@ -174,13 +184,13 @@ void TimerRounds::record_other_stream(const TimerRound& busy, const TimerRound& 
   const long long calls = static_cast<long long>(busy.calls.size());
   const double waited = 1.0 - double(still_busy) / double(calls);
   lesson_.metric("waited_for_other_stream", waited, waited, waited);
-  lesson_.note(text(
-      "  with the other stream busy, %s took %s on the host clock (alone: %s); the other "
-      "stream's kernel was still running when it returned in %d of %lld calls%s",
-      name_.c_str(), time_text(busy.median_host_ms()).c_str(),
-      time_text(alone.median_host_ms()).c_str(), still_busy, calls,
-      still_busy == calls ? " (good: you did not wait for it)"
-                          : " (your timer waited for work that is not yours)"));
+  lesson_.note(
+      text("  with the other stream busy, %s took %s on the host clock (alone: %s); the other "
+           "stream's kernel was still running when it returned in %d of %lld calls%s",
+           name_.c_str(), time_text(busy.median_host_ms()).c_str(),
+           time_text(alone.median_host_ms()).c_str(), still_busy, calls,
+           still_busy == calls ? " (good: you did not wait for it)"
+                               : " (your timer waited for work that is not yours)"));
 }
 
 void TimerRounds::record_queued(const TimerRound& queued, const std::string& first_part) const {
@@ -228,6 +238,47 @@ std::vector<double> host_clock_samples(int count, const TimerRounds::Part& work,
     ms.push_back(clock.elapsed_ms());
   }
   return ms;
+}
+
+ReadingSteps reading_steps(std::vector<double> readings, double same) {
+  ReadingSteps r;
+  if (readings.empty()) return r;
+  std::sort(readings.begin(), readings.end());
+  r.distinct = 1;
+  for (std::size_t i = 1; i < readings.size(); ++i) {
+    const double gap = readings[i] - readings[i - 1];
+    if (gap > same) {
+      ++r.distinct;
+      r.step = r.step == 0 ? gap : std::min(r.step, gap);
+    }
+  }
+  return r;
+}
+
+HostSample::HostSample(std::size_t n, std::size_t all_up_to, std::size_t spread, std::size_t tail,
+                       const std::function<float(std::size_t)>& expected)
+    : n_(n) {
+  const std::size_t step = n <= all_up_to ? 1 : std::max<std::size_t>(1, n / spread);
+  for (std::size_t i = 0; i < n; i += step) positions_.push_back(i);
+  for (std::size_t i = n > tail ? n - tail : 0; i < n; ++i)
+    if (i % step != 0) positions_.push_back(i);
+  for (const std::size_t i : positions_) expected_.push_back(expected(i));
+}
+
+void HostSample::poison(float* out) const {
+  for (const std::size_t i : positions_) out[i] = std::numeric_limits<float>::quiet_NaN();
+}
+
+Comparison HostSample::compare(const float* out, Tolerance tol) const {
+  std::vector<float> got;
+  got.reserve(positions_.size());
+  for (const std::size_t i : positions_) got.push_back(out[i]);
+  return allclose(got, expected_, tol);
+}
+
+std::string HostSample::described() const {
+  return positions_.size() == n_ ? "every element"
+                                 : std::to_string(positions_.size()) + " elements incl. the tail";
 }
 
 }  // namespace lab

@@ -143,3 +143,63 @@ TEST_CASE("a timer that stops with an error fails its call's check, and the erro
   CHECK(checks[1].name == "alone, call 1");
   CHECK_FALSE(checks[1].ok);
 }
+
+TEST_CASE("a round's line: each part's medians, yours / the reference's, and the signed error") {
+  CHECK(lab::time_text(12.345) == "12.35 ms");
+  CHECK(lab::time_text(1.0) == "1.00 ms");
+  CHECK(lab::time_text(0.0567) == "56.7 us");
+  lab::TimerRound round;
+  round.calls.push_back(call_of({2.2, 0.05}, {2.0, 0.05}));
+  round.calls.push_back(call_of({2.0, 0.04}, {2.0, 0.05}));
+  round.calls.push_back(call_of({1.9, 0.05}, {2.0, 0.05}));
+  CHECK(round.medians({"copy_in", "kernel"}) ==
+        "copy_in 2.00 ms / 2.00 ms (+0.0%)  kernel 50.0 us / 50.0 us (+0.0%)  ");
+  round.calls.push_back(call_of({3.0, 0.1}, {2.0, 0.05}));  // medians of 4: the middle two
+  CHECK(round.medians({"copy_in", "kernel"}) ==
+        "copy_in 2.10 ms / 2.00 ms (+5.0%)  kernel 50.0 us / 50.0 us (+0.0%)  ");
+}
+
+TEST_CASE("the elements a check looks at: all of a short output, a spread and the tail of a long") {
+  auto twice = [](std::size_t i) { return 2.0f * static_cast<float>(i); };
+  const lab::HostSample all(1000, 1000, 10, 4, twice);
+  CHECK(all.positions().size() == 1000);
+  CHECK(all.described() == "every element");
+
+  // 1000 elements, every 100th (1000 / 10) and the last 4: 0, 100, ..., 900, 996 .. 999.
+  const lab::HostSample some(1000, 999, 10, 4, twice);
+  const std::vector<std::size_t> expected_positions = {0,   100, 200, 300, 400, 500, 600,
+                                                       700, 800, 900, 996, 997, 998, 999};
+  CHECK(some.positions() == expected_positions);
+  CHECK(some.described() == "14 elements incl. the tail");
+  // The tail adds only what the spread missed: 1001 elements, every 100th, the last 2 (999, 1000).
+  CHECK(lab::HostSample(1001, 999, 10, 2, twice).positions().back() == 999);
+  CHECK(lab::HostSample(1001, 999, 10, 2, twice).positions().size() == 12);
+  // More spread than elements still moves on (a step of at least 1).
+  CHECK(lab::HostSample(20, 10, 1000, 0, twice).positions().size() == 20);
+
+  std::vector<float> out(1000);
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = twice(i);
+  CHECK(some.compare(out.data(), {1e-6, 0.0}).ok);
+  some.poison(out.data());
+  CHECK(std::isnan(out[900]));
+  CHECK(std::isnan(out[999]));
+  CHECK(out[901] == 1802.0f);  // only the positions are poisoned
+  const lab::Comparison poisoned = some.compare(out.data(), {1e-6, 0.0});
+  CHECK_FALSE(poisoned.ok);
+  CHECK(poisoned.mismatches == 14);
+  out[999] = 1998.0f * (1 + 1e-5f);  // a wrong value in the tail
+  for (const std::size_t i : some.positions())
+    if (i != 999) out[i] = twice(i);
+  CHECK(some.compare(out.data(), {1e-6, 0.0}).mismatches == 1);
+}
+
+TEST_CASE("a timer's readings: how many differ, and the smallest step between them") {
+  // Readings in steps of 32 ns, with float rounding far below 0.5 ns in some of them.
+  const lab::ReadingSteps r = lab::reading_steps({1024, 1056.0001, 1024.0002, 1120, 1056}, 0.5);
+  CHECK(r.distinct == 3);
+  CHECK(r.step == doctest::Approx(32).epsilon(1e-4));
+  const lab::ReadingSteps same = lab::reading_steps({1024, 1024.1, 1024}, 0.5);
+  CHECK(same.distinct == 1);
+  CHECK(same.step == 0);
+  CHECK(lab::reading_steps({}, 0.5).distinct == 0);
+}

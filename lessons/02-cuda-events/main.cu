@@ -14,11 +14,9 @@
 //      queued work before it enqueued its first phase.
 //   3. Notes under the table: the event timer's floor and resolution, events vs a host clock,
 //      CPU time vs GPU time of one call, and the pipeline end to end next to a CPU vector add.
-#include <cuda_profiler_api.h>
-#include <nvtx3/nvtx3.hpp>
-
 #include "exercise.cuh"
 #include "lab/lesson.cuh"
+#include "lab/timer_rounds.hpp"
 
 namespace {
 
@@ -30,11 +28,6 @@ constexpr int kBlock = 256;
 // called; a grading machine may stall a process for milliseconds, not for 50), short so that the
 // round (9 calls, each also running the pipeline twice) costs about a second.
 constexpr double kQueuedMs = 50;
-
-std::string time_text(double ms) {
-  if (ms >= 1.0) return lab::text("%.2f ms", ms);
-  return lab::text("%.1f us", ms * 1e3);
-}
 
 __global__ void vector_add(const float* __restrict__ a, const float* __restrict__ b,
                            float* __restrict__ c, std::size_t n) {
@@ -70,11 +63,8 @@ class VectorAdd {
 
     // Every element up to 2M; beyond, ~64K spread over the array plus the last 4096 (the tail,
     // where a grid that is too small or too large goes wrong).
-    const std::size_t step = n <= (2u << 20) ? 1 : n / 65536;
-    for (std::size_t i = 0; i < n; i += step) positions_.push_back(i);
-    for (std::size_t i = n > 4096 ? n - 4096 : 0; i < n; ++i)
-      if (i % step != 0) positions_.push_back(i);
-    for (std::size_t i : positions_) expected_.push_back(ha_[i] + hb_[i]);
+    sample_ = lab::HostSample(n, 2u << 20, 65536, 4096,
+                              [this](std::size_t i) { return ha_[i] + hb_[i]; });
   }
 
   std::size_t n() const { return n_; }
@@ -114,29 +104,20 @@ class VectorAdd {
     lab::poison(b_.data(), b_.bytes(), stream);
     lab::poison(c_.data(), c_.bytes(), stream);
     LAB_CHECK(cudaStreamSynchronize(stream));
-    const float nan = std::numeric_limits<float>::quiet_NaN();
-    for (std::size_t i : positions_) hc_[i] = nan;
+    sample_.poison(hc_.data());
   }
 
   // After a run (and a wait): the checked elements of c on the host against a + b.
   lab::Comparison check() const {
-    std::vector<float> got;
-    got.reserve(positions_.size());
-    for (std::size_t i : positions_) got.push_back(hc_[i]);
-    return lab::allclose(got, expected_, {1e-6, 0.0});  // one float add: exact, up to rounding
+    return sample_.compare(hc_.data(), {1e-6, 0.0});  // one float add: exact, up to rounding
   }
-
-  std::string checked() const {
-    return positions_.size() == n_ ? "every element"
-                                   : std::to_string(positions_.size()) + " elements incl. the tail";
-  }
+  std::string checked() const { return sample_.described(); }
 
  private:
   std::size_t n_;
   lab::DeviceBuffer<float> a_, b_, c_;
   lab::PinnedBuffer<float> ha_, hb_, hc_;
-  std::vector<std::size_t> positions_;
-  std::vector<float> expected_;
+  lab::HostSample sample_;
 };
 
 // The harness's own run of the pipeline, validated (the library's variants are checked with it).
@@ -151,21 +132,9 @@ lab::Comparison run_pipeline(const VectorAdd& d, cudaStream_t s) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Comparing your numbers with the library's.
-
-double median_of(std::vector<double> v) { return lab::summarize(std::move(v)).median; }
-
-// How far off a round's times of one phase are: the median over the calls of each call's
-// |error|, with the median's 95% order-statistic interval (lab::summarize): for 9 calls the 2nd
-// and 8th smallest (96%), so one call that the link slowed by chance does not make the reading
-// ambiguous. Each call's own error counts, not the median of the signed errors: a constant near
-// the typical time would pass that, though each call's kernel phase has a length of its own.
-lab::Reading median_error(const std::vector<double>& e) {
-  std::vector<double> size;
-  for (const double x : e) size.push_back(std::fabs(x));
-  const lab::Stats s = lab::summarize(size);
-  return lab::absolute_error(s.median, s.median_low, s.median_high);
-}
+// Your time_phases, called by the library's timer rounds (lab/timer_rounds.hpp). The reference is
+// the same phases timed right after each call, so a drift of the copies' speed over the program
+// (the pinned link read 45 instead of 55 GB/s for a whole round once on the H100) moves both alike.
 
 // The kernel phase of each call of yours begins with a wait on the GPU (lab::spin) of a length
 // drawn from entropy just before the call, log-uniform from 0.2 to 20 ms: only a measurement can
@@ -174,188 +143,37 @@ lab::Reading median_error(const std::vector<double>& e) {
 // time in two hundred, in each of the three rounds).
 constexpr double kMinDelayMs = 0.2, kMaxDelayMs = 20;
 
-const char* const kPhaseNames[3] = {"copy_in", "kernel", "copy_out"};
+const std::vector<std::string> kPhaseNames = {"copy_in", "kernel", "copy_out"};
 
-double phase_ms(const l02::PhaseTimes& t, int phase) {
-  return phase == 0 ? t.copy_in_ms : phase == 1 ? t.kernel_ms : t.copy_out_ms;
+// Your time_phases as the rounds call it: the three phases in, a time per phase out.
+std::vector<double> your_times(std::vector<lab::TimerRounds::Part> p, cudaStream_t s) {
+  const auto t = l02::time_phases({std::move(p[0]), std::move(p[1]), std::move(p[2])}, s);
+  return {t.copy_in_ms, t.kernel_ms, t.copy_out_ms};
 }
 
-// One call of your time_phases: what it reported, how long it took on the host clock, whether
-// the other stream's kernel was still running when it returned, whether the work queued on your
-// stream had finished when it enqueued copy_in, and the harness's own times of the same phases
-// right after it.
-struct Call {
-  l02::PhaseTimes times;
-  l02::PhaseTimes reference;
-  double host_ms = 0;
-  bool other_still_busy = false;
-  bool waited_at_start = false;
-};
-
-// The answer of cudaStreamQuery or cudaEventQuery: finished, or not yet ("not ready" is an
-// answer, not an error).
-bool finished(cudaError_t query) {
-  if (query == cudaErrorNotReady) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  LAB_CHECK(query);
-  return true;
+// One call's work: a, b, c poisoned, the kernel phase behind a wait drawn now, c checked after.
+lab::TimerRounds::Work next_call(lab::Lesson& l, const VectorAdd& d) {
+  d.poison(l.stream());
+  const l02::Pipeline p = d.pipeline(lab::fresh_log_uniform(kMinDelayMs, kMaxDelayMs));
+  return {{p.copy_in, p.kernel, p.copy_out}, [&l, &d](const std::string& case_name) {
+            const lab::Comparison cmp = d.check();
+            l.check("exercise", case_name + ", " + d.checked(), cmp.ok,
+                    "c is wrong after time_phases (did it run copy_in, kernel and copy_out once "
+                    "each, in this order, on the stream it was given?): " + cmp.summary());
+          }};
 }
-
-// The pipeline once more, each phase timed by the harness (lab::BetweenCalls: between events of
-// its own, behind a short spin so that no launch latency falls inside a phase, and waited for).
-// Run right after each of your calls, on the same data and stream, with the other stream as busy
-// as it was: your times are compared with these, call by call, so a drift of the copies' speed
-// over the program (the pinned link read 45 instead of 55 GB/s for a whole round once on the
-// H100) moves both alike.
-l02::PhaseTimes reference_phases(const l02::Pipeline& p, cudaStream_t s) {
-  lab::BetweenCalls phases({[&p](cudaStream_t st) { p.copy_in(st); },
-                            [&p](cudaStream_t st) { p.kernel(st); },
-                            [&p](cudaStream_t st) { p.copy_out(st); }});
-  const std::vector<double> ms = phases.time(s);
-  l02::PhaseTimes t;
-  t.copy_in_ms = static_cast<float>(ms[0]);
-  t.kernel_ms = static_cast<float>(ms[1]);
-  t.copy_out_ms = static_cast<float>(ms[2]);
-  return t;
-}
-
-struct Round {
-  std::vector<Call> calls;
-  // The median over the calls of your time of one phase (or of the reference's).
-  double median_ms(int phase, l02::PhaseTimes Call::*which = &Call::times) const {
-    std::vector<double> v;
-    for (const Call& c : calls) v.push_back(phase_ms(c.*which, phase));
-    return median_of(v);
-  }
-  // yours / reference - 1 for one phase, call by call (a time that is not a finite positive
-  // number counts as 0: an error of -100%).
-  std::vector<double> errors(int phase) const {
-    std::vector<double> e;
-    for (const Call& c : calls) {
-      const double yours = phase_ms(c.times, phase), ref = phase_ms(c.reference, phase);
-      e.push_back((std::isfinite(yours) && yours > 0 ? yours : 0) / ref - 1);
-    }
-    return e;
-  }
-  double median_host_ms() const {
-    std::vector<double> v;
-    for (const Call& c : calls) v.push_back(c.host_ms);
-    return median_of(v);
-  }
-  // In how many calls `flag` was set.
-  int count(bool Call::*flag) const {
-    int k = 0;
-    for (const Call& c : calls) k += c.*flag;
-    return k;
-  }
-};
-
-class Student {
- public:
-  Student(lab::Lesson& l, cudaStream_t other) : l_(l), other_(other) {
-    LAB_CHECK(cudaEventCreateWithFlags(&queued_, cudaEventDisableTiming));  // asked, never timed
-  }
-  ~Student() { cudaEventDestroy(queued_); }
-  Student(const Student&) = delete;
-  Student& operator=(const Student&) = delete;
-
-  // Poisons, optionally starts the unrelated kernel on the other stream or queues queued_ms of
-  // work on your stream, calls your time_phases, notes whether the other stream is still busy,
-  // validates c, and, with_reference, times the same phases with the harness's events (not in
-  // the profiled call: the capture would hold them).
-  Call call(const VectorAdd& d, const std::string& case_name, double busy_ms,
-            bool with_reference = false, double queued_ms = 0) {
-    const cudaStream_t s = l_.stream();
-    d.poison(s);
-    if (busy_ms > 0) lab::spin(busy_ms * 1e3, other_);
-    Call c;
-    const double delay_ms = lab::fresh_log_uniform(kMinDelayMs, kMaxDelayMs);
-    try {
-      l02::Pipeline pipeline = d.pipeline(delay_ms);
-      asked_ = false;
-      if (queued_ms > 0) {
-        // Your stream is busy when your first timer starts. copy_in first asks whether that work
-        // has finished: if it has, something in time_phases before its first phase waited for
-        // the stream (or the device). An error of yours not checked so far is kept aside, so
-        // that clearing "not ready" does not hide it.
-        lab::spin(queued_ms * 1e3, s);
-        LAB_CHECK(cudaEventRecord(queued_, s));
-        pipeline.copy_in = [this, copy_in = pipeline.copy_in](cudaStream_t st) {
-          if (!asked_) {
-            asked_ = true;
-            earlier_error_ = cudaGetLastError();
-            queued_done_ = finished(cudaEventQuery(queued_));
-          }
-          copy_in(st);
-        };
-      }
-      lab::HostTimer wall;
-      {
-        // Exactly your call, for nsys (nvtx_sum): its host time is how long your timer waited.
-        nvtx3::scoped_range range{busy_ms > 0     ? "time_phases, other stream busy"
-                                  : queued_ms > 0 ? "time_phases, work queued on its stream"
-                                                  : "time_phases"};
-        c.times = l02::time_phases(pipeline, s);
-      }
-      c.host_ms = wall.elapsed_ms();
-      cudaError_t unchecked = cudaGetLastError();  // an error in your code nobody checked
-      if (asked_) {
-        if (unchecked == cudaSuccess) unchecked = earlier_error_;
-        c.waited_at_start = queued_done_;
-      }
-      if (busy_ms > 0) c.other_still_busy = !finished(cudaStreamQuery(other_));
-      lab::check(unchecked, "an earlier CUDA call in time_phases (its error was not checked)",
-                 __FILE__, __LINE__);
-      LAB_CHECK(cudaStreamSynchronize(s));
-    } catch (const std::exception& e) {
-      l_.check("exercise", case_name, false,
-               std::string("time_phases stopped with an error: ") + e.what());
-      throw;  // the context may be broken: the harness stops here and reports
-    }
-    const lab::Comparison cmp = d.check();
-    l_.check("exercise", case_name + ", " + d.checked(), cmp.ok,
-             "c is wrong after time_phases (did it run copy_in, kernel and copy_out once each, "
-             "in this order, on the stream it was given?): " +
-                 cmp.summary());
-    if (with_reference) c.reference = reference_phases(d.pipeline(delay_ms), s);
-    LAB_CHECK(cudaDeviceSynchronize());  // the other stream's kernel, before the next call
-    return c;
-  }
-
- private:
-  lab::Lesson& l_;
-  cudaStream_t other_;
-  cudaEvent_t queued_ = nullptr;  // recorded right after the queued work on your stream
-  // What copy_in's first call in the queued round saw (set inside your time_phases).
-  bool asked_ = false, queued_done_ = false;
-  cudaError_t earlier_error_ = cudaSuccess;
-};
 
 // ---------------------------------------------------------------------------------------------
 // The demonstrations printed under the table.
 
-// Empty event pairs, back to back: the floor of an event measurement and its resolution.
-void event_floor(lab::Lesson& l, cudaStream_t s) {
-  lab::Event start, stop;
-  std::vector<double> ns;
-  for (int i = 0; i < 501; ++i) {
-    start.record(s);
-    stop.record(s);
-    ns.push_back(1e6 * lab::elapsed_ms(start, stop));
-  }
+// Empty event pairs, back to back: the floor of an event measurement and its resolution; and,
+// when yours is selected, your RegionTimer's own floor.
+void event_floor(lab::Lesson& l, cudaStream_t s, bool yours) {
+  std::vector<double> ns = lab::event_samples(501, [](cudaStream_t) {}, s);
+  for (double& x : ns) x *= 1e6;
   const lab::Stats t = lab::summarize(ns);
-  std::sort(ns.begin(), ns.end());
-  double step = 0;
-  int distinct = 1;
-  for (std::size_t i = 1; i < ns.size(); ++i) {
-    const double gap = ns[i] - ns[i - 1];
-    if (gap > 0.5) {  // float rounding of the milliseconds is far below 0.5 ns
-      ++distinct;
-      step = step == 0 ? gap : std::min(step, gap);
-    }
-  }
+  // Readings within 0.5 ns are one: float rounding of the milliseconds is far below that.
+  const auto [distinct, step] = lab::reading_steps(ns, 0.5);
   l.note("");
   l.note("The event timer itself (501 empty event pairs, back to back on the stream):");
   l.note(lab::text("  floor: median %.3f us (quartiles %.3f-%.3f, min %.3f, max %.3f)",
@@ -367,17 +185,15 @@ void event_floor(lab::Lesson& l, cudaStream_t s) {
     l.note("  resolution: every reading was the same, so no step between readings was seen");
   l.metric("event_floor_us", t.median * 1e-3, t.q1 * 1e-3, t.q3 * 1e-3, "us");
   if (distinct > 1) l.metric("event_step_ns", step, step, step, "ns");
-}
+  if (!yours) return;
 
-// Your RegionTimer around nothing: its own floor.
-void student_floor(lab::Lesson& l, cudaStream_t s) {
-  std::vector<double> us;
+  std::vector<double> us;  // your RegionTimer around nothing: its own floor
   for (int i = 0; i < 51; ++i) {
     float ms = 0;
     { l02::RegionTimer timer(s, &ms); }
     us.push_back(ms * 1e3);
   }
-  const double median = median_of(us);
+  const double median = lab::summarize(us).median;
   l.note(lab::text("  your RegionTimer around an empty region: median %.3f us of 51", median));
   l.metric("your_empty_region_us", median, median, median, "us");
 }
@@ -387,32 +203,19 @@ void student_floor(lab::Lesson& l, cudaStream_t s) {
 // synchronize next to events in the same run.
 void events_vs_host(lab::Lesson& l, const l02::Pipeline& p, cudaStream_t s, cudaStream_t other,
                     const lab::Measurement* kernel, double busy_ms) {
-  std::vector<double> events, host;
-  for (int i = 0; i < 21; ++i) {
-    lab::EventTimer timer(s);
-    timer.start();
-    p.kernel(s);
-    timer.stop();
-    events.push_back(timer.elapsed_ms());
-  }
-  for (int i = 0; i < 21; ++i) {
-    lab::HostTimer host_timer;
-    p.kernel(s);
-    LAB_CHECK(cudaStreamSynchronize(s));
-    host.push_back(host_timer.elapsed_ms());
-  }
-  const double ev = median_of(events), ho = median_of(host);
+  const double ev = lab::summarize(lab::event_samples(21, p.kernel, s)).median;
+  const double ho = lab::summarize(lab::host_clock_samples(21, p.kernel, s)).median;
   l.note("");
   l.note("The kernel phase, timed three ways (medians of 21):");
   if (kernel)
     l.note(lab::text("  library (a 20 us lead-in keeps the stream busy)   %s",
-                     time_text(kernel->gpu_ms.median).c_str()));
-  l.note(
-      lab::text("  events around the launch, idle stream             %s", time_text(ev).c_str()));
+                     lab::time_text(kernel->gpu_ms.median).c_str()));
+  l.note(lab::text("  events around the launch, idle stream             %s",
+                   lab::time_text(ev).c_str()));
   l.note(lab::text(
       "  host clock + cudaStreamSynchronize                %s  (%+.1f us: launch call and "
       "the wake-up after the sync)",
-      time_text(ho).c_str(), (ho - ev) * 1e3));
+      lab::time_text(ho).c_str(), (ho - ev) * 1e3));
   l.metric("host_overhead_us", (ho - ev) * 1e3, (ho - ev) * 1e3, (ho - ev) * 1e3, "us");
 
   lab::spin(busy_ms * 1e3, other);
@@ -427,7 +230,7 @@ void events_vs_host(lab::Lesson& l, const l02::Pipeline& p, cudaStream_t s, cuda
   l.note(
       lab::text("  the same kernel while another stream runs a %.0f ms kernel: host clock + "
                 "cudaDeviceSynchronize %s, events on the stream %s",
-                busy_ms, time_text(device_sync).c_str(), time_text(same_run).c_str()));
+                busy_ms, lab::time_text(device_sync).c_str(), lab::time_text(same_run).c_str()));
 }
 
 // CPU time vs GPU time of one call, as cupyx.profiler.benchmark reports them: CPU = host time of
@@ -495,7 +298,7 @@ void breakdown(lab::Lesson& l, const VectorAdd& d, double create_ms, double pin_
     asm volatile("" : : "r"(cpu_c.data()) : "memory");  // the result escapes: the loop must run
     cpu_ms.push_back(timer.elapsed_ms());
   }
-  const double cpu = median_of(cpu_ms);
+  const double cpu = lab::summarize(cpu_ms).median;
 
   const double gpu = create_ms + copy_in + kernel + copy_out;
   l.note("");
@@ -549,24 +352,18 @@ void add_variants(lab::Variants<Phases>& variants) {
   variants.add({"copy_in", lab::Role::Reference,
                 "the library's measurement of copy-in: a and b, pinned host -> device",
                 [](Phases& p, cudaStream_t s) { p.pipeline.copy_in(s); },
-                [](const Phases& p) {
-                  return lab::Work{2 * p.bytes(), 0, /*host_link=*/true};
-                },
+                [](const Phases& p) { return lab::Work{2 * p.bytes(), 0, /*host_link=*/true}; },
                 0, lab::Pacing::Device, o});
   variants.add({"kernel", lab::Role::Reference, "the library's measurement of the kernel c = a + b",
                 [](Phases& p, cudaStream_t s) { p.pipeline.kernel(s); },
-                [](const Phases& p) {
-                  return lab::Work{3 * p.bytes(), double(p.n)};
-                },
+                [](const Phases& p) { return lab::Work{3 * p.bytes(), double(p.n)}; },
                 0, lab::Pacing::Device, o});
   variants.add({"copy_out", lab::Role::Reference,
                 "the library's measurement of copy-out: c, device -> pinned host",
                 [](Phases& p, cudaStream_t s) { p.pipeline.copy_out(s); },
-                [](const Phases& p) {
-                  return lab::Work{p.bytes(), 0, /*host_link=*/true};
-                },
+                [](const Phases& p) { return lab::Work{p.bytes(), 0, /*host_link=*/true}; },
                 0, lab::Pacing::Device, o});
-  // Judged on what it reports: the harness calls it (Student), it does not time it.
+  // Judged on what it reports: the harness calls it (lab::TimerRounds), it does not time it.
   variants.add({"exercise", lab::Role::Exercise,
                 "your RegionTimer and time_phases (exercise.cu): c must be right after each call"});
 }
@@ -607,121 +404,66 @@ int main(int argc, char** argv) {
 
     // 1. The harness's pipeline is right at the odd size.
     const lab::Comparison odd_ok = run_pipeline(odd, stream);
-    for (const char* v : kPhaseNames) l.check(v, lab::text("%zu floats", kOddN), odd_ok);
+    for (const std::string& v : kPhaseNames) l.check(v, lab::text("%zu floats", kOddN), odd_ok);
 
     // 2. The library measures each phase.
     Phases phases{big.pipeline(), n};
     const l02::Pipeline& p = phases.pipeline;
-    std::optional<lab::Measurement> library[3];
-    for (int i = 0; i < 3; ++i) {
-      const auto& v = variants[kPhaseNames[i]];
-      if (l.selected(v.name))
-        if (const lab::Measurement* m = variants.measure(v, phases)) library[i] = *m;
-    }
+    for (const std::string& v : kPhaseNames) variants.measure(variants[v], phases);
     const lab::Comparison after = run_pipeline(big, stream);
-    for (const char* v : kPhaseNames) l.check(v, "after timing, " + big.checked(), after);
+    for (const std::string& v : kPhaseNames) l.check(v, "after timing, " + big.checked(), after);
 
     // How long the other stream stays busy: well past the whole pipeline, so a timer that does
     // not wait returns long before it ends.
-    lab::EventTimer estimate(stream);
-    estimate.start();
-    p.copy_in(stream);
-    p.kernel(stream);
-    p.copy_out(stream);
-    estimate.stop();
-    const double busy_ms =
-        std::max(l.quick() ? 20.0 : 100.0, 4.0 * (estimate.elapsed_ms() + kMaxDelayMs) + 20.0);
+    const double busy_ms = lab::outlasting_ms({p.copy_in, p.kernel, p.copy_out}, stream,
+                                              kMaxDelayMs, l.quick() ? 20.0 : 100.0);
 
-    // 3. Yours.
-    Student student(l, other);
+    // 3. Yours: three rounds (see the top of this file), each call on new work (next_call).
+    lab::TimerRounds yours(l, "exercise", "time_phases", stream, other, your_times);
     if (l.selected("exercise")) {
-      student.call(odd, lab::text("%zu floats", kOddN), 0);
-      if (l.profiling()) {
-        // One call with the other stream busy, for nsys. The capture also holds the harness's
-        // wait for the other stream after the call, so the spin kernel ends inside it.
-        LAB_CHECK(cudaProfilerStart());
-        student.call(big, "profiled call, other stream busy", busy_ms);
-        LAB_CHECK(cudaProfilerStop());
-        return;
-      }
-      Round alone, busy, queued;
-      {
-        nvtx3::scoped_range range{"exercise: alone"};
-        for (long long k = 0; k < calls; ++k)
-          alone.calls.push_back(
-              student.call(big, lab::text("alone, call %lld", k + 1), 0, /*with_reference=*/true));
-      }
-      {
-        nvtx3::scoped_range range{"exercise: other stream busy"};
-        for (long long k = 0; k < calls; ++k)
-          busy.calls.push_back(
-              student.call(big, lab::text("other stream busy, call %lld", k + 1), busy_ms,
-                           /*with_reference=*/true));
-      }
-      {
-        // Last, so the earlier rounds' calls stay where they were (waits_sometimes counts them).
-        nvtx3::scoped_range range{"exercise: work queued on its stream"};
-        for (long long k = 0; k < calls; ++k)
-          queued.calls.push_back(student.call(big, lab::text("work queued, call %lld", k + 1), 0,
-                                              /*with_reference=*/true, kQueuedMs));
-      }
+      yours.call(next_call(l, odd), lab::text("%zu floats", kOddN));
+      const auto on_big = [&] { return next_call(l, big); };
+      // One call with the other stream busy, for nsys. The capture also holds the harness's wait
+      // for the other stream after the call, so the spin kernel ends inside it.
+      if (l.profiling())
+        return yours.profiled_call(on_big, "profiled call, other stream busy",
+                                   lab::TimerSetup::other_stream_busy(busy_ms));
+      const lab::TimerRound alone =
+          yours.round("exercise: alone", "alone", calls, lab::TimerSetup::alone(), on_big);
+      const lab::TimerRound busy =
+          yours.round("exercise: other stream busy", "other stream busy", calls,
+                      lab::TimerSetup::other_stream_busy(busy_ms), on_big);
+      // Last, so the earlier rounds' calls stay where they were (waits_sometimes counts them).
+      const lab::TimerRound queued =
+          yours.round("exercise: work queued on its stream", "work queued", calls,
+                      lab::TimerSetup::work_queued(kQueuedMs), on_big);
 
       // Your medians next to the reference's (the harness's events right after each call), and
       // the error the rules judge: per call, then the median over the round.
-      const Round* rounds[3] = {&alone, &busy, &queued};
-      const char* const metrics[3] = {"phase_error", "busy_phase_error", "queued_phase_error"};
-      std::string line[3] = {"  alone:     ", "  busy:      ", "  queued:    "};
-      for (int r = 0; r < 3; ++r) {
-        lab::Reading worst;
-        for (int i = 0; i < 3; ++i) {
-          const std::vector<double> e = rounds[r]->errors(i);
-          worst = lab::worst(worst, median_error(e));
-          line[r] += lab::text("%s %s / %s (%+.1f%%)  ", kPhaseNames[i],
-                               time_text(rounds[r]->median_ms(i)).c_str(),
-                               time_text(rounds[r]->median_ms(i, &Call::reference)).c_str(),
-                               100 * median_of(e));
-        }
-        lab::metric(l, metrics[r], worst);
-      }
+      lab::metric(l, "phase_error", alone.worst_error());
+      lab::metric(l, "busy_phase_error", busy.worst_error());
+      lab::metric(l, "queued_phase_error", queued.worst_error());
       l.note(lab::text("Your time_phases, median of %lld calls per round / the harness's events "
                        "around the same phases right after each call (median of the per-call "
                        "errors; each call's kernel phase began with a wait of its own, 0.2-%.0f "
                        "ms):",
                        calls, kMaxDelayMs));
-      l.note(line[0]);
-      l.note(line[1] + lab::text("(another stream ran a %.0f ms kernel)", busy_ms));
-      l.note(line[2] +
+      l.note("  alone:     " + alone.medians(kPhaseNames));
+      l.note("  busy:      " + busy.medians(kPhaseNames) +
+             lab::text("(another stream ran a %.0f ms kernel)", busy_ms));
+      l.note("  queued:    " + queued.medians(kPhaseNames) +
              lab::text("(%.0f ms of work queued on your stream before each call)", kQueuedMs));
-      const int still_busy = busy.count(&Call::other_still_busy);
-      const double waited = 1.0 - double(still_busy) / double(calls);
-      l.metric("waited_for_other_stream", waited, waited, waited);
-      l.note(lab::text(
-          "  with the other stream busy, time_phases took %s on the host clock (alone: %s); "
-          "the other stream's kernel was still running when it returned in %d of %lld "
-          "calls%s",
-          time_text(busy.median_host_ms()).c_str(), time_text(alone.median_host_ms()).c_str(),
-          still_busy, calls,
-          still_busy == calls ? " (good: you did not wait for it)"
-                              : " (your timer waited for work that is not yours)"));
-      const int waited_first = queued.count(&Call::waited_at_start);
-      const double at_start = double(waited_first) / double(calls);
-      l.metric("waited_at_start", at_start, at_start, at_start);
-      l.note(lab::text(
-          "  with work queued on your stream, it had already finished when time_phases enqueued "
-          "copy_in in %d of %lld calls%s",
-          waited_first, calls,
-          waited_first == 0 ? " (good: your timer starts without waiting)"
-                            : " (something before the first phase waited for the stream: a "
-                              "synchronize in your timer's constructor?)"));
+      yours.record_other_stream(busy, alone);
+      yours.record_queued(queued, kPhaseNames[0]);
     }
     if (l.profiling() || !demos) return;
 
     // 4. Demonstrations.
-    event_floor(l, stream);
-    if (l.selected("exercise")) student_floor(l, stream);
-    events_vs_host(l, p, stream, other, library[1] ? &*library[1] : nullptr, busy_ms);
-    cpu_vs_gpu(l, big, stream, library[1] ? &*library[1] : nullptr);
-    breakdown(l, big, create_ms, pin_ms, library[0] ? &*library[0] : nullptr,
-              library[1] ? &*library[1] : nullptr, library[2] ? &*library[2] : nullptr);
+    event_floor(l, stream, l.selected("exercise"));
+    const lab::Measurement* kernel = variants.measurement("kernel");
+    events_vs_host(l, p, stream, other, kernel, busy_ms);
+    cpu_vs_gpu(l, big, stream, kernel);
+    breakdown(l, big, create_ms, pin_ms, variants.measurement("copy_in"), kernel,
+              variants.measurement("copy_out"));
   });
 }

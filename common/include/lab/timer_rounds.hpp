@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "lab/ratio.hpp"
+#include "lab/validate.hpp"
 
 namespace lab {
 
@@ -150,6 +151,15 @@ class TimerRounds {
   TimerCall call(const Work& work, const std::string& case_name, TimerSetup setup = {},
                  bool with_reference = false);
 
+  /// @brief One call as call() makes it, without a reference, for a profiler (--profile):
+  /// between cudaProfilerStart and cudaProfilerStop, so that the capture holds the work's making
+  /// (@p next_work), the set-up, the call and the harness's wait for the device after it.
+  /// @param next_work makes the call's work
+  /// @param case_name the check's case
+  /// @param setup the GPU before the call
+  void profiled_call(const std::function<Work()>& next_work, const std::string& case_name,
+                     TimerSetup setup);
+
   /// @brief @p calls calls, each on new work from @p next_work and with a reference, inside the
   /// NVTX range @p range; their cases are "CASE, call K".
   /// @param range the round's NVTX range
@@ -218,5 +228,49 @@ std::vector<double> event_samples(int count, const TimerRounds::Part& work, cuda
 /// @return each sample's time (ms)
 std::vector<double> host_clock_samples(int count, const TimerRounds::Part& work,
                                        cudaStream_t stream);
+
+/// @brief The elements of a large output in host memory that a check after each call looks at:
+/// every element up to @p all_up_to; of a longer output, every (n / spread)-th plus the last
+/// @p tail elements (where a grid that is too small or too large goes wrong), each once. Their
+/// expected values are kept; poison() writes NaN there before a call, so that work that did not
+/// run leaves NaN behind.
+class HostSample {
+ public:
+  /// @brief No elements.
+  HostSample() = default;
+  /// @param n elements of the output
+  /// @param all_up_to an output this long or shorter is checked whole
+  /// @param spread about how many elements of a longer one are checked over its length
+  /// @param tail how many of its last elements are checked too
+  /// @param expected the expected value of element i
+  HostSample(std::size_t n, std::size_t all_up_to, std::size_t spread, std::size_t tail,
+             const std::function<float(std::size_t)>& expected);
+  /// @return the elements looked at: the evenly spaced ones, then those of the tail not among them
+  const std::vector<std::size_t>& positions() const { return positions_; }
+  /// @param out the output: NaN is written at every position
+  void poison(float* out) const;
+  /// @param out the output
+  /// @param tol tolerances
+  /// @return the output at the positions against the expected values (lab::allclose)
+  Comparison compare(const float* out, Tolerance tol) const;
+  /// @return "every element", or "N elements incl. the tail"
+  std::string described() const;
+
+ private:
+  std::size_t n_ = 0;
+  std::vector<std::size_t> positions_;
+  std::vector<float> expected_;
+};
+
+/// @brief What a timer's readings show of its resolution.
+struct ReadingSteps {
+  int distinct = 0;  ///< how many different readings
+  double step = 0;   ///< the smallest difference between two different ones (0 when all agree)
+};
+
+/// @param readings a timer's readings (any order)
+/// @param same readings at most this far apart count as one (a rounding far below the step)
+/// @return how many different readings there are, and the smallest step between them
+ReadingSteps reading_steps(std::vector<double> readings, double same);
 
 }  // namespace lab
