@@ -3,6 +3,7 @@
 // and shows each classic mistake's number next to the right one.
 #include "exercise.cuh"
 #include "lab/lesson.cuh"
+#include "lab/timer_rounds.hpp"
 
 namespace {
 
@@ -119,6 +120,12 @@ int main(int argc, char** argv) {
       return lab::allclose(sample_got, sample_expected, {1e-6, 1e-6});
     };
 
+    // Your timer is called as lesson 02's is (lab/timer_rounds.hpp): exactly the call in an NVTX
+    // range, a CUDA error it left unchecked stops the run, then its work's output is checked.
+    lab::TimerRounds yours(l, "exercise", "time_one_execution_ms", stream, nullptr,
+                           [](std::vector<lab::TimerRounds::Part> p, cudaStream_t s) {
+                             return std::vector<double>{time_one_execution_ms(p[0], s)};
+                           });
     lab::Reading worst;  // the largest relative error of your timer over the three kernels
     std::vector<std::size_t> order = {0, 1, 2};
     std::shuffle(order.begin(), order.end(), std::mt19937_64(std::random_device{}()));
@@ -135,14 +142,15 @@ int main(int argc, char** argv) {
       // Yours first: at the first size it meets the kernel's first call, like a real program.
       lab::poison(y.data(), y.bytes(), stream);
       LAB_CHECK(cudaStreamSynchronize(stream));
-      const double reported = l.selected("exercise") ? time_one_execution_ms(work, stream) : 0;
-      LAB_CHECK(cudaDeviceSynchronize());
-      if (l.selected("exercise")) {
+      auto check = [&](const std::string& name) {
+        LAB_CHECK(cudaDeviceSynchronize());
         const lab::Comparison c = output_right(steps);
-        l.check("exercise", case_name, c.ok,
+        l.check("exercise", name, c.ok,
                 "the work's output is wrong or missing (did your timer run the work it was "
                 "given, on the stream it was given?): " + c.summary());
-      }
+      };
+      const double reported =
+          l.selected("exercise") ? yours.call({{work}, check}, case_name).reported[0] : 0;
 
       lab::poison(y.data(), y.bytes(), stream);
       Workload w{x.data(), y.data(), n, blocks, steps};
@@ -188,39 +196,20 @@ int main(int argc, char** argv) {
     l.metric("pitfall_no_sync_ms", no_sync, no_sync, no_sync, "ms");
 
     // 3. Host clock with sync, warmed up: right order of magnitude, plus launch and sync costs.
-    std::vector<double> synced;
-    for (int i = 0; i < 21; ++i) {
-      host.start();
-      launch(iterate<2>);
-      LAB_CHECK(cudaStreamSynchronize(stream));
-      synced.push_back(host.elapsed_ms());
-    }
-    const lab::Stats s = lab::summarize(synced);
+    auto medium = [&](cudaStream_t) { launch(iterate<2>); };
+    const lab::Stats s = lab::summarize(lab::host_clock_samples(21, medium, stream));
     l.note("  host clock + sync, warm        " + us(s.median) + "  " + off_by(s.median, right) +
            "  (adds the launch and the synchronize)");
 
     // 4. One sample is noise: the spread of single event-timed samples.
-    lab::Event a, b;
-    std::vector<double> singles;
-    for (int i = 0; i < 21; ++i) {
-      a.record(stream);
-      launch(iterate<2>);
-      b.record(stream);
-      singles.push_back(lab::elapsed_ms(a, b));
-    }
-    const lab::Stats e = lab::summarize(singles);
+    const lab::Stats e = lab::summarize(lab::event_samples(21, medium, stream));
     l.note("  events, single samples         " + us(e.min) + " to " + us(e.max) +
            " (median" + us(e.median) + ", mean" + us(e.mean) + ")");
 
     // 5. Tiny kernels: an empty kernel costs microseconds, all of it overhead.
     empty_kernel<<<1, 1, 0, stream>>>();
-    std::vector<double> empties;
-    for (int i = 0; i < 21; ++i) {
-      a.record(stream);
-      empty_kernel<<<1, 1, 0, stream>>>();
-      b.record(stream);
-      empties.push_back(lab::elapsed_ms(a, b));
-    }
+    const std::vector<double> empties =
+        lab::event_samples(21, [](cudaStream_t st) { empty_kernel<<<1, 1, 0, st>>>(); }, stream);
     l.note("  an empty kernel, by events     " + us(lab::summarize(empties).median) +
            "  (launch overhead: batch small kernels, lessons 06 and 09)");
     l.metric("pitfall_empty_kernel_us", 1e3 * lab::summarize(empties).median,
