@@ -54,6 +54,12 @@ const fs::path kRepo = LAB_SOURCE_DIR;
 const std::vector<std::string> kConverted = {
     "lessons/01-timing-pitfalls/README.md",
     "slides/01-timing-pitfalls.md",
+    "lessons/03-pinned-memory/README.md",
+    "slides/03-pinned-memory.md",
+    "lessons/08-reductions/README.md",
+    "slides/08-reductions.md",
+    "lessons/09-graphs/README.md",
+    "slides/09-graphs.md",
 };
 
 // The words a number that is no measurement is marked with.
