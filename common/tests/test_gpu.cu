@@ -15,8 +15,11 @@
 #include <unistd.h>
 #include <vector>
 
+#include "lab/bf16.cuh"
+#include "lab/cub_call.hpp"
 #include "lab/data.hpp"
 #include "lab/device.hpp"
+#include "lab/fill.cuh"
 #include "lab/graph.hpp"
 #include "lab/guard.hpp"
 #include "lab/harness.hpp"
@@ -569,4 +572,29 @@ TEST_CASE("under --profile a run exits 0: an unchecked baseline passes, a wrong 
   CHECK(verified == 1);         // the first call checked fails: no more checks
   CHECK(lesson.result().variants.at(0).checks.empty());
   CHECK_FALSE(lesson.result().variants.at(1).correct());  // the result file still says it
+}
+
+TEST_CASE("a harness's device helpers: a fill from a functor, BF16 copies, a CUB call's storage") {
+  lab::Stream s;
+  const std::size_t n = 100003;
+  lab::DeviceBuffer<float> x(n);
+  lab::fill_with(x.data(), n, lab::RandomInput{7, 0.5f, 2.0f}, s);  // what the functor regenerates
+  CHECK(lab::count_changed(x.data(), n, lab::RandomInput{7, 0.5f, 2.0f}, s).count == 0);
+  lab::fill_random(x.data(), n, 8, s);
+  lab::DeviceBuffer<__nv_bfloat16> h(n);
+  lab::round_to_bf16(x.data(), h.data(), n, s);  // each rounded as lab::RandomBf16 regenerates it
+  CHECK(lab::count_changed(h.data(), n, lab::RandomBf16{8}, s).count == 0);
+  CHECK(lab::count_changed(h.data(), n, lab::RandomBf16{9}, s).count > n / 2);
+  void* storage = nullptr;
+  std::size_t handed = 0;
+  const lab::CubCall call("query then call", [&](void* temp, std::size_t& bytes, cudaStream_t) {
+    if (temp == nullptr) bytes = 1000;  // the size query
+    storage = temp;
+    handed = bytes;
+    return cudaSuccess;
+  });
+  CHECK(call.temp_bytes() == 1000);
+  call(s);
+  CHECK(storage != nullptr);  // the storage allocated once, handed to every call
+  CHECK(handed == 1000);
 }

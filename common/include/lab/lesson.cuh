@@ -24,6 +24,7 @@
 #include "lab/cub_call.hpp"
 #include "lab/data.hpp"
 #include "lab/device.hpp"
+#include "lab/fill.cuh"
 #include "lab/format.hpp"
 #include "lab/graph.hpp"
 #include "lab/guard.hpp"
