@@ -131,13 +131,11 @@ void shuffle_sum(const float* x, long long n, float* result, float* partials, cu
 }
 
 // ---------------------------------------------------------------------------------------------
-// Test data. Two kinds, for two kinds of mistakes:
+// Test data (README, "Accuracy"). Two kinds, for two kinds of mistakes:
 //  * integer-valued: each x[i] is one of -4..-1, 1..4 (never 0), from the seed. Every partial sum
-//    of any subset is then an integer far below 2^24 in magnitude (a sum of m such values has a
-//    standard deviation of 2.74 sqrt(m): about 45000 at m = 2^28), and float adds integers below
-//    2^24 exactly. So any order of addition gives the exact sum, and the check is equality: a
-//    dropped, doubled or stale element cannot hide in the rounding error. The data of the timing
-//    runs (an addition takes as long whatever the value).
+//    is then an integer far below 2^24, which float adds exactly: any order of addition gives the
+//    exact sum, and the check is equality (a dropped, doubled or stale element cannot hide in the
+//    rounding error). The data of the timing runs (an addition takes as long whatever the value).
 //  * uniform in [0, 1) (lab::random_input's values): for an accuracy check against the bound below.
 
 // Element i of the integer-valued data of `seed`: the same on host and device.
@@ -158,14 +156,6 @@ struct Input {
   }
 };
 
-__global__ void fill_kernel(float* __restrict__ x, long long n, Input in) {
-  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += static_cast<long long>(gridDim.x) * blockDim.x)
-    x[i] = in(static_cast<std::uint64_t>(i));
-}
-
-void cub_check(cudaError_t e, const char* call) { lab::check(e, call, __FILE__, __LINE__); }
-
 // What a variant needs besides x and the result (lab::Variant::needs).
 enum Needs : unsigned {
   kPartials = 1,   // a, b: the tree and shuffle variants' partial sums
@@ -177,17 +167,13 @@ enum Needs : unsigned {
 // Reference and validation.
 //
 // The reference is the sum in double on the host, of the data regenerated from its seed (never
-// read back from x). The double sum of n <= 2^31 floats is exact to far better than the float
-// result can be.
+// read back from x): exact to far better than the float result can be.
 //
-// The bound for float results, on data in [0, 1). Every rounding in a float sum is relative to a
-// partial sum, and every partial sum is at most S1 = sum |x_i| (here the sum itself). In the worst
-// case n - 1 additions give |error| <= (n - 1) u S1 with u = 2^-24: a bound of 16 at n = 2^28,
-// which says nothing. Rounding errors are not all worst-case and same-signed, though: Higham and
-// Mary (SIAM J. Sci. Comput., 2019) show that, modelling them as independent, |error| <=
-// lambda sqrt(n) u S1 for any order of addition, with probability at least
-// 1 - 2n exp(-lambda^2 / 2). lambda = 8 makes that failure probability below 1e-4 up to n = 2^31,
-// and one more u S1 pays for rounding the exact sum to a float at the end:
+// The bound for float results, on data in [0, 1) (README, "Accuracy: the bound the checker
+// uses"): with S1 = sum |x_i| and u = 2^-24, the worst case (n - 1) u S1 says nothing at n = 2^28;
+// Higham and Mary's probabilistic bound lambda sqrt(n) u S1, any order of addition, fails with
+// probability below 2n exp(-lambda^2 / 2), under 1e-4 up to n = 2^31 at lambda = 8; one more u S1
+// pays for rounding the exact sum to a float:
 //     bound = (8 sqrt(n) + 1) u S1,
 // about 5e-4 S at n = 1000003 and 8e-3 S at n = 2^28. A tree, a grid-stride loop, several
 // accumulators, atomics in any order: all well inside (they measure 1e-7 to 1e-6). One float
@@ -224,8 +210,7 @@ struct Problem {
   // after the workspace the exercise asked for: a write into either is a wrong result.
   lab::GuardedBuffer<float> result{1, "result", 63 * sizeof(float)};
   lab::DeviceBuffer<float> a, b;  // partial sums of the tree variants
-  lab::DeviceBuffer<unsigned char> cub_temp;
-  std::size_t cub_temp_bytes = 0;
+  lab::CubCall cub;               // cub::DeviceReduce::Sum on x, with its temporary storage
   lab::GuardedBuffer<unsigned char> workspace;  // exercise::sum_workspace_bytes of them
   bool has_workspace = false;                   // (it may be 0 bytes, and guarded all the same)
   lab::SparseChanges<Input> changes;  // what x holds: the fill, and a timed call's changes
@@ -240,11 +225,11 @@ struct Problem {
           std::max<long long>(first, shuffle_blocks(n))));
       b = lab::DeviceBuffer<float>(static_cast<std::size_t>((first + kThreads - 1) / kThreads));
     }
-    if (needs & kCub) {
-      cub_check(cub::DeviceReduce::Sum(nullptr, cub_temp_bytes, x.data(), result.data(), n),
-                "cub::DeviceReduce::Sum (size query)");
-      cub_temp = lab::DeviceBuffer<unsigned char>(std::max<std::size_t>(cub_temp_bytes, 1));
-    }
+    if (needs & kCub)
+      cub = lab::CubCall("cub::DeviceReduce::Sum", [x = x.data(), sum = result.data(), n = n](
+                                                       void* t, std::size_t& b, cudaStream_t s) {
+        return cub::DeviceReduce::Sum(t, b, x, sum, n, s);
+      });
     if (needs & kWorkspace) {
       workspace = lab::GuardedBuffer<unsigned char>(
           exercise::sum_workspace_bytes(static_cast<std::size_t>(n)), "workspace", 256);
@@ -260,27 +245,20 @@ struct Problem {
 
 void add_variants(lab::Variants<Problem>& variants) {
   auto work = [](const Problem& p) { return lab::Work{4.0 * p.n, static_cast<double>(p.n)}; };
+  auto tree = [](TreeKernel kernel, long long per_block) {  // tree_sum of a ladder kernel
+    return [kernel, per_block](Problem& p, cudaStream_t s) {
+      tree_sum(kernel, per_block, p.x.data(), p.n, p.result.data(), p.a.data(), p.b.data(), s);
+    };
+  };
   variants.add({"interleaved", lab::Role::Baseline,
                 "shared-memory tree, interleaved addressing (tid % 2s): divergent, multi-pass",
-                [](Problem& p, cudaStream_t s) {
-                  tree_sum(interleaved_kernel, kThreads, p.x.data(), p.n, p.result.data(),
-                           p.a.data(), p.b.data(), s);
-                },
-                work, kPartials});
+                tree(interleaved_kernel, kThreads), work, kPartials});
   variants.add({"sequential", lab::Role::Baseline,
                 "shared-memory tree, sequential addressing (tid < s), multi-pass",
-                [](Problem& p, cudaStream_t s) {
-                  tree_sum(sequential_kernel, kThreads, p.x.data(), p.n, p.result.data(),
-                           p.a.data(), p.b.data(), s);
-                },
-                work, kPartials});
+                tree(sequential_kernel, kThreads), work, kPartials});
   variants.add({"first_add", lab::Role::Baseline,
                 "sequential tree, two elements added during the load, multi-pass",
-                [](Problem& p, cudaStream_t s) {
-                  tree_sum(first_add_kernel, 2 * kThreads, p.x.data(), p.n, p.result.data(),
-                           p.a.data(), p.b.data(), s);
-                },
-                work, kPartials});
+                tree(first_add_kernel, 2 * kThreads), work, kPartials});
   variants.add({"shuffle", lab::Role::Baseline,
                 "grid-stride scalar loads, warp shuffles, 2 kernels",
                 [](Problem& p, cudaStream_t s) {
@@ -288,13 +266,7 @@ void add_variants(lab::Variants<Problem>& variants) {
                 },
                 work, kPartials});
   variants.add({"cub", lab::Role::Reference, "cub::DeviceReduce::Sum",
-                [](Problem& p, cudaStream_t s) {
-                  std::size_t bytes = p.cub_temp_bytes;
-                  cub_check(cub::DeviceReduce::Sum(p.cub_temp.data(), bytes, p.x.data(),
-                                                   p.result.data(), p.n, s),
-                            "cub::DeviceReduce::Sum");
-                },
-                work, kCub});
+                [](Problem& p, cudaStream_t s) { p.cub(s); }, work, kCub});
   variants.add({"exercise", lab::Role::Exercise, "your sum (exercise.cu)",
                 [](Problem& p, cudaStream_t s) {
                   exercise::sum(p.x.data(), static_cast<std::size_t>(p.n), p.result.data(),
@@ -309,56 +281,48 @@ void poison_outputs(Problem& p, cudaStream_t s) {
   if (p.has_workspace) p.workspace.reset(s);
 }
 
-// After a run (waits for s): the sum it left in result[0] against the reference (through
+// After a run (waits for the stream): the sum it left in result[0] against the reference (through
 // Lesson::compare, so that the exercise's can be checked out of process), and both guard zones
 // (every float of result after result[0], every byte of the workspace after what was asked for:
-// both to the end of their allocations). The comparison says what is wrong in its note.
-lab::Comparison judge_outputs(lab::Lesson& l, const std::string& variant,
-                              const std::string& case_name, const Problem& p, const Reference& ref,
-                              cudaStream_t s, float* sum) {
+// both to the end of their allocations), recorded, with what is wrong in the note. Returns the sum.
+float judge_outputs(lab::Look& look, const Problem& p, const Reference& ref) {
+  const cudaStream_t s = look.stream();
   const float got = p.result.download(s)[0];
-  *sum = got;
   const double value = got;
-  lab::Comparison c = l.compare(variant, case_name, &value, &ref.exact, 1, lab::Tolerance{0.0, ref.bound});
-  std::vector<std::string> wrong;
-  if (!c.note.empty()) {
-    wrong.push_back(c.note);
-  } else if (!c.ok) {
+  lab::Comparison c = look.lesson().compare(look.variant(), look.case_name(), &value, &ref.exact, 1,
+                                            lab::Tolerance{0.0, ref.bound});
+  std::string message = c.note;
+  if (message.empty() && !c.ok) {
     const double shown = c.first.empty() ? value : c.first[0].got;  // a replay's: the recorded one
-    wrong.push_back(lab::text("got %.9g, expected %.9g", shown, ref.exact) +
-                    (ref.integers
-                         ? " exactly (integer-valued data: every order of addition is exact)"
-                         : lab::text(" within %.3g (off by %.3g)", ref.bound,
-                                     std::fabs(shown - ref.exact))));
+    message = lab::text("got %.9g, expected %.9g", shown, ref.exact) +
+              (ref.integers ? " exactly (integer-valued data: every order of addition is exact)"
+                            : lab::text(" within %.3g (off by %.3g)", ref.bound,
+                                        std::fabs(shown - ref.exact)));
   }
-  wrong.push_back(p.result.damage(s));
-  if (p.has_workspace) wrong.push_back(p.workspace.damage(s));
-  std::string message;
-  for (const std::string& w : wrong)
-    if (!w.empty()) message += (message.empty() ? "" : "; ") + w;
+  for (const std::string& damage :
+       {p.result.damage(s), p.has_workspace ? p.workspace.damage(s) : std::string()})
+    if (!damage.empty()) message += (message.empty() ? "" : "; ") + damage;
   if (!message.empty()) {
     c.ok = false;
     c.note = message;
   }
-  return c;
+  look.lesson().check(look.variant(), look.case_name(), c);
+  return got;
 }
 
-// How x is made, the outputs reset and results checked (lab/protocol.cuh). A validated call gets
-// x filled anew (integers or [0,1), p.data) and its outputs poisoned. x is 1 GiB at the timing
-// size, so a timed call gets instead, outside its timed window, new values at 64 places of x drawn
-// from its seed (lab::SparseChanges; the last call's places get their old values back first): the
-// places are spread over all of x, so a fingerprint of a few elements misses them, and the values
-// (integers, never 0) are picked so that the sum differs from the last call's: a replay is wrong.
-// Every call, timed or not, is then checked with its guard zones against the exact sum, known on
-// the host: the fill's (added up once per fill from the generator) plus the changes. After
-// timing, x must hold exactly the fill with the last call's changes: the exercise's input is
-// read-only (a sum that keeps partials in x is right once, then wrong on the next call).
+// Inputs and checks (lab/protocol.cuh). A validated call gets x filled anew (integers or [0,1),
+// p.data). x is 1 GiB at the timing size, so a timed call gets instead new values at 64 places of
+// x drawn from its seed (lab::SparseChanges), spread over all of x (a fingerprint of a few
+// elements misses them), integers never 0, picked so that the sum differs from the last call's: a
+// replay is wrong. Every call is checked with its guard zones against the exact sum, known on the
+// host: the fill's (added up once per fill from the generator) plus the changes. After timing, x
+// must hold exactly the fill with the last call's changes: a sum that keeps partials in its
+// read-only input is right once, then wrong on the next call.
 lab::Checks<Problem> checks() {
   lab::Checks<Problem> c;
   c.fill = [](Problem& p, std::uint64_t seed, cudaStream_t s) {
     const Input in{seed, p.data};
-    fill_kernel<<<lab::grid_for(p.n, kThreads, 16), kThreads, 0, s>>>(p.x.data(), p.n, in);
-    LAB_CHECK_LAUNCH();
+    lab::fill_with(p.x.data(), p.n, in, s);
     p.changes.filled(static_cast<std::size_t>(p.n), in);
     p.filled = reference(in, p.n);  // on the host while the device fills x
     p.delta = 0;
@@ -387,11 +351,7 @@ lab::Checks<Problem> checks() {
   c.check = [](lab::Look& look, Problem& p) {
     Reference ref = p.filled;
     ref.exact += static_cast<double>(p.delta);
-    float got = 0;
-    look.lesson().check(look.variant(), look.case_name(),
-                        judge_outputs(look.lesson(), look.variant(), look.case_name(), p, ref,
-                                      look.stream(), &got));
-    p.sums.emplace_back(look.variant(), got);
+    p.sums.emplace_back(look.variant(), judge_outputs(look, p, ref));
   };
   c.inputs_changed = [](const Problem& p, std::uint64_t, cudaStream_t s) {
     return std::vector<std::string>{p.changes.changed_device("x", p.x.data(), s)};
@@ -428,9 +388,8 @@ int main(int argc, char** argv) {
 
     // 1. Validation at sizes that are not powers of two, nor multiples of 4 or of a block: exact
     //    on integer-valued data, within the bound on data in [0, 1). Fresh inputs every case.
-    const std::vector<long long> sizes = l.quick()
-                                             ? std::vector<long long>{1, 3, 65543, 1000003}
-                                             : std::vector<long long>{1, 3, 1000003, (1LL << 24) + 7};
+    std::vector<long long> sizes = {1, 3, 1000003, (1LL << 24) + 7};
+    if (l.quick()) sizes = {1, 3, 65543, 1000003};
     for (const long long size : sizes) {
       Problem p(size, needs);
       for (const Data data : {Data::Integers, Data::Uniform01}) {
@@ -459,23 +418,18 @@ int main(int argc, char** argv) {
     l.note("the mean of " + size_name(n) + " values in [0,1): " + lab::text("%.9f", ref.exact / n) +
            " (double); accuracy bound on the sum " + lab::text("%.2g", ref.bound / ref.exact) +
            " relative");
-    for (const auto& [name, got] : p.sums) {
-      std::string padded = name;
-      padded.resize(12, ' ');
-      l.note("  " + padded +
-             lab::text(" sum %.8g, relative error %+.2e", got, (got - ref.exact) / ref.exact));
-    }
+    for (const auto& [name, got] : p.sums)
+      l.note(lab::text("  %-12.12s sum %.8g, relative error %+.2e", name.c_str(), got,
+                       (got - ref.exact) / ref.exact));
     l.note(lab::text("  one float accumulator, in order (host): %.8g, relative error %+.2e",
                      ref.sequential, (ref.sequential - ref.exact) / ref.exact));
 
     // Each variant's speed as a fraction of cub's (the exercise's rule: >= 0.9).
     if (const lab::Measurement* cub = variants.measurement("cub")) {
       std::string line = "speed as a fraction of cub's:";
-      for (const auto& v : variants) {
-        const lab::Measurement* m = variants.measurement(v.name);
-        if (m && v.name != "cub")
+      for (const auto& v : variants)
+        if (const lab::Measurement* m = variants.measurement(v.name); m && v.name != "cub")
           line += " " + v.name + lab::text(" %.2f", cub->gpu_ms.median / m->gpu_ms.median);
-      }
       l.note(line);
     }
   });
