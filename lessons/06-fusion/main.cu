@@ -36,7 +36,6 @@ constexpr int kThreads = 256;
 
 // Grid for an elementwise kernel over n elements: grid-stride, at most 16 blocks per SM.
 int elementwise_blocks(long long n) { return lab::grid_for(n, kThreads, 16); }
-
 // Blocks of the first pass of the two-pass sum: about 2048 elements per block, at most 2 per SM.
 int reduce_blocks(long long n) { return lab::grid_for(n, 2048, 2); }
 
@@ -107,19 +106,9 @@ __host__ __device__ float slice_scale(std::uint64_t seed, int b) {
   return fmaf(3.5f, lab::uniform01(seed ^ 0x5CA1Eull, static_cast<std::uint64_t>(b)), 0.5f);
 }
 
-__global__ void scale_slices_kernel(float* __restrict__ x, long long n, int batches,
-                                    std::uint64_t seed) {
-  const long long total = n * batches;
-  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<long long>(gridDim.x) * blockDim.x)
-    x[i] *= slice_scale(seed, static_cast<int>(i / n));
-}
-
 // ---------------------------------------------------------------------------------------------
 // A problem on the device: the inputs, the output with a guard zone after it, and what each
 // variant needs besides (allocated here, outside every timed call).
-
-void cub_check(cudaError_t e, const char* call) { lab::check(e, call, __FILE__, __LINE__); }
 
 // What a variant needs besides the inputs and out (lab::Variant::needs).
 enum Needs : unsigned {
@@ -140,20 +129,12 @@ struct Problem {
   lab::DeviceBuffer<float> sums;             // one sum of squares per slice
   lab::DeviceBuffer<float> d2;               // cub: (A - B)^2 for every slice
   lab::DeviceBuffer<long long> offsets;      // cub: slice b is [offsets[b], offsets[b + 1])
-  lab::DeviceBuffer<unsigned char> cub_temp;
-  std::size_t cub_temp_bytes = 0;
+  lab::CubCall segmented_sum;                // cub: the sums of d2's slices, and its storage
   lab::DeviceBuffer<unsigned char> workspace;  // exercise::workspace_bytes of them
   lab::Graph graph;                            // graph_loop: preallocated, captured
-
   Problem(int r, int c, int nb, unsigned needs)
-      : rows(r),
-        cols(c),
-        batches(nb),
-        n(static_cast<long long>(r) * c),
-        total(n * nb),
-        A(total),
-        B(total),
-        out(nb, "out") {
+      : rows(r), cols(c), batches(nb), n(static_cast<long long>(r) * c), total(n * nb), A(total),
+        B(total), out(nb, "out") {
     if (needs & kTemporaries) {
       d = lab::DeviceBuffer<float>(n);
       sq = lab::DeviceBuffer<float>(n);
@@ -166,10 +147,12 @@ struct Problem {
       for (int b = 0; b <= nb; ++b) host[b] = b * n;
       offsets = lab::DeviceBuffer<long long>(host.size());
       LAB_CHECK(cudaMemcpy(offsets.data(), host.data(), offsets.bytes(), cudaMemcpyHostToDevice));
-      cub_check(cub::DeviceSegmentedReduce::Sum(nullptr, cub_temp_bytes, d2.data(), sums.data(),
-                                                nb, offsets.data(), offsets.data() + 1),
-                "cub::DeviceSegmentedReduce::Sum (size query)");
-      cub_temp = lab::DeviceBuffer<unsigned char>(std::max<std::size_t>(cub_temp_bytes, 1));
+      segmented_sum = lab::CubCall(
+          "cub::DeviceSegmentedReduce::Sum",
+          [in = d2.data(), out = sums.data(), nb, at = offsets.data()](void* t, std::size_t& bytes,
+                                                                       cudaStream_t s) {
+            return cub::DeviceSegmentedReduce::Sum(t, bytes, in, out, nb, at, at + 1, s);
+          });
     }
     if (needs & kWorkspace) {
       const std::size_t bytes = exercise::workspace_bytes(r, c, nb);
@@ -198,10 +181,9 @@ void unfused_sum(const float* a, const float* b, long long n, float* d, float* s
   LAB_CHECK_LAUNCH();
 }
 
-// 1 and 2. The loop a first version is written as: every slice gets fresh temporaries, its sum
-// comes back to the host, which waits for it, takes the root and keeps it in a host array; the
-// RMSEs go to the device at the end, in one upload. With copy_slices the slices are copied out
-// first (what `A[:, :, b]` does in most array libraries); without, the kernels read them in place.
+// 1 and 2. The loop a first version is written as: per slice, fresh temporaries and the sum back
+// to the host, which waits for it and keeps the root in a host array, uploaded at the end. With
+// copy_slices the slices are copied out first (what `A[:, :, b]` does in most array libraries).
 void naive_loop(const Problem& p, bool copy_slices, cudaStream_t s) {
   std::vector<float> host(p.batches);
   const std::size_t slice_bytes = static_cast<std::size_t>(p.n) * sizeof(float);
@@ -230,8 +212,7 @@ void naive_loop(const Problem& p, bool copy_slices, cudaStream_t s) {
                             cudaMemcpyHostToDevice, s));
 }
 
-// 3. The root taken on the GPU, straight into out[b]: nothing comes back per slice. The
-// temporaries are still allocated and freed per slice, and cudaFree waits for the device.
+// 3. The root taken on the GPU, into out[b]; the temporaries still allocated per slice.
 void device_results(const Problem& p, cudaStream_t s) {
   for (int b = 0; b < p.batches; ++b) {
     lab::DeviceBuffer<float> d(p.n), sq(p.n), partials(reduce_blocks(p.n) + 1);
@@ -269,14 +250,9 @@ void fused_per_batch(const Problem& p, cudaStream_t s) {
 
 // 7. The library way: a transform for the map, a segmented reduction for the sums, the root.
 void cub_segmented(const Problem& p, cudaStream_t s) {
-  cub_check(cub::DeviceTransform::Transform(cuda::std::make_tuple(p.A.data(), p.B.data()),
-                                            p.d2.data(), p.total, SquaredDiff{}, s),
-            "cub::DeviceTransform::Transform");
-  std::size_t temp_bytes = p.cub_temp_bytes;
-  cub_check(cub::DeviceSegmentedReduce::Sum(p.cub_temp.data(), temp_bytes, p.d2.data(),
-                                            p.sums.data(), p.batches, p.offsets.data(),
-                                            p.offsets.data() + 1, s),
-            "cub::DeviceSegmentedReduce::Sum");
+  LAB_CHECK(cub::DeviceTransform::Transform(cuda::std::make_tuple(p.A.data(), p.B.data()),
+                                            p.d2.data(), p.total, SquaredDiff{}, s));
+  p.segmented_sum(s);
   root_mean_kernel<<<(p.batches + kThreads - 1) / kThreads, kThreads, 0, s>>>(
       p.sums.data(), p.out.data(), p.batches, static_cast<double>(p.n));
   LAB_CHECK_LAUNCH();
@@ -324,9 +300,8 @@ void add_variants(lab::Variants<Problem, Rmse>& variants) {
         },
         0, lab::Pacing::Host, synced, waits},
        [](int b) {
-         return std::to_string(b) +
-                " x (5 cudaMalloc + 2 copies + 4 kernels + 1 "
-                "read-back and sync + 5 cudaFree) + 1 upload";
+         return lab::text("%d x (5 cudaMalloc + 2 copies + 4 kernels + 1 read-back and sync + "
+                          "5 cudaFree) + 1 upload", b);
        }});
   variants.add({{"views", lab::Role::Baseline, "the same, kernels read the slices in place",
                  [](Problem& p, cudaStream_t s) { naive_loop(p, false, s); },
@@ -335,9 +310,8 @@ void add_variants(lab::Variants<Problem, Rmse>& variants) {
                  },
                  0, lab::Pacing::Host, synced, waits},
                 [](int b) {
-                  return std::to_string(b) +
-                         " x (3 cudaMalloc + 4 kernels + 1 read-back and "
-                         "sync + 3 cudaFree) + 1 upload";
+                  return lab::text("%d x (3 cudaMalloc + 4 kernels + 1 read-back and sync + "
+                                   "3 cudaFree) + 1 upload", b);
                 }});
   // + root: read the sum, write out[b]
   auto chain_and_root = [](const Problem& p) {
@@ -398,9 +372,9 @@ void add_variants(lab::Variants<Problem, Rmse>& variants) {
 // ---------------------------------------------------------------------------------------------
 // Inputs, reference, checks (lab/protocol.cuh).
 
-// B as the harness writes it, element by element: lab::fill_random's value (range [-1, 1)) times
-// slice_scale of its slice, bit for bit the same on the host and the device (each operation
-// rounded once, as the fill and scale kernels round them), so it is regenerated, never read back.
+// B as the harness writes it (lab::fill_with), element by element: lab::fill_random's value (range
+// [-1, 1)) times slice_scale of its slice, bit for bit the same on the host and the device (each
+// operation rounded once), so it is regenerated, never read back.
 struct ScaledInput {
   std::uint64_t seed;
   long long n;  // floats per slice
@@ -415,10 +389,9 @@ struct ScaledInput {
 };
 
 // The inputs one seed makes: A uniform in [-1, 1), B from a seed of its own, each slice scaled by
-// its own factor, so every slice (and every seed) has its own RMSE. Both are new for every seed: a
-// new B alone would change every answer, but an unchanged A could be kept from one timed call to
-// the next in a smaller form (8-bit integers stay inside the tolerance) and read at a quarter of
-// the bytes the rate credits.
+// its own factor, so every slice (and every seed) has its own RMSE. Both are new for every seed:
+// an unchanged A could be kept from one timed call to the next in a smaller form (8-bit integers
+// stay inside the tolerance) and read at a quarter of the bytes the rate credits.
 struct Inputs {
   lab::RandomInput a;
   ScaledInput b;
@@ -430,13 +403,13 @@ struct Inputs {
 // with u = 2^-24. Adding n terms in float, in any order, is off by at most (n - 1) u S in the
 // worst case; Higham and Mary's probabilistic bound (SIAM J. Sci. Comput. 2019) is lambda
 // sqrt(n) u S, with lambda = 4 here as a working tolerance (the theorem's probability needs a
-// larger lambda at this n; errors of random sign stay far inside it): a grid-stride loop with a shuffle tree, atomics
-// in any order all stay inside it. One float accumulator over a whole slice does not (2.3x the
-// bound at n = 2^20: its partial sums grow with every term, so their roundings do too), and no
-// design fast enough for the lesson's rules sums that way. The mean divides by n (one more rounding) and the
-// square root halves a relative error: rtol = (4 sqrt(n) + 3) u / 2 + 2u, about 1.2e-4 at
-// n = 2^20, 2e-6 at n = 15. A dropped element, a wrong slice or a stale result is off by far more:
-// the slices' RMSEs differ by up to 8x.
+// larger lambda at this n; errors of random sign stay far inside it): a grid-stride loop with a
+// shuffle tree, atomics in any order all stay inside it. One float accumulator over a whole slice
+// does not (2.3x the bound at n = 2^20: its partial sums grow with every term, so their roundings
+// do too), and no design fast enough for the lesson's rules sums that way. The mean divides by n
+// (one more rounding) and the square root halves a relative error: rtol = (4 sqrt(n) + 3) u / 2 +
+// 2u, about 1.2e-4 at n = 2^20, 2e-6 at n = 15. A dropped element, a wrong slice or a stale
+// result is off by far more: the slices' RMSEs differ by up to 8x.
 lab::Tolerance rmse_tolerance(long long n) {
   const double u = 0x1p-24;
   return lab::Tolerance{(4.0 * std::sqrt(static_cast<double>(n)) + 3.0) * u / 2.0 + 2.0 * u, 0.0};
@@ -456,19 +429,15 @@ float reference_rmse(const Inputs& in, std::size_t b, long long n) {
   return static_cast<float>(std::sqrt(sum / static_cast<double>(n)));
 }
 
-// Before every call, validated or timed: new A and B from the seed, out poisoned (NaN) with its
-// guard zone armed, the exercise's workspace filled with 0xFF bytes. The check: every slice's
-// RMSE after a validated call; after a timed call one slice, picked only once it has finished
-// (the calls of a run cover most slices), with the same tolerance, and the whole guard zone.
+// Before every call: new A and B, out poisoned with its guard zone armed, the workspace 0xFF
+// bytes. The check: every slice after a validated call; after a timed call one slice picked only
+// once it has finished (the calls of a run cover most slices); the whole guard zone each time.
 lab::Checks<Problem> checks() {
   lab::Checks<Problem> c;
   c.fill = [](Problem& p, std::uint64_t seed, cudaStream_t s) {
     const Inputs in(seed, p.n);
     lab::fill_random(p.A.data(), p.A.size(), in.a.seed, s);
-    lab::fill_random(p.B.data(), p.B.size(), in.b.seed, s);
-    scale_slices_kernel<<<elementwise_blocks(p.total), kThreads, 0, s>>>(p.B.data(), p.n,
-                                                                        p.batches, in.b.seed);
-    LAB_CHECK_LAUNCH();
+    lab::fill_with(p.B.data(), p.total, in.b, s);
   };
   c.reset = [](Problem& p, cudaStream_t s) {
     p.out.reset(s);
@@ -480,9 +449,8 @@ lab::Checks<Problem> checks() {
     const Inputs in(look.seed(), p.n);
     const std::vector<std::size_t> slices = look.indices(p.batches, 1);
     const std::vector<float>& want = kept.get(look.seed(), slices, [&] {
-      std::vector<float> rmse;
-      for (const std::size_t b : slices) rmse.push_back(reference_rmse(in, b, p.n));
-      return rmse;
+      return lab::values_at(slices, p.batches,
+                            [&](std::size_t b) { return reference_rmse(in, b, p.n); });
     });
     look.compare(p.out, slices, want, rmse_tolerance(p.n));  // mismatches name out's index
   };
@@ -510,7 +478,6 @@ int main(int argc, char** argv) {
     if (rows > (1 << 30) || cols > (1 << 30) || batches > (1 << 24) ||
         rows * cols * batches > (1LL << 34))
       throw std::invalid_argument("--rows/--cols/--batches too large");
-
     const unsigned needs = variants.needs();  // what the selected variants need, nothing more
     // graph_loop is preallocated's enqueue, captured once per problem (outside every timed call).
     auto capture_graph = [&](Problem& p) {
@@ -520,12 +487,9 @@ int main(int argc, char** argv) {
 
     // 1. Validation on shapes that are not powers of two (slices that are not a multiple of 4
     //    floats, so not all 16-byte aligned; a single element), fresh inputs for every case.
-    struct Case { int rows, cols, batches; };
-    const Case cases[] = {{1000, 777, 13}, {33, 31, 5}, {3, 5, 7}, {1, 1, 1}};
-    for (const Case& k : cases) {
-      Problem p(k.rows, k.cols, k.batches, needs);
-      protocol.validate(p, lab::dims({k.rows, k.cols, k.batches}), capture_graph);
-    }
+    auto make = [needs](const lab::Shape& k) { return Problem(k[0], k[1], k[2], needs); };
+    protocol.validate_shapes({{1000, 777, 13}, {33, 31, 5}, {3, 5, 7}, {1, 1, 1}}, make,
+                             capture_graph);
 
     // 2. Timing. Default 32 slices of 1024 x 1024: A and B are 128 MiB each, 256 MiB read by a
     //    fused pass, so the bandwidth rule is judged on a working set well past the 50-60 MB L2
@@ -549,20 +513,16 @@ int main(int argc, char** argv) {
     const double minimal = variants["exercise"].work(p).bytes;
     l.note("bytes per call as a multiple of the minimum (A and B read once, " +
            lab::fixed(minimal / 1e6, 1) + " MB), and what one call launches:");
-    for (const Rmse* v : variants.selected()) {
-      std::string name = v->name;
-      name.resize(16, ' ');
-      l.note("  " + name + lab::fixed(v->work(p).bytes / minimal, 2) + "x" +
+    for (const Rmse* v : variants.selected())
+      l.note(lab::text("  %-16.16s%.2fx", v->name.c_str(), v->work(p).bytes / minimal) +
              (v->calls ? "   " + v->calls(NB) : ""));
-    }
     const lab::Measurement* pre = variants.measurement("preallocated");
     const lab::Measurement* graph = variants.measurement("graph_loop");
     const lab::Measurement* fused = variants.measurement("exercise");
-    if (pre && graph) {
-      const lab::Reading r = lab::speedup(*pre, *graph);
-      lab::metric(l, "graph_speedup_over_stream", r);
+    if (const auto r = lab::speedup(variants, "preallocated", "graph_loop")) {
+      lab::metric(l, "graph_speedup_over_stream", *r);
       l.note("the same 5 x " + std::to_string(NB) + " kernels as one graph: " +
-             lab::fixed(r.value, 2) + "x faster than launched one by one (" +
+             lab::fixed(r->value, 2) + "x faster than launched one by one (" +
              lab::fixed((pre->gpu_ms.median - graph->gpu_ms.median) * 1e3 / (5.0 * NB), 2) +
              " us saved per kernel); the bytes are the same");
     }
