@@ -58,6 +58,8 @@ const std::vector<std::string> kConverted = {
     "slides/03-pinned-memory.md",
     "lessons/08-reductions/README.md",
     "slides/08-reductions.md",
+    "lessons/06-fusion/README.md",
+    "slides/06-fusion.md",
     "lessons/09-graphs/README.md",
     "slides/09-graphs.md",
 };
