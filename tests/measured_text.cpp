@@ -62,6 +62,8 @@ const std::vector<std::string> kConverted = {
     "slides/06-fusion.md",
     "lessons/09-graphs/README.md",
     "slides/09-graphs.md",
+    "lessons/10-profiling/README.md",
+    "slides/10-profiling.md",
 };
 
 // The words a number that is no measurement is marked with.
