@@ -56,12 +56,8 @@ class DeviceSide {
 
   // The kernel, with the coefficients set last.
   l03::Kernel kernel() const {
-    const float* in = in_.data();
-    float* out = out_.data();
-    const float* ab = ab_.data();
-    const std::size_t n = n_;
-    const int blocks = lab::device_info().sms * 16;
-    return [=](cudaStream_t stream) {
+    return [in = in_.data(), out = out_.data(), ab = ab_.data(), n = n_,
+            blocks = lab::device_info().sms * 16](cudaStream_t stream) {
       scale_shift_kernel<<<blocks, 256, 0, stream>>>(in, out, n, ab);
       LAB_CHECK_LAUNCH();
     };
@@ -175,7 +171,6 @@ struct Trip {
     }
   }
   std::size_t n() const { return dev.n(); }
-
   void set_coefficients(float new_a, float new_b, cudaStream_t s) {
     a = new_a;
     b = new_b;
@@ -224,51 +219,37 @@ float expected_output(float a, float b, float x) {
 // never given. So before every timed call of the exercise, outside its timed window and on the
 // same stream, the harness times a 64 MiB copy each way from its own pinned buffer (as the
 // ceilings are measured): the link call by call, interleaved with the exercise's samples.
-class PinnedLink {
- public:
+// timed.time(stream) makes one copy each way, timed, and returns once they are done;
+// timed.part(0) is the GPU time of each so far (ms, up and down together).
+struct PinnedLink {
   static constexpr std::size_t kBytes = 64u << 20;  // each way
-
-  PinnedLink()
-      : host_(kBytes), device_(kBytes), timed_({[this](cudaStream_t s) {
-          LAB_CHECK(cudaMemcpyAsync(device_.data(), host_.data(), kBytes, cudaMemcpyHostToDevice, s));
-          LAB_CHECK(cudaMemcpyAsync(host_.data(), device_.data(), kBytes, cudaMemcpyDeviceToHost, s));
-        }}) {
-    std::memset(host_.data(), 1, kBytes);
-  }
-
-  // One copy each way on `stream`, timed; returns once they are done.
-  void time(cudaStream_t stream) { timed_.time(stream); }
-
-  // The GPU time of each time() so far (ms, up and down together).
-  lab::Stats times() const { return timed_.part(0); }
-
- private:
-  lab::PinnedBuffer<char> host_;
-  lab::DeviceBuffer<char> device_;
-  lab::BetweenCalls timed_;
+  lab::PinnedBuffer<char> host{kBytes};
+  lab::DeviceBuffer<char> device{kBytes};
+  lab::BetweenCalls timed{{[this](cudaStream_t s) {
+    LAB_CHECK(cudaMemcpyAsync(device.data(), host.data(), kBytes, cudaMemcpyHostToDevice, s));
+    LAB_CHECK(cudaMemcpyAsync(host.data(), device.data(), kBytes, cudaMemcpyDeviceToHost, s));
+  }}};
+  PinnedLink() { std::memset(host.data(), 1, kBytes); }
 };
 
 // ---------------------------------------------------------------------------------------------
 // How inputs are made, outputs reset and results checked (lab/protocol.cuh). A validated call
-// gets a fresh random input (written into every input()), a kernel with fresh coefficients, NaN
-// in its output and in both device arrays, and guard bytes past the device arrays armed; it is
+// gets a fresh random input (in every input()), a kernel with fresh coefficients, NaN in its
+// output and in both device arrays, and the guard bytes past the device arrays armed; it is
 // compared whole. Before each timed call of the exercise, outside its timed window:
 //  * the pinned link is timed first (PinnedLink), and waited for: no exercise code runs then;
-//  * new values at 64 random places of the input, drawn from the call's seed (which the harness
-//    draws from a generator the exercise cannot see), after the previous call's places get their
-//    old values back (lab::SparseChanges): a call that does not upload the whole input is wrong
-//    there, and a fingerprint of a few elements almost never sees them;
+//  * new values at 64 random places of the input, drawn from the call's seed (one the exercise
+//    cannot know), the last call's places given their old values back (lab::SparseChanges): a
+//    call that does not upload the whole input is wrong there, and a fingerprint of a few
+//    elements almost never sees them;
 //  * NaN at kPoisoned random places of the output;
-//  * the kernel gets new coefficients (never the last b): every output element changes, so an
-//    element that this call did not bring back holds an earlier call's value, which is wrong.
+//  * new kernel coefficients (never the last b): every output element changes, so one this call
+//    did not bring back holds an earlier call's value, which is wrong.
 // A few thousand host writes per call, where refilling both buffers would cost 2 x 256 MiB of
-// memset. After each timed call, once it has finished, its output is checked at all those places
-// and at kRandom more picked only then. Every check compares with the input regenerated on the
-// host (the input buffer is the exercise's: its contents are not trusted), then the guard bytes
-// after both device arrays. After timing, input() must hold what the last call was given:
-// round_trip() reads its input, it does not write it. Cost per timed check: about 5000 elements
-// and 8 KiB of guards (well under a millisecond); the input check after timing regenerates the
-// whole input once (a fraction of a second at 256 MiB).
+// memset. After each timed call its output is checked at all those places and at kRandom more
+// picked only then, against the input regenerated on the host (the input buffer is the
+// exercise's: never trusted), then the guard bytes. After timing, input() must hold what the last
+// call was given: round_trip() reads its input, it does not write it.
 constexpr std::size_t kPoisoned = 1024, kRandom = 4096;
 
 lab::Checks<Trip> checks(PinnedLink& link) {
@@ -284,7 +265,7 @@ lab::Checks<Trip> checks(PinnedLink& link) {
     for (auto& [name, rt] : t.ways) std::memset(rt->output(), 0xff, t.n() * sizeof(float));  // NaN
     t.dev.prepare(s);
   };
-  c.between_calls = [&link](Trip&, cudaStream_t s) { link.time(s); };
+  c.between_calls = [&link](Trip&, cudaStream_t s) { link.timed.time(s); };
   c.change = [](Trip& t, std::uint64_t seed, cudaStream_t s) {
     std::uniform_real_distribution<float> unit(0.0f, 1.0f);
     t.input.draw(seed, [&unit](std::mt19937_64& g) { return -1.0f + 2.0f * unit(g); });
@@ -312,13 +293,9 @@ lab::Checks<Trip> checks(PinnedLink& link) {
       at.insert(at.end(), picked.begin(), picked.end());
     }
     const std::vector<float>& want = kept.get(look.seed(), at, [&] {
-      std::vector<float> w;
-      w.reserve(at.empty() ? t.n() : at.size());
       const auto input = t.input.on_host();
-      if (at.empty())
-        for (std::size_t i = 0; i < t.n(); ++i) w.push_back(expected_output(t.a, t.b, input(i)));
-      for (const std::size_t i : at) w.push_back(expected_output(t.a, t.b, input(i)));
-      return w;
+      auto expected = [&](std::size_t i) { return expected_output(t.a, t.b, input(i)); };
+      return lab::values_at(at, t.n(), expected);
     });
     look.compare_host(t.ways.at(look.variant())->output(), at, want, lab::Tolerance{});
     LAB_CHECK(cudaDeviceSynchronize());  // whatever else it started, then the guards
@@ -368,21 +345,17 @@ void first_touch(lab::Lesson& l, lab::DeviceBuffer<char>& dev, std::size_t bytes
     l.note("first touch: mmap failed, skipped");
     return;
   }
+  auto unmap = [bytes](void* p) { munmap(p, bytes); };
+  const std::unique_ptr<void, decltype(unmap)> mapping(fresh, unmap);  // unmapped on every exit
   const cudaStream_t s = l.stream();
   double ms[2];
-  try {
-    for (double& t : ms) {  // the first copy touches every page; the second finds them mapped
-      lab::EventTimer timer(s);
-      timer.start();
-      LAB_CHECK(cudaMemcpyAsync(fresh, dev.data(), bytes, cudaMemcpyDeviceToHost, s));
-      timer.stop();
-      t = timer.elapsed_ms();
-    }
-  } catch (...) {
-    munmap(fresh, bytes);
-    throw;
+  for (double& t : ms) {  // the first copy touches every page; the second finds them mapped
+    lab::EventTimer timer(s);
+    timer.start();
+    LAB_CHECK(cudaMemcpyAsync(fresh, dev.data(), bytes, cudaMemcpyDeviceToHost, s));
+    timer.stop();
+    t = timer.elapsed_ms();
   }
-  munmap(fresh, bytes);
   l.note("");
   l.note("First touch: D2H of " + size_text(double(bytes)) +
          " into never-touched pageable memory: " +
@@ -482,7 +455,7 @@ int main(int argc, char** argv) {
       // each way, one after the other, as a round trip moves its bytes). The interval: the ratio
       // of the two medians' (lab::ratio_of_medians).
       const lab::Stats& t = exercise->gpu_ms;
-      const lab::Stats link = pinned_link.times();
+      const lab::Stats link = pinned_link.timed.part(0);
       const double bytes = 2.0 * n * sizeof(float), link_bytes = 2.0 * PinnedLink::kBytes;
       if (link.n > 0) {  // (none: the exercise made no timed call)
         const lab::MedianRatio r = lab::ratio_of_medians(link, t);  // link time / trip time
