@@ -62,6 +62,8 @@ const std::vector<std::string> kConverted = {
     "slides/08-reductions.md",
     "lessons/06-fusion/README.md",
     "slides/06-fusion.md",
+    "lessons/05-shared-memory/README.md",
+    "slides/05-shared-memory.md",
     "lessons/09-graphs/README.md",
     "slides/09-graphs.md",
     "lessons/10-profiling/README.md",
