@@ -149,9 +149,9 @@ struct Problem {
       LAB_CHECK(cudaMemcpy(offsets.data(), host.data(), offsets.bytes(), cudaMemcpyHostToDevice));
       segmented_sum = lab::CubCall(
           "cub::DeviceSegmentedReduce::Sum",
-          [in = d2.data(), out = sums.data(), nb, at = offsets.data()](void* t, std::size_t& bytes,
+          [in = d2.data(), sum = sums.data(), nb, at = offsets.data()](void* t, std::size_t& bytes,
                                                                        cudaStream_t s) {
-            return cub::DeviceSegmentedReduce::Sum(t, bytes, in, out, nb, at, at + 1, s);
+            return cub::DeviceSegmentedReduce::Sum(t, bytes, in, sum, nb, at, at + 1, s);
           });
     }
     if (needs & kWorkspace) {
@@ -280,12 +280,10 @@ constexpr double kF = sizeof(float);
 lab::Work rmse_work(const Problem& p, double bytes) { return {bytes, 3.0 * p.total}; }
 
 void add_variants(lab::Variants<Problem, Rmse>& variants) {
-  // The slow loops allocate and wait inside the call. A lead-in (a spin kernel that holds the
-  // GPU while the launch call enqueues) only hides launch latency for work that is pure
-  // enqueueing; here the host is part of the work, so they are host-paced (no lead-in): the
-  // events then measure what the loop costs from the first call to the last result, host waits
-  // included. The library still notes their slow launch call, rightly. Few samples: they are
-  // slow and not subtle: 8 samples and 20 ms, the median to 2%, within 1.5 s.
+  // The slow loops allocate and wait inside the call: the host is part of the work, so they are
+  // host-paced (no lead-in, README step 1): the events measure the loop from its first call to
+  // its last result, host waits included. Few samples: they are slow and not subtle (8 samples
+  // and 20 ms, the median to 2%, within 1.5 s).
   lab::BenchmarkOptions synced = lab::measure_until(8, 20.0, 0.02, 1.5);
   synced.warmup_ms = 10.0;
   const std::string waits =
@@ -492,10 +490,9 @@ int main(int argc, char** argv) {
                              capture_graph);
 
     // 2. Timing. Default 32 slices of 1024 x 1024: A and B are 128 MiB each, 256 MiB read by a
-    //    fused pass, so the bandwidth rule is judged on a working set well past the 50-60 MB L2
-    //    (the course's rule: >= 256 MiB, and cold samples flush L2 besides). One slice (4 MiB)
-    //    does fit in L2: the unfused loop's temporaries are written and read back there, which is
-    //    part of what the lesson shows (README, "bytes in L2").
+    //    fused pass, a working set well past the 50-60 MB L2 (the course's rule: >= 256 MiB).
+    //    One slice (4 MiB) does fit in L2: the unfused loop's temporaries stay there (README,
+    //    "Bytes in L2").
     const int R = static_cast<int>(rows), C = static_cast<int>(cols), NB = static_cast<int>(batches);
     Problem p(R, C, NB, needs);
     const double input_bytes = 4.0 * p.total;
