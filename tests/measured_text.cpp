@@ -68,6 +68,8 @@ const std::vector<std::string> kConverted = {
     "slides/09-graphs.md",
     "lessons/10-profiling/README.md",
     "slides/10-profiling.md",
+    "lessons/11-one-time-costs/README.md",
+    "slides/11-one-time-costs.md",
 };
 
 // The words a number that is no measurement is marked with.
