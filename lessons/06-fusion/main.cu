@@ -496,9 +496,8 @@ int main(int argc, char** argv) {
     const int R = static_cast<int>(rows), C = static_cast<int>(cols), NB = static_cast<int>(batches);
     Problem p(R, C, NB, needs);
     const double input_bytes = 4.0 * p.total;
-    l.size("A, B: " + std::to_string(NB) + " slices of " + std::to_string(R) + " x " +
-           std::to_string(C) + " float32 (" + lab::fixed(input_bytes / (1 << 20), 0) +
-           " MiB each, " + lab::fixed(2 * input_bytes / (1 << 20), 0) + " MiB read by one pass)");
+    l.size(lab::text("A, B: %d slices of %d x %d float32 (%.0f MiB each, %.0f MiB read by one "
+                     "pass)", NB, R, C, input_bytes / (1 << 20), 2 * input_bytes / (1 << 20)));
     protocol.measure(p, capture_graph);
 
     // 3. Validation again, after timing, in the same buffers with new contents (the graph
