@@ -70,6 +70,8 @@ const std::vector<std::string> kConverted = {
     "slides/10-profiling.md",
     "lessons/11-one-time-costs/README.md",
     "slides/11-one-time-costs.md",
+    "lessons/12-tensor-cores/README.md",
+    "slides/12-tensor-cores.md",
 };
 
 // The words a number that is no measurement is marked with.
