@@ -13,15 +13,17 @@ const std::vector<std::string>& handout_paths() {
   // is the catalogue of attacks and the dated record of grading runs, writing-a-lesson.md is for
   // authors), scripts/ (GPU rounds, grading demos, Slurm) and tests/ (the course's own checks,
   // several of which read solutions/; support/ holds the doctest main()s common/tests builds
-  // with). Left out whole: solutions/ (with the mutants and answer keys), measurements/ (the runs
-  // behind the texts' tables), .ci/.
+  // with). Left out whole: solutions/ (with the mutants and answer keys), the A/B folders of
+  // measurements/ (maintainers' comparisons), .ci/.
   static const std::vector<std::string> paths = {
       "README.md", "CMakeLists.txt", "CMakePresets.json", ".clang-format", ".gitignore",
       "cmake", "common", "checker", "lessons", "slides",
       "docs/CMakeLists.txt", "docs/mainpage.md", "docs/measurement.md", "docs/result-file.md",
       "docs/check-toml.md", "docs/instructors.md",  // how grading works: the README links it
       "docs/glossary.md",                           // the words the lesson texts link to
-      "measurements/h100",  // the committed run behind the texts' generated tables (results only)
+      // the committed runs behind the texts' generated tables and sourced numbers, and the
+      // record of the texts' ncu commands run as written
+      "measurements/h100", "measurements/h200",
       "scripts/bundle-deps.sh", "scripts/check-ncu-commands.sh", "tests/support"};
   return paths;
 }
