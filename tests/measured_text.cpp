@@ -56,6 +56,8 @@ const std::vector<std::string> kConverted = {
     "slides/01-timing-pitfalls.md",
     "lessons/03-pinned-memory/README.md",
     "slides/03-pinned-memory.md",
+    "lessons/04-coalescing/README.md",
+    "slides/04-coalescing.md",
     "lessons/07-streams/README.md",
     "slides/07-streams.md",
     "lessons/08-reductions/README.md",
