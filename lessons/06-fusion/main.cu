@@ -1,24 +1,13 @@
 // Lesson 06, the harness: fusion. From a loop of small kernels, temporaries and syncs to one pass
 // over memory, on the batched RMSE: out[b] = sqrt(mean((A[b] - B[b])^2)) for every slice b.
 //
-// What it runs (see --list), in the order the lesson takes them. n = rows * cols floats per
-// slice, N = batches * n per input; "bytes" are the global-memory bytes each variant's kernels
-// and copies read and write, every one counted once (the minimum is 8N: A and B read once).
-//   naive_loop       per slice: cudaMalloc copies of both slices, diff, square, a two-pass sum,
-//                    the sum back to the host (a sync), sqrt on the host, cudaFree. ~40n per slice.
-//   views            the same without the slice copies: the kernels read A and B in place. ~24n.
-//   device_results   sqrt on the GPU into out[b]: no read-back per slice. The temporaries are
-//                    still cudaMalloc'ed and cudaFree'd per slice, and cudaFree waits. ~24n.
-//   preallocated     the temporaries allocated once, outside the call: 5 launches per slice, no
-//                    allocation, no sync. ~24n.
-//   fused_per_batch  the map fused into the reduction: one kernel per slice reads A and B once
-//                    and adds its block sums atomically into sums[b]; one memset before, one
-//                    sqrt kernel after. ~8n.
-//   exercise         yours (exercise.cu): the goal is one launch for the whole batch. 8N minimum.
-//   cub_segmented    the library way: cub::DeviceTransform writes (A - B)^2 for all slices, then
-//                    cub::DeviceSegmentedReduce::Sum, then a sqrt kernel. ~16N.
-//   graph_loop       preallocated, captured once in a CUDA graph and replayed. ~24N: launches get
-//                    cheaper, the bytes stay.
+// What it runs (see --list) are the eight steps of the README's table "The steps of the lesson",
+// from naive_loop (per slice: slice copies, four kernels, a read-back and a sync, cudaMalloc and
+// cudaFree) through fused_per_batch (one pass per slice) to your exercise (one launch for the
+// whole batch), cub_segmented (the library way) and graph_loop. Each is written below with what
+// it launches and its bytes: the global-memory bytes its kernels and copies read and write, every
+// one counted once, for n = rows * cols floats per slice and N = batches * n per input (the
+// minimum is 8N: A and B read once).
 //
 // Students read this file; they do not edit it. The checker compiles your exercise.cu against it.
 #include <cub/cub.cuh>
