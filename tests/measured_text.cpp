@@ -74,6 +74,7 @@ const std::vector<std::string> kConverted = {
     "slides/11-one-time-costs.md",
     "lessons/12-tensor-cores/README.md",
     "slides/12-tensor-cores.md",
+    "slides/00-course-overview.md",
 };
 
 // The words a number that is no measurement is marked with.
