@@ -132,12 +132,19 @@ struct ProcessReading {
   std::string reading;  ///< the name the child reports it under
   std::string unit;     ///< e.g. "ms"
   /// @brief A reading recorded as a metric of another name.
+  /// @param label_ the start of its line in the notes
+  /// @param metric_ the metric it is recorded as
+  /// @param reading_ the name the child reports it under
+  /// @param unit_ e.g. "ms"
   ProcessReading(std::string label_, std::string metric_, std::string reading_, std::string unit_)
       : label(std::move(label_)),
         metric(std::move(metric_)),
         reading(std::move(reading_)),
         unit(std::move(unit_)) {}
   /// @brief A reading recorded as the metric of its own name.
+  /// @param label_ the start of its line in the notes
+  /// @param name the metric's name and the child's
+  /// @param unit_ e.g. "ms"
   ProcessReading(const std::string& label_, const std::string& name, const std::string& unit_)
       : ProcessReading(label_, name, name, unit_) {}
 };
