@@ -54,6 +54,8 @@ const fs::path kRepo = LAB_SOURCE_DIR;
 const std::vector<std::string> kConverted = {
     "lessons/01-timing-pitfalls/README.md",
     "slides/01-timing-pitfalls.md",
+    "lessons/02-cuda-events/README.md",
+    "slides/02-cuda-events.md",
     "lessons/03-pinned-memory/README.md",
     "slides/03-pinned-memory.md",
     "lessons/04-coalescing/README.md",
