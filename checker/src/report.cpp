@@ -281,7 +281,7 @@ std::string table_text(const std::vector<LessonOutcome>& lessons, bool colour) {
     // Where a check's time goes (the main command's two minutes are mostly these lines).
     if (l.wall_s > 0) {
       out << "  " << fixed(l.wall_s, 1) << " s";
-      if (l.counters_s > 0) out << " (ncu " << fixed(l.counters_s, 1) << " s)";
+      if (l.counters_s >= 0.05) out << " (ncu " << fixed(l.counters_s, 1) << " s)";
     }
     out << "\n";
     const bool lesson_level = !l.reason.empty() && l.reason != reason::sanitizer;
