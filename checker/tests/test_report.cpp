@@ -100,6 +100,18 @@ TEST_CASE("neutral result.json") {
   CHECK_NOTHROW(dump_json(j));
 }
 
+TEST_CASE("the table: each lesson's check time, and ncu's share only where ncu ran") {
+  Report r = sample_report();
+  r.lessons[0].wall_s = 6.04;
+  r.lessons[0].counters_s = 2.1;
+  r.lessons[1].wall_s = 3.2;
+  r.lessons[1].counters_s = 0.01;  // the counter phase's bookkeeping, no ncu run
+  const std::string plain = table_text(r.lessons, false);
+  CHECK(contains(plain, "90-fake (submission)  7/10  6.0 s (ncu 2.1 s)\n"));
+  CHECK(contains(plain, "3.2 s\n"));
+  CHECK_FALSE(contains(plain, "(ncu 0.0 s)"));
+}
+
 TEST_CASE("the table: plain without colour, escapes with it") {
   const Report r = sample_report();
   const std::string plain = table_text(r.lessons, false);
