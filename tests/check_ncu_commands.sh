@@ -35,7 +35,10 @@ FAKE
 chmod +x "$work/bin/ncu"
 check() { PATH="$work/bin:$PATH" FAKE=$1 LESSONS="04 10 11" "$repo/scripts/check-ncu-commands.sh" "$work/$1" > "$work/$1.out" 2>&1; }
 
+root_before=$(ls -A "$repo")
 check right || { echo "blocks failed with the right kernels profiled:"; cat "$work/right.out"; exit 1; }
+# what the blocks wrote in the repository's root (lesson 10's column_stats.csv) is gone again
+[ "$(ls -A "$repo")" = "$root_before" ] || { echo "the check left files in $repo"; exit 1; }
 grep -q "^ok    slides/04-coalescing.md block" "$work/right/ncu-commands.txt" || { echo "the slides were not run"; exit 1; }
 grep -q "^ok    lessons/11-one-time-costs/README.md block" "$work/right/ncu-commands.txt"
 if grep -q FAIL "$work/right/ncu-commands.txt"; then echo "a FAIL with the right kernels"; exit 1; fi
