@@ -1,21 +1,13 @@
 // Lesson 08, the harness: reductions. From a tree in shared memory to the speed of CUB, on the
 // plainest reduction there is: the sum of n floats (and the mean, which is the sum over n).
 //
-// What it runs (see --list), in the order the lesson takes them. Every variant reads x once, so
-// "bytes" is 4n for all of them (the partial sums they write and read back are under 0.5% of it):
-//   interleaved   one element per thread into shared memory, then a tree whose step s keeps the
-//                 threads with tid % 2s == 0: divergent warps, a modulo per step. One partial per
-//                 block of 256; the kernel runs again on the partials until one is left (4 passes
-//                 at 2^28).
-//   sequential    the same tree with sequential addressing: step s keeps threads tid < s, so whole
-//                 warps drop out together and the strided shared-memory accesses are gone.
-//   first_add     each thread adds two elements while loading (a block covers 512): half the
-//                 blocks, and no thread sits idle at the first step.
-//   shuffle       a fixed grid (8 blocks per SM), a grid-stride loop, one scalar load per thread
-//                 per iteration (the loop is kept from unrolling on purpose), warp shuffles
-//                 instead of a shared-memory tree, a second one-block kernel for the partials.
-//   cub           cub::DeviceReduce::Sum, its temporary storage allocated once, outside timing.
-//   exercise      yours (exercise.cu). The goal: at least 0.9x cub's speed in the same run.
+// What it runs (see --list), in the order the lesson takes them, each written below with its step's
+// comment: interleaved (a tree in shared memory, divergent warps, one pass per level: 4 at 2^28),
+// sequential (sequential addressing), first_add (two elements per thread while loading), shuffle (a
+// grid-stride loop and warp shuffles, one scalar load at a time), cub (cub::DeviceReduce::Sum) and
+// your exercise (the goal: at least 0.9x cub's speed in the same run). Every variant reads x once,
+// so "bytes" is 4n for all of them (the partial sums they write and read back are under 0.5% of
+// it).
 //
 // Students read this file; they do not edit it. The checker compiles your exercise.cu against it.
 #include <cub/cub.cuh>

@@ -1,37 +1,23 @@
 // Lesson 11, the harness: one-time costs. What the first call pays, and how a program keeps it
 // out of its hot path.
 //
-// Part A, what each one-time cost is on this machine. The costs a process pays once are only
-// honest when measured in a process that has not paid them yet, so this program runs itself
-// again (lab::run_self, lab/child_process.hpp) --processes times per measurement and reports the
-// median, with the fastest and slowest process as the range:
-//   context      creating the CUDA context (the first runtime call, cudaFree(0)), then the first
-//                and second launch of an empty kernel, with CUDA_MODULE_LOADING=LAZY and =EAGER;
-//   compile      NVRTC compiling the lesson's small operator, cold (the process's first compile)
-//                and warm; compiling it to LTO-IR and linking that with nvJitLink; loading the
-//                cubin with cuModuleLoadData and with cuLibraryLoadData, and the first launch
-//                from each;
-//   cublas       cublasCreate, the first SGEMM (it loads kernels and sets up a workspace), and a
-//                second one.
-// In this process: cudaMalloc and cudaFree of a buffer the size of the operator's intermediate,
-// against cudaMallocFromPoolAsync from a pool that releases its memory at every synchronization
-// (release threshold 0, the default) and from one that keeps it (threshold: unlimited).
+// Part A, what each one-time cost is on this machine, measured in processes that have not paid it
+// yet: this program runs itself again (lab::run_self, lab/child_process.hpp) --processes times
+// per measurement and reports the median with the fastest and slowest process (the child roles
+// below say what each times: the context and first launches, compiling and loading the operator,
+// cuBLAS); and, in this process, cudaMalloc and cudaFree against a stream-ordered pool that gives
+// its memory back at every synchronization (release threshold 0) and one that keeps it.
 //
 // Part B, the exercise: a runtime-compiled operator, out = smooth(f(x)) (exercise.cuh), where f
-// is an expression and the options (-DALPHA=...) change it.
-//   prebuilt           the same two kernels compiled once at startup (NVRTC, cuModuleLoadData)
-//                      and launched from that module with a preallocated intermediate: the
-//                      steady state a runtime-compiled operator should reach.
-//   malloc_each_call   prebuilt kernels, but cudaMalloc and cudaFree of the intermediate in
-//                      every call.
-//   pool_no_threshold  prebuilt kernels, intermediate from a pool with release threshold 0.
-//   exercise           yours: exercise::Operator::apply.
-// Each call is timed with no lead-in: whatever a call does on the host is inside its time.
-// Then, in new processes, each on a cache folder of its own: the first call with an empty folder
-// (it must compile) against the first call that finds the folder filled; and, in rounds that
-// look exactly like those, the first call after the harness damaged the folder's files (cut in
-// half; bits flipped; one entry's file swapped for another's), which must still give the right
-// result and replace the damaged file.
+// is an expression and the options (-DALPHA=...) change it, against prebuilt (the same kernels
+// compiled once at startup and launched from that module with a preallocated intermediate: the
+// steady state to reach), malloc_each_call and pool_no_threshold (add_variants says each). Each
+// call is timed with no lead-in: whatever a call does on the host is inside its time. Then the
+// cache tests, in new processes on folders of their own (lab/cache_tests.hpp): the first call on
+// an empty folder against the first call on the folder it filled and, in rounds that look exactly
+// like those, the first call after the harness damaged the folder's files (cut in half; bits
+// flipped; one entry's file swapped for another's), which must still give the right result and
+// replace the damaged file.
 //
 // Students read this file; they do not edit it. The checker compiles your exercise.cu against it.
 #include <cublas_v2.h>

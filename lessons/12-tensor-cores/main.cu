@@ -2,19 +2,11 @@
 // it costs.
 //
 // Every variant computes C = A B (M x K times K x N, row-major, C in float32) from the same random
-// data: A and B are drawn in FP32 once, and rounded to BF16 once (on the device, round to
-// nearest even) for the variants that take BF16. Which inputs each variant sees (see --list):
-//
-//   variant        inputs                         multiplies in             accumulates in
-//   sgemm_fp32     the FP32 data                  FP32 (FMA pipes)          FP32
-//   cublas_fp32    the FP32 data                  FP32 (FMA pipes)          FP32
-//   cublas_tf32    the FP32 data                  TF32 (tensor cores round  FP32
-//                                                 each input to 10 bits)
-//   cublas_bf16    the BF16 copies                BF16 (tensor cores)       FP32
-//   wmma_naive     the BF16 copies                BF16 (tensor cores)       FP32
-//   exercise       the BF16 copies                BF16 (tensor cores)       FP32
-//
-// sgemm_fp32 is lesson 05's register-tiled SGEMM; wmma_naive is this exercise's starter.
+// data, drawn in FP32 once and rounded to BF16 once (on the device, round to nearest even).
+// sgemm_fp32 (lesson 05's register-tiled SGEMM), cublas_fp32 and cublas_tf32 (tensor cores that
+// round each input to 10 bits) multiply the FP32 data; cublas_bf16, wmma_naive (this exercise's
+// starter) and your exercise multiply the BF16 copies on the tensor cores; all accumulate in FP32
+// (the README's table "The variants, and which inputs each one sees"; see --list).
 //
 // Accuracy is a result of its own: every variant is checked against an FP64 reference computed
 // on the host from the very inputs it multiplied (the FP32 data, or its BF16 copies), with a
