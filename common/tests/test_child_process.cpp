@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -24,6 +25,29 @@
 namespace fs = std::filesystem;
 
 namespace {
+
+// Runs @p body in a forked child whose descriptor 3 is a pipe (where lab::report writes); returns
+// the child's exit code (body's return value) and what it reported.
+std::pair<int, std::string> in_child(const std::function<int()>& body) {
+  int readings[2];
+  REQUIRE(pipe(readings) == 0);
+  std::fflush(nullptr);  // nothing buffered here may be written twice
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    dup2(readings[1], 3);
+    _exit(body());
+  }
+  close(readings[1]);
+  std::string said;
+  char buf[256];
+  for (ssize_t got; (got = read(readings[0], buf, sizeof buf)) > 0;) said.append(buf, got);
+  close(readings[0]);
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  return {WEXITSTATUS(status), said};
+}
 
 lab::ChildRun shell(const std::string& script, const lab::Environment& env = {},
                     double timeout_s = 30.0) {
@@ -118,28 +142,14 @@ TEST_CASE("child_main runs the role on its arguments and reports its error") {
                   const_cast<char*>("role"), const_cast<char*>("arg"), nullptr};
   CHECK(lab::is_child(4, argv));
   CHECK_FALSE(lab::is_child(1, argv));
-  int readings[2];
-  REQUIRE(pipe(readings) == 0);
-  std::fflush(nullptr);  // nothing buffered here may be written twice
-  const pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    dup2(readings[1], 3);
-    _exit(lab::child_main(4, argv, [](const std::vector<std::string>& args) {
+  const auto [code, said] = in_child([&] {
+    return lab::child_main(4, argv, [](const std::vector<std::string>& args) {
       lab::report("got", args.at(0) + "/" + args.at(1));
       lab::report("value", 2.5);
       throw std::runtime_error("bad\nthing");
-    }));
-  }
-  close(readings[1]);
-  std::string said;
-  char buf[256];
-  for (ssize_t got; (got = read(readings[0], buf, sizeof buf)) > 0;) said.append(buf, got);
-  close(readings[0]);
-  int status = 0;
-  REQUIRE(waitpid(pid, &status, 0) == pid);
-  CHECK(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 3);
+    });
+  });
+  CHECK(code == 3);
   CHECK(said == "@ got role/arg\n@ value 2.500000\n@ error bad thing\n");
 }
 
@@ -230,24 +240,7 @@ std::pair<int, std::string> play(const std::vector<std::string>& args,
   std::vector<char*> argv;
   for (std::string& a : all) argv.push_back(&a[0]);
   argv.push_back(nullptr);
-  int readings[2];
-  REQUIRE(pipe(readings) == 0);
-  std::fflush(nullptr);
-  const pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    dup2(readings[1], 3);
-    _exit(lab::child_main(static_cast<int>(all.size()), argv.data(), roles));
-  }
-  close(readings[1]);
-  std::string said;
-  char buf[256];
-  for (ssize_t got; (got = read(readings[0], buf, sizeof buf)) > 0;) said.append(buf, got);
-  close(readings[0]);
-  int status = 0;
-  REQUIRE(waitpid(pid, &status, 0) == pid);
-  REQUIRE(WIFEXITED(status));
-  return {WEXITSTATUS(status), said};
+  return in_child([&] { return lab::child_main(static_cast<int>(all.size()), argv.data(), roles); });
 }
 
 lab::ChildRun ran(double a, double b) {
