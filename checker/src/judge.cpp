@@ -180,7 +180,7 @@ void keep_run(const fs::path& keep, const std::string& name, const fs::path& han
   fs::create_directories(keep, ec);
   for (const auto& [from, to] : {std::pair{handed / ("result-" + tag + ".json"), keep / (name + ".json")},
                                  std::pair{work / ("output-" + tag + ".txt"), keep / (name + ".txt")}}) {
-    if (!fs::exists(from)) continue;
+    if (!fs::is_regular_file(fs::symlink_status(from))) continue;  // missing, or a link the program made
     fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
     if (ec) std::cerr << "lab-check: --keep: cannot copy " << from.string() << " to " << to.string() << ": " << ec.message() << "\n";
   }
