@@ -81,9 +81,10 @@ ScratchFolder::ScratchFolder(const fs::path& parent, bool keep) : keep_(keep) {
 }
 
 ScratchFolder::~ScratchFolder() {
+  if (keep_) return;
   std::error_code ec;
-  if (!keep_) fs::remove_all(path_, ec);
-  if (!keep_) fs::remove(path_.parent_path(), ec);  // only if empty: other runs may share it
+  fs::remove_all(path_, ec);
+  fs::remove(path_.parent_path(), ec);  // only if empty: other runs may share it
 }
 
 namespace {

@@ -23,23 +23,9 @@
 #include "lab/record.hpp"
 #include "lab/syscall_filter.hpp"
 #include "roof_options.hpp"
+#include "write_all.hpp"
 
 namespace lab {
-namespace {
-
-// All of @p text to @p fd (write(2) may take less than asked); false on an error (errno says).
-bool write_all(int fd, const std::string& text) {
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<std::size_t>(n);
-  }
-  return true;
-}
-
-}  // namespace
 
 struct Lesson::State {
   std::string title;

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include "write_all.hpp"
 
 namespace lab {
 
@@ -190,12 +191,7 @@ std::FILE* open_for_atomic_write(const std::string& path) {
 
 bool write_whole_file(int fd, const std::string& text) {
   if (::lseek(fd, 0, SEEK_SET) != 0) return false;
-  for (std::size_t done = 0; done < text.size();) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<std::size_t>(n);
-  }
+  if (!write_all(fd, text)) return false;
   return ::ftruncate(fd, static_cast<off_t>(text.size())) == 0;
 }
 

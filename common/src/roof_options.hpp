@@ -1,6 +1,7 @@
-// How every roof is timed (lab::ceilings, Lesson::measure_tensor_roof, lab::measure_tensor_roofs):
-// big, steady work (a copy of 256 MiB, a product at 8192^3), so a short stopping rule is enough,
-// and a whole set of roofs costs well under a second each. Private to the library's sources.
+// How a roof is timed (lab::ceilings, Lesson::measure_tensor_roof, lab::measure_tensor_roofs):
+// big, steady work (a copy of 256 MiB, a product at 8192^3), so a short stopping rule is enough
+// and each roof costs well under a second. lab::ceilings' FP32 roof keeps the 5 samples its
+// pageable copies set. Private to the library's sources.
 #pragma once
 
 #include "lab/timing.hpp"

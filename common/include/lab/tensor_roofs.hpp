@@ -16,8 +16,8 @@ namespace lab {
 
 /// @brief Measures ceilings.tf32_tensor_gflops (cuBLAS's SGEMM with TF32 tensor ops on FP32
 /// data) and ceilings.bf16_tensor_gflops (cuBLAS's product of BF16 data, FP32 accumulation),
-/// each an @p n x @p n x @p n product on random data, timed back to back as lab::ceilings() times
-/// the FP32 roof. Throws std::runtime_error on a CUDA or cuBLAS error.
+/// each an @p n x @p n x @p n product on random data, timed back to back with the roof options
+/// Lesson::measure_tensor_roof uses. Throws std::runtime_error on a CUDA or cuBLAS error.
 /// @param ceilings where the two roofs go (the others are left as they are)
 /// @param n M = N = K of the products: large enough to reach the peak (8192: about 1.1 TFLOP,
 ///        a few milliseconds each on an H100)
