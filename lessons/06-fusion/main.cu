@@ -264,8 +264,8 @@ double chain_bytes(const Problem& p) {
 
 constexpr double kF = sizeof(float);
 
-// Bytes as counted in the table at the top of this file; FLOPs: a subtract, a multiply and an add
-// per element pair, whatever the variant.
+// Bytes as the README's table "The steps of the lesson" counts them; FLOPs: a subtract, a
+// multiply and an add per element pair, whatever the variant.
 lab::Work rmse_work(const Problem& p, double bytes) { return {bytes, 3.0 * p.total}; }
 
 void add_variants(lab::Variants<Problem, Rmse>& variants) {

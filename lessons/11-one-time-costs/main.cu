@@ -179,7 +179,7 @@ class Pool {
 
 // ---------------------------------------------------------------------------------------------
 // One call's problem, and its check: bit for bit against the reference, compared on the device
-// (n up to 2^26: copying both to the host would cost more than the calls being checked).
+// (n = 2^26 by default: copying both to the host would cost more than the calls being checked).
 
 // The input x, the output with a 2 MiB guard zone after it, the reference's input (x made again
 // from its seed, never read back) and output; and what the variants run with.
@@ -592,8 +592,8 @@ int main(int argc, char** argv) {
           [](const ChildArgs& a) { child_first_call(a[0], a[1], a[2], std::stoull(a[3]), a[4]); }},
          {"compile-first-call", 4,
           [](const ChildArgs& a) { child_first_call("", a[0], a[1], std::stoull(a[2]), a[3]); }}});
-  lab::WriteAudit
-      audit;  // notes the files the checker handed this process, before any exercise code
+  // Notes the files the checker handed this process, before any exercise code.
+  lab::WriteAudit audit;
 
   lab::Lesson lesson("11-one-time-costs",
                      "One-time costs: context, module loading, runtime compilation, allocation");
