@@ -64,13 +64,14 @@ for text in lessons/[0-9][0-9]-*/README.md slides/[0-9][0-9]-*.md; do
     [ -e "$block" ] || continue
     if ! grep -q '^ *ncu ' "$block"; then rm -f "$block"; continue; fi
     { printf '%s\n' "$wrapper"; grep -v '^ *nsys ' "$block"; } > "$block.run"
-    # The blocks run from the repository's root, as a student pastes them; the files they write
-    # there (reports, CSVs) are removed afterwards, so the check leaves the tree as it found it.
+    # The blocks run from the repository's root, as a student pastes them; a file they wrote
+    # there (a report, a CSV: new since the block started, and named in the block's text) is
+    # removed afterwards, so the check leaves the tree as it found it.
     before=$(LC_ALL=C ls -A)
     ran=0
     bash -e "$block.run" > "${block%.sh}.log" 2>&1 || ran=$?
-    LC_ALL=C comm -13 <(printf '%s\n' "$before") <(LC_ALL=C ls -A) | while read -r new; do
-      [ -f "$new" ] && rm -f -- "$new"
+    LC_ALL=C comm -13 <(printf '%s\n' "$before") <(LC_ALL=C ls -A) | while IFS= read -r new; do
+      if [ -f "$new" ] && grep -qF -- "${new%.*}" "$block"; then rm -f -- "$new"; fi
     done
     if [ "$ran" = 0 ]; then
       echo "ok    $text block ${block: -5:2}" | tee -a "$summary"

@@ -14,6 +14,8 @@ mkdir "$work/bin"
 cat > "$work/bin/ncu" <<'FAKE'
 #!/usr/bin/env bash
 [ "${1:-}" = --version ] && { echo "fake ncu"; exit 0; }
+# A file no block names, written in the working folder meanwhile (as an editor might): it stays.
+[ "${FAKE:-}" = right ] && : > lab-test-not-a-blocks-file.tmp
 name=some_kernel prev=""
 for a in "$@"; do
   [ "$prev" = --kernel-name ] && name=$a
@@ -37,7 +39,10 @@ check() { PATH="$work/bin:$PATH" FAKE=$1 LESSONS="04 10 11" "$repo/scripts/check
 
 root_before=$(ls -A "$repo")
 check right || { echo "blocks failed with the right kernels profiled:"; cat "$work/right.out"; exit 1; }
-# what the blocks wrote in the repository's root (lesson 10's column_stats.csv) is gone again
+# what the blocks wrote in the repository's root (lesson 10's column_stats.csv) is gone again;
+# a file no block names is left alone
+[ -e "$repo/lab-test-not-a-blocks-file.tmp" ] || { echo "the check removed a file no block wrote"; exit 1; }
+rm -f "$repo/lab-test-not-a-blocks-file.tmp"
 [ "$(ls -A "$repo")" = "$root_before" ] || { echo "the check left files in $repo"; exit 1; }
 grep -q "^ok    slides/04-coalescing.md block" "$work/right/ncu-commands.txt" || { echo "the slides were not run"; exit 1; }
 grep -q "^ok    lessons/11-one-time-costs/README.md block" "$work/right/ncu-commands.txt"
