@@ -35,7 +35,7 @@ endif()
 
 # Nothing of the instructor's, by name ...
 file(GLOB_RECURSE leaks LIST_DIRECTORIES true RELATIVE "${tree}" "${tree}/*")
-list(FILTER leaks INCLUDE REGEX "(^solutions$|^measurements/([^/]*-ab|[^/]+/.*\\.(cu|patch))|^tests/CMakeLists\\.txt$|/mutants$|ANSWERS\\.md$|NOTES\\.md$|\\.patch$|expected\\.toml$|gpu-round\\.sh$)")
+list(FILTER leaks INCLUDE REGEX "(^solutions$|^measurements/([^/]*-(ab|checks)|[^/]+/.*\\.(cu|patch))|^tests/CMakeLists\\.txt$|/mutants$|ANSWERS\\.md$|NOTES\\.md$|\\.patch$|expected\\.toml$|gpu-round\\.sh$)")
 if(leaks)
   list(JOIN leaks "\n  " shown)
   message(FATAL_ERROR "the handout holds the instructor's files:\n  ${shown}")

@@ -13,8 +13,8 @@ const std::vector<std::string>& handout_paths() {
   // is the catalogue of attacks and the dated record of grading runs, writing-a-lesson.md is for
   // authors), scripts/ (GPU rounds, grading demos, Slurm) and tests/ (the course's own checks,
   // several of which read solutions/; support/ holds the doctest main()s common/tests builds
-  // with). Left out whole: solutions/ (with the mutants and answer keys), the A/B folders of
-  // measurements/ (maintainers' comparisons), .ci/.
+  // with). Left out whole: solutions/ (with the mutants and answer keys), the other folders of
+  // measurements/ (maintainers' comparisons and checks, which name mutants), .ci/.
   static const std::vector<std::string> paths = {
       "README.md", "CMakeLists.txt", "CMakePresets.json", ".clang-format", ".gitignore",
       "cmake", "common", "checker", "lessons", "slides",
