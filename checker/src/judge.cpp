@@ -171,8 +171,8 @@ std::string filter_note(const ProcessResult& r, const LessonConfig& lesson, cons
 }
 
 // Copies run `index`'s result file (from `handed`) and printed output (from `work`) to
-// keep/NAME.json and keep/NAME.txt, replacing an earlier run's; what is missing is left out, and
-// a copy that fails is said, never a reason to stop judging.
+// keep/NAME.json and keep/NAME.txt, replacing an earlier run's (a file this run did not write is
+// removed); a copy that fails is said, never a reason to stop judging.
 void keep_run(const fs::path& keep, const std::string& name, const fs::path& handed,
               const fs::path& work, int index) {
   const std::string tag = std::to_string(index);
@@ -180,7 +180,11 @@ void keep_run(const fs::path& keep, const std::string& name, const fs::path& han
   fs::create_directories(keep, ec);
   for (const auto& [from, to] : {std::pair{handed / ("result-" + tag + ".json"), keep / (name + ".json")},
                                  std::pair{work / ("output-" + tag + ".txt"), keep / (name + ".txt")}}) {
-    if (!fs::is_regular_file(fs::symlink_status(from))) continue;  // missing, or a link the program made
+    // Missing, or a link the program made: no file of an earlier run is left to pass for this one's.
+    if (!fs::is_regular_file(fs::symlink_status(from))) {
+      fs::remove(to, ec);
+      continue;
+    }
     fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
     if (ec) std::cerr << "lab-check: --keep: cannot copy " << from.string() << " to " << to.string() << ": " << ec.message() << "\n";
   }

@@ -115,8 +115,8 @@ struct JudgeOptions {
   /// processes or executable memory once the exercise can run (lab/syscall_filter.hpp).
   bool syscall_filter = false;
   /// Where each lesson's result file and printed output are kept, as NN-topic-BUILD.json and
-  /// NN-topic-BUILD.txt (the last run's; `lab-check run --keep`): a judged run's numbers, to
-  /// commit; empty: not kept.
+  /// NN-topic-BUILD.txt, as the program wrote them in its last run (`lab-check run --keep`);
+  /// empty: not kept.
   fs::path keep;
 };
 

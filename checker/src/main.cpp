@@ -656,7 +656,8 @@ int main(int argc, char** argv) {
   run->add_option("--overrides", overrides, "A TOML file of threshold/points overrides")->check(CLI::ExistingFile);
   std::string keep;
   run->add_option("--keep", keep, "A folder for each lesson's result file and printed output "
-                  "(NN-topic-BUILD.json, .txt; the last run's): the judged numbers, to commit");
+                  "(NN-topic-BUILD.json, .txt), as the program wrote them in its last run (with re-runs, the "
+                  "verdict may rest on several): numbers from a judged run, to commit");
 
   auto* grade = app.add_subcommand("grade", "Grade submission folders (each holds NN-topic/exercise.cu files); "
                                             "writes <out>/<name>/{result.json,gradescope.json,junit.xml}");
