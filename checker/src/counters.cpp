@@ -291,8 +291,16 @@ std::map<std::string, CounterReading> counter_readings(const CounterRun& run,
       r.value = *v;
       r.kernels = run.kernels;
       const double needed = m.needs == CounterMeasure::Needs::bytes ? needed_bytes : needed_flops;
-      if (const auto work = work_done(m, run.sums); work && needed > 0)
+      if (const auto work = work_done(m, run.sums); work && needed > 0) {
         r.work_per_needed = *work / needed;
+      } else if (work) {
+        // The needed work is what padding is held against: without it the reading is not judged
+        // (every lesson's harness declares it; a result without it was not written by one).
+        r.status = CounterRun::Status::failed;
+        r.message = std::string("the result declares no ") +
+                    (m.needs == CounterMeasure::Needs::bytes ? "bytes" : "FLOPs") +
+                    " for this variant, so the work behind the reading cannot be weighed";
+      }
     } else {
       r.status = CounterRun::Status::failed;
       r.message = why;

@@ -127,8 +127,8 @@ struct CounterReading {
 
 /// The readings of one variant's measures for the rules, by measure: measured, with
 /// work_per_needed the work_done over @p needed_bytes or @p needed_flops (the variant's in its
-/// result; none when that is 0), or the run's status and why (a measure ncu's metrics do not
-/// give is `failed`).
+/// result), or the run's status and why (a measure ncu's metrics do not give is `failed`, and so
+/// is one whose needed work the result does not declare).
 std::map<std::string, CounterReading> counter_readings(const CounterRun& run,
                                                        const std::vector<std::string>& measures,
                                                        double needed_bytes, double needed_flops);

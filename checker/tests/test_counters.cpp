@@ -264,8 +264,15 @@ TEST_CASE("a counter reading is judged only where the kernels did about the work
   run.kernels = 2;
   const auto r = counter_readings(run, {"global_load_efficiency"}, 1 << 20, 0);
   CHECK(*r.at("global_load_efficiency").work_per_needed == doctest::Approx(28.0));
-  CHECK_FALSE(counter_readings(run, {"global_load_efficiency"}, 0, 0)
-                  .at("global_load_efficiency").work_per_needed);  // the harness declared no bytes: no guard
+  // A result that declares no bytes for the variant: no guard to weigh the reading by, so it is
+  // not judged (a rule on it fails, saying why).
+  const CounterReading undeclared = counter_readings(run, {"global_load_efficiency"}, 0, 0).at("global_load_efficiency");
+  CHECK_FALSE(undeclared.work_per_needed);
+  CHECK(undeclared.status == CounterRun::Status::failed);
+  CHECK(undeclared.message == "the result declares no bytes for this variant, so the work behind the reading "
+                              "cannot be weighed");
+  CHECK(evaluate_rule(counter_rule("global_load_efficiency", 0.8, std::nullopt),
+                      with_counters({{"global_load_efficiency", undeclared}})).verdict == Verdict::fail);
 
   const Rule coalesced = counter_rule("global_load_efficiency", 0.8, std::nullopt);
   RuleOutcome o = evaluate_rule(coalesced, with_counters({{"global_load_efficiency", r.at("global_load_efficiency")}}));
