@@ -308,6 +308,40 @@ TEST_CASE("sanitizer: findings with file:line, and a missing tool is not the stu
   CHECK(none.sanitizer->message == "compute-sanitizer is not on PATH, so nothing was checked");
 }
 
+TEST_CASE("sanitizer: racecheck's hazards in precompiled library kernels are shown, not judged") {
+  // Found on the H200: racecheck reports hazards inside cuBLAS's own TMA/wgmma kernels (nvjet_*),
+  // which carry no source line; the lesson's code is built with -lineinfo, so its races do.
+  TempDir dir;
+  auto sanitizer = [&](const std::string& name, const std::string& races) {
+    const fs::path path = dir.path() / name;
+    write_text(path, "#!/bin/sh\ntool=$2\nwhile [ \"$1\" != \"--log-file\" ]; do shift; done\nlog=$2\nshift 2\n"
+                     "\"$@\" || exit $?\n[ \"$tool\" = racecheck ] || exit 0\n"
+                     "for i in 1 2 3 4 5 6 7 8 9 10 11 12; do\n"
+                     "  echo \"========= Error: Race reported between Read access at nvjet_sm90_$i+0x960\" >> \"$log\"\ndone\n" +
+                     races + "exit 86\n");
+    fs::permissions(path, fs::perms::owner_all);
+    return path.string();
+  };
+  JudgeOptions opt;
+  opt.inspect = false;  // a stand-in program: no object files to inspect
+  opt.sanitize = true;
+  opt.sanitizer_cmd = {sanitizer("library-only", "")};
+  const LessonOutcome library = judge_program(fake_lesson({"--mode", "result"}, standard_rules()), kFake, opt);
+  REQUIRE(library.sanitizer);
+  CHECK(library.sanitizer->verdict == Verdict::pass);
+  CHECK(contains(library.sanitizer->message, "racecheck reported 10 hazard(s) in precompiled library code, not judged"));
+  CHECK(library.verdict == Verdict::pass);
+
+  // The lesson's own race, logged after more library hazards than are kept, still fails.
+  opt.sanitizer_cmd = {sanitizer("own-race", "echo '========= Error: Race reported between Write access at tile+0x1a0 in "
+                                             "/src/90-fake/exercise.cu:12' >> \"$log\"\n")};
+  const LessonOutcome own = judge_program(fake_lesson({"--mode", "result"}, standard_rules()), kFake, opt);
+  REQUIRE(own.sanitizer);
+  CHECK(own.sanitizer->verdict == Verdict::fail);
+  CHECK(contains(own.sanitizer->message, "racecheck found 1 error(s), first: Race reported between Write access at tile+0x1a0 at 90-fake/exercise.cu:12"));
+  CHECK(own.verdict == Verdict::fail);
+}
+
 TEST_CASE("sanitizer: a run counts only when the program wrote its result, with that run's nonce") {
   // Found by a red-team pass: an exercise that ended the process (exit 0) at a size only the
   // sanitizers' --quick runs use had its racy kernel never run under them, and read "no errors".
@@ -325,7 +359,7 @@ TEST_CASE("sanitizer: a run counts only when the program wrote its result, with 
   const LessonOutcome ran = judge_program(fake_lesson({"--mode", "result"}, standard_rules()), kFake, opt);
   REQUIRE(ran.sanitizer);
   CHECK(ran.sanitizer->verdict == Verdict::pass);
-  CHECK(ran.sanitizer->message == "memcheck and racecheck found no errors");
+  CHECK(ran.sanitizer->message == "memcheck and racecheck found no errors in the lesson's code");
   opt.sanitizer_cmd = {sanitizer("ends-early", "exit 0\n")};
   const LessonOutcome early = judge_program(fake_lesson({"--mode", "result"}, standard_rules()), kFake, opt);
   REQUIRE(early.sanitizer);
