@@ -1,23 +1,24 @@
-// Lesson 05, the reference solution: a transpose without bank conflicts, and a register-tiled
-// SGEMM.
+// Lesson 05, the reference solution: a transpose without bank conflicts, and a warp-tiled SGEMM.
 //
 // transpose: the starter's tile with one float of padding per row, tile[32][33]. Word (r, c) of
 // the tile is at r * 33 + c, bank (r + c) % 32, so a column (c fixed, r = 0..31) covers all 32
 // banks: the column read that was replayed 32 times is one shared-memory access. Both global
 // sides stay coalesced, and the kernel runs near the copy ceiling.
 //
-// sgemm: each block computes a BM x BN tile of C (128 x 128 for big matrices) with 256 threads,
-// each thread an 8 x 8 piece of it held in registers. Along K in steps of BK = 8:
-//  * the block stages an A tile (BM x 8) and a B tile (8 x BN) in shared memory, with 16-byte
-//    (float4) global loads where the rows allow it;
-//  * each thread reads 8 values of A and 8 of B from shared memory (four float4 loads) and does
-//    8 x 8 = 64 FMAs with them: 4 FMAs per float read from shared memory, against 1/2 for a
-//    plain 32 x 32 shared-memory tile. Register tiling is what lifts the FMA rate;
-//  * two shared-memory buffers: while the block computes on one, the next tiles' global loads are
-//    in flight (into registers) and are then stored into the other, so one barrier per step is
-//    enough (see the comment in the loop).
+// sgemm: the README's register-blocked block tile (128 x 128 for big matrices, 256 threads, 8 x 8
+// outputs per thread, K in steps of BK = 8, A stored transposed in shared memory, two shared
+// buffers), with three changes aimed at the inner loop, which is all that matters at 4096^3:
+//  * warp tiles: each warp computes a 32 x 64 piece of C, its lanes a 4 x 8 grid over it. For one
+//    k a warp then reads 4 distinct float4s of A and 8 of B from shared memory, each load one
+//    128-byte wavefront; a warp piece of 16 x 128 needs 2 wavefronts for each B load.
+//  * fragments in two register slots: the values of A and B for k + 1 are read from shared
+//    memory while the 64 FMAs of k run, so a warp never waits on a shared load it just issued;
+//  * across steps the same: the last k of a step first stores the prefetched global tiles into
+//    the other buffer, passes the barrier and reads k = 0 of the new tiles, and only then does
+//    its own FMAs, which hide the barrier and that first read.
 // Sizes that are not multiples of the tiles take the same path: loads past M, N or K give zeros
-// (a zero in A or B adds nothing to a dot product), stores past M or N are skipped.
+// (a zero in A or B adds nothing to a dot product), stores past M or N are skipped. float4 global
+// loads and stores only where the row length and the pointer allow them.
 #include <cstdint>
 
 #include "exercise.cuh"
@@ -53,9 +54,18 @@ __global__ void __launch_bounds__(kTile* kBlockRows)
 // ---------------------------------------------------------------------------------------------
 // sgemm
 
-constexpr int kBK = 8;  // depth of a K step
-constexpr int kTM = 8;  // outputs per thread: kTM rows x kTN columns
-constexpr int kTN = 8;
+constexpr int kBK = 8;  // depth of a K step: 8 x 64 FMAs per thread between two barriers
+
+// A warp computes a kWarpM x kWarpN piece of the block's tile. Its 32 lanes form a kLaneRows x
+// kLaneCols grid over that piece, and each lane owns four 4 x 4 sub-blocks of it, kWarpM / 2 rows
+// and kWarpN / 2 columns apart (8 x 8 outputs). Neighbouring lanes thus read neighbouring float4s
+// of shared memory (no bank conflicts) and store neighbouring float4s of C (coalesced).
+constexpr int kWarpM = 32;
+constexpr int kWarpN = 64;
+constexpr int kLaneRows = 4;
+constexpr int kLaneCols = 8;
+static_assert(kLaneRows * kLaneCols == 32 && kWarpM == 2 * 4 * kLaneRows &&
+              kWarpN == 2 * 4 * kLaneCols);
 
 bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
@@ -74,32 +84,34 @@ __device__ __forceinline__ float4 load4(const float* __restrict__ P, int rows, i
   return v;
 }
 
-// Thread (tx, ty) owns rows {ty*4 .. ty*4+3} and {BM/2 + ty*4 .. +3} of the block's tile, and
-// columns {tx*4 .. +3} and {BN/2 + tx*4 .. +3}. Split halves rather than 8 contiguous rows or
-// columns: the float4 reads of shared memory by neighbouring threads are then contiguous (no
-// bank conflicts), and so are their float4 stores to C.
 template <int BM, int BN>
-__global__ void __launch_bounds__((BM / kTM) * (BN / kTN), BM == 128 ? 2 : 1)
-    sgemm_register_tiled(int M, int N, int K, float alpha, const float* __restrict__ A,
-                         const float* __restrict__ B, float beta, float* __restrict__ C, bool vec_a,
-                         bool vec_b, bool vec_c) {
-  constexpr int kThreads = (BM / kTM) * (BN / kTN);
+__global__ void __launch_bounds__((BM / kWarpM) * (BN / kWarpN) * 32, BM == 128 ? 2 : 1)
+    sgemm_warp_tiled(int M, int N, int K, float alpha, const float* __restrict__ A,
+                     const float* __restrict__ B, float beta, float* __restrict__ C, bool vec_a,
+                     bool vec_b, bool vec_c) {
+  constexpr int kWarpsN = BN / kWarpN;                 // warps across the block's tile
+  constexpr int kThreads = (BM / kWarpM) * kWarpsN * 32;
   constexpr int kLoadsA = BM * kBK / 4 / kThreads;  // float4s of the A tile per thread
   constexpr int kLoadsB = kBK * BN / 4 / kThreads;  // float4s of the B tile per thread
+  static_assert(BM % kWarpM == 0 && BN % kWarpN == 0);
   static_assert(kLoadsA * 4 * kThreads == BM * kBK && kLoadsB * 4 * kThreads == kBK * BN);
+  static_assert(kBK % 2 == 0, "a step must start on fragment slot 0");
 
-  // As holds the A tile transposed (As[k][m]), so a thread's 8 values of A for one k are two
-  // float4s. The +4 padding shifts each k-row by 4 banks: the transposing stores below, 16 rows
-  // by 2 k-groups per warp, then hit 32 different banks. Rows stay 16-byte aligned.
+  // As holds the A tile transposed (As[k][m]), so a lane's 4 rows of A for one k are one float4.
+  // The +4 padding shifts each k-row by 4 banks: the transposing stores below, 16 rows by 2
+  // k-groups per warp, then hit 32 different banks. Rows stay 16-byte aligned.
   __shared__ __align__(16) float As[2][kBK][BM + 4];
   __shared__ __align__(16) float Bs[2][kBK][BN];
 
   const int tid = threadIdx.x;
-  const int tx = tid % (BN / kTN);
-  const int ty = tid / (BN / kTN);
+  const int warp = tid / 32, lane = tid % 32;
+  // This lane's first output in the block's tile (its sub-blocks: see kWarpM above).
+  const int m0 = (warp / kWarpsN) * kWarpM + (lane / kLaneCols) * 4;
+  const int n0 = (warp % kWarpsN) * kWarpN + (lane % kLaneCols) * 4;
   const int row0 = blockIdx.y * BM;
   const int col0 = blockIdx.x * BN;
 
+  // The next step's tiles, loaded from global memory into registers while this step computes.
   float4 a_next[kLoadsA], b_next[kLoadsB];
   auto load_tiles = [&](int k0) {  // global memory -> registers
 #pragma unroll
@@ -130,51 +142,69 @@ __global__ void __launch_bounds__((BM / kTM) * (BN / kTN), BM == 128 ? 2 : 1)
     }
   };
 
-  float acc[kTM][kTN];
+  // The 8 values of A and 8 of B that one k brings to this lane, in two slots: slot (k + 1) % 2
+  // is read from shared memory while the FMAs use slot k % 2.
+  float4 a_frag[2][2], b_frag[2][2];
+  auto load_fragments = [&](int slot, int buf, int k) {  // shared memory -> registers
+    a_frag[slot][0] = *reinterpret_cast<const float4*>(&As[buf][k][m0]);
+    a_frag[slot][1] = *reinterpret_cast<const float4*>(&As[buf][k][m0 + kWarpM / 2]);
+    b_frag[slot][0] = *reinterpret_cast<const float4*>(&Bs[buf][k][n0]);
+    b_frag[slot][1] = *reinterpret_cast<const float4*>(&Bs[buf][k][n0 + kWarpN / 2]);
+  };
+
+  // acc[i][j]: row m0 + i (i < 4) or m0 + kWarpM / 2 + i - 4, column n0 + j (j < 4) or
+  // n0 + kWarpN / 2 + j - 4, the order in which the fragments list them.
+  float acc[8][8];
 #pragma unroll
-  for (int i = 0; i < kTM; ++i)
+  for (int i = 0; i < 8; ++i)
 #pragma unroll
-    for (int j = 0; j < kTN; ++j) acc[i][j] = 0.0f;
+    for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
+  auto multiply = [&](int slot) {  // 64 FMAs: the outer product of one k's fragments
+    const float4 a0 = a_frag[slot][0], a1 = a_frag[slot][1];
+    const float4 b0 = b_frag[slot][0], b1 = b_frag[slot][1];
+    const float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+    const float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+#pragma unroll
+      for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+  };
 
   const int steps = (K + kBK - 1) / kBK;
   load_tiles(0);
   store_tiles(0);
   __syncthreads();
+  load_fragments(0, 0, 0);
   for (int step = 0; step < steps; ++step) {
     const int cur = step & 1;
-    const bool more = step + 1 < steps;
-    if (more) load_tiles((step + 1) * kBK);  // in flight while we compute
+    const bool more = step + 1 < steps;  // the same in every thread: the barrier below is safe
+    if (more) load_tiles((step + 1) * kBK);  // in flight during the 8 k's below
 
 #pragma unroll
     for (int k = 0; k < kBK; ++k) {
-      const float4 a0 = *reinterpret_cast<const float4*>(&As[cur][k][ty * 4]);
-      const float4 a1 = *reinterpret_cast<const float4*>(&As[cur][k][BM / 2 + ty * 4]);
-      const float4 b0 = *reinterpret_cast<const float4*>(&Bs[cur][k][tx * 4]);
-      const float4 b1 = *reinterpret_cast<const float4*>(&Bs[cur][k][BN / 2 + tx * 4]);
-      const float a[kTM] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
-      const float b[kTN] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
-#pragma unroll
-      for (int i = 0; i < kTM; ++i)
-#pragma unroll
-        for (int j = 0; j < kTN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+      if (k + 1 < kBK) {
+        load_fragments((k + 1) % 2, cur, k + 1);
+      } else if (more) {
+        // The other buffer was last read before the barrier of the previous step (its k = 0 was
+        // read after it, from `cur`), so it may be overwritten now. The barrier makes the new
+        // tiles whole before anyone reads them, and it comes after every read of `cur` in this
+        // step, which the next step's stores will overwrite: one barrier per step is enough.
+        store_tiles(cur ^ 1);
+        __syncthreads();
+        load_fragments(0, cur ^ 1, 0);
+      }
+      multiply(k % 2);
     }
-
-    // Storing into the other buffer needs no barrier before it: that buffer was last read in the
-    // previous step, and every thread passed the barrier at the end of that step since. The
-    // barrier below then does both jobs at once: the new tiles are complete before the next step
-    // reads them, and nobody starts overwriting `cur` (two steps from now) while it is being read.
-    if (more) store_tiles(cur ^ 1);
-    __syncthreads();
   }
 
   // C = alpha acc + beta C, a float4 at a time where the row allows it.
 #pragma unroll
-  for (int i = 0; i < kTM; ++i) {
-    const int r = row0 + (i < 4 ? ty * 4 + i : BM / 2 + ty * 4 + (i - 4));
+  for (int i = 0; i < 8; ++i) {
+    const int r = row0 + m0 + (i / 4) * (kWarpM / 2) + i % 4;
     if (r >= M) continue;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int c = col0 + h * (BN / 2) + tx * 4;
+      const int c = col0 + n0 + h * (kWarpN / 2);
       float* p = C + static_cast<std::size_t>(r) * N + c;
       if (vec_c && c + 3 < N) {
         float4 out = make_float4(alpha * acc[i][h * 4 + 0], alpha * acc[i][h * 4 + 1],
@@ -203,7 +233,7 @@ void launch_sgemm(int M, int N, int K, float alpha, const float* A, const float*
   const bool vec_a = K % 4 == 0 && aligned16(A);
   const bool vec_b = N % 4 == 0 && aligned16(B);
   const bool vec_c = N % 4 == 0 && aligned16(C);
-  sgemm_register_tiled<BM, BN><<<grid, (BM / kTM) * (BN / kTN), 0, stream>>>(
+  sgemm_warp_tiled<BM, BN><<<grid, (BM / kWarpM) * (BN / kWarpN) * 32, 0, stream>>>(
       M, N, K, alpha, A, B, beta, C, vec_a, vec_b, vec_c);
   LAB_CHECK_LAUNCH();
 }
