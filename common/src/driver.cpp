@@ -34,6 +34,7 @@ const Driver& driver() {
     get("cuLibraryUnload", found.library_unload);
     get("cuKernelGetFunction", found.kernel_get_function);
     get("cuLaunchKernel", found.launch_kernel);
+    get("cuTensorMapEncodeTiled", found.tensor_map_encode_tiled);
     return found;
   }();
   return d;

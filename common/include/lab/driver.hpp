@@ -27,6 +27,7 @@ struct Driver {
   decltype(&cuLibraryUnload) library_unload;                  ///< cuLibraryUnload
   decltype(&cuKernelGetFunction) kernel_get_function;         ///< cuKernelGetFunction
   decltype(&cuLaunchKernel) launch_kernel;                    ///< cuLaunchKernel
+  decltype(&cuTensorMapEncodeTiled) tensor_map_encode_tiled;  ///< cuTensorMapEncodeTiled
 };
 
 /// @brief The driver's functions, looked up once, on first use: call it after the context
