@@ -35,7 +35,6 @@ __global__ void vector_add(const float* __restrict__ a, const float* __restrict_
   if (i < n) c[i] = a[i] + b[i];
 }
 
-// ---------------------------------------------------------------------------------------------
 // One vector-add problem: a, b, c on the host (pinned, allocated once) and on the device.
 class VectorAdd {
  public:
@@ -131,7 +130,6 @@ lab::Comparison run_pipeline(const VectorAdd& d, cudaStream_t s) {
   return d.check();
 }
 
-// ---------------------------------------------------------------------------------------------
 // Your time_phases, called by the library's timer rounds (lab/timer_rounds.hpp). The reference is
 // the same phases timed right after each call, so a drift of the copies' speed over the program
 // (the pinned link read 45 instead of 55 GB/s for a whole round once on the H100) moves both alike.
@@ -163,7 +161,6 @@ lab::TimerRounds::Work next_call(lab::Lesson& l, const VectorAdd& d) {
           }};
 }
 
-// ---------------------------------------------------------------------------------------------
 // The demonstrations printed under the table.
 
 // Empty event pairs, back to back: the floor of an event measurement and its resolution; and,

@@ -25,7 +25,6 @@ std::string size_text(double bytes) {
   return lab::text("%.0f KiB", bytes / 1024);
 }
 
-// ---------------------------------------------------------------------------------------------
 // The device side: two arrays with a guard zone after each, and the trivial kernel.
 
 // out[i] = a * in[i] + b: one read and one write per element, so on the H100 it takes about 2%
@@ -84,7 +83,6 @@ class DeviceSide {
   lab::DeviceBuffer<float> ab_;  // the kernel's a and b
 };
 
-// ---------------------------------------------------------------------------------------------
 // The harness's own round trips, written against the same interface as the exercise.
 
 // Upload, kernel, download, in stream order: the same three calls for every variant here.
@@ -138,7 +136,6 @@ class RegisteredRoundTrip final : public l03::RoundTrip {
   std::unique_ptr<lab::HostRegistration> pin_;  // after buffer_: unregistered before it is freed
 };
 
-// ---------------------------------------------------------------------------------------------
 // The variants, and what their calls run on.
 
 struct Trip;
@@ -211,7 +208,6 @@ float expected_output(float a, float b, float x) {
   return static_cast<float>(double(a) * x + double(b));
 }
 
-// ---------------------------------------------------------------------------------------------
 // The pinned link as it is while the exercise is timed. The bandwidth rule divides the round
 // trip's rate by the pinned link's. The link's ceilings are measured when the program starts, and
 // a link can run slower for seconds (on the H100, 45 against 55 GB/s for the whole of one grading
@@ -232,7 +228,6 @@ struct PinnedLink {
   PinnedLink() { std::memset(host.data(), 1, kBytes); }
 };
 
-// ---------------------------------------------------------------------------------------------
 // How inputs are made, outputs reset and results checked (lab/protocol.cuh). A validated call
 // gets a fresh random input (in every input()), a kernel with fresh coefficients, NaN in its
 // output and in both device arrays, and the guard bytes past the device arrays armed; it is
@@ -308,7 +303,6 @@ lab::Checks<Trip> checks(PinnedLink& link) {
   return c;
 }
 
-// ---------------------------------------------------------------------------------------------
 // The demonstrations printed under the table.
 
 double gbs(double bytes, double ms) { return bytes / (ms * 1e6); }

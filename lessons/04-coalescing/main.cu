@@ -10,15 +10,12 @@
 //   stride_1..32    the same read-modify-write of 2^26 floats, neighbouring threads `stride`
 //                   floats apart; every element is touched exactly once whatever the stride.
 //   offset_1        stride 1, but the whole array shifted by one float (misaligned by 4 bytes).
-//
-// Students read this file; they do not edit it. The checker compiles your exercise.cu against it.
 #include "exercise.cuh"
 #include "lab/cublas.hpp"
 #include "lab/lesson.cuh"
 
 namespace {
 
-// ---------------------------------------------------------------------------------------------
 // The given kernels.
 
 constexpr int kThreadsPerRowBlock = 128;  // thread-per-row kernels: 16384 rows = 128 blocks
@@ -117,7 +114,6 @@ lab::Checks<Sweep> sweep_checks(const lab::Variants<Sweep, Stride>& sweeps) {
   return c;
 }
 
-// ---------------------------------------------------------------------------------------------
 // A gemv problem on the device.
 
 // y is a lab::GuardedBuffer: its guard zone is checked after every validated or verified call.
@@ -152,15 +148,14 @@ lab::Tolerance gemv_tolerance(int cols, double largest) {
   return lab::sum_tolerance(static_cast<double>(cols) + 2.0, largest);
 }
 
-// How inputs are made, y reset and results checked (lab/protocol.cuh). Every call, timed ones
-// too, gets a new A and x (and the column-major copy of A when there is one): a new x alone
-// would change every answer, but an unchanged A could be kept from one call to the next in a
-// smaller form (FP16 stays inside the tolerance) and read at half the bytes the rate credits
-// (writing A's 1 GiB costs about 0.4 ms, outside the timed window). y starts random when
-// beta != 0; when beta == 0, NaN (y must not be read, and an element never written stays NaN).
-// The check: every row after a validated call, 128 rows picked only once a timed call has
-// finished, against A x in double from A and x regenerated (about 5 ms for 128 rows at 16384
-// columns), and the whole guard zone.
+// How inputs are made, y reset and results checked (lab/protocol.cuh). Every call, timed ones too,
+// gets a new A and x (and the column-major copy of A when there is one): a new x alone would change
+// every answer, but an unchanged A could be kept from one call to the next in a smaller form (FP16
+// stays inside the tolerance) and read at half the bytes the rate credits (writing A's 1 GiB costs
+// about 0.4 ms, outside the timed window). y starts random when beta != 0; when beta == 0, NaN (y
+// must not be read, and an element never written stays NaN). The check: every row after a validated
+// call, 128 rows picked only once a timed call has finished, against A x in double from A and x
+// regenerated (about 5 ms for 128 rows at 16384 columns), and the whole guard zone.
 lab::Checks<Gemv> gemv_checks() {
   lab::Checks<Gemv> c;
   c.fill = [](Gemv& g, std::uint64_t seed, cudaStream_t s) {

@@ -15,8 +15,6 @@
 //      sgemm_coalesced  the same loop, threadIdx.x along the columns of C
 //      cublas           cublasSgemm, true float32 (pedantic math: no TF32)
 //      exercise_sgemm   your SGEMM (exercise.cu)
-//
-// Students read this file; they do not edit it. The checker compiles your exercise.cu against it.
 #include "exercise.cuh"
 #include "lab/cublas.hpp"
 #include "lab/cublas_roof.cuh"

@@ -8,8 +8,6 @@
 // it launches and its bytes: the global-memory bytes its kernels and copies read and write, every
 // one counted once, for n = rows * cols floats per slice and N = batches * n per input (the
 // minimum is 8N: A and B read once).
-//
-// Students read this file; they do not edit it. The checker compiles your exercise.cu against it.
 #include <cub/cub.cuh>
 
 #include "exercise.cuh"
@@ -19,7 +17,6 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// ---------------------------------------------------------------------------------------------
 // The given kernels. Each is a reasonable kernel for what it does; the point of the lesson is how
 // many of them run, and how many bytes pass between them, not how good each one is.
 
@@ -95,7 +92,6 @@ __host__ __device__ float slice_scale(std::uint64_t seed, int b) {
   return fmaf(3.5f, lab::uniform01(seed ^ 0x5CA1Eull, static_cast<std::uint64_t>(b)), 0.5f);
 }
 
-// ---------------------------------------------------------------------------------------------
 // A problem on the device: the inputs, the output with a guard zone after it, and what each
 // variant needs besides (allocated here, outside every timed call).
 
@@ -152,7 +148,6 @@ struct Problem {
   const float* slice_b(int b) const { return B.data() + b * n; }
 };
 
-// ---------------------------------------------------------------------------------------------
 // The variants. Each one leaves the RMSEs in p.out on the device; the harness reads them back
 // after the timed region (the same 4 * batches bytes for every variant).
 
@@ -356,7 +351,6 @@ void add_variants(lab::Variants<Problem, Rmse>& variants) {
        [](int b) { return "1 graph of " + std::to_string(b) + " x 5 kernels"; }});
 }
 
-// ---------------------------------------------------------------------------------------------
 // Inputs, reference, checks (lab/protocol.cuh).
 
 // B as the harness writes it (lab::fill_with), element by element: lab::fill_random's value (range

@@ -28,7 +28,6 @@ namespace {
 constexpr std::size_t kOddN = 5'000'011;  // validation size: 5,000,011 = 16 * 312,500 + 11
 constexpr double kHoldUs = 2000;          // spin on main before the input arrives (fork check)
 
-// ---------------------------------------------------------------------------------------------
 // The kernel: `steps` dependent multiply-adds per element. Elementwise and deterministic, so a
 // chunk computes exactly the bits the whole array would; its time grows linearly with `steps`.
 
@@ -54,7 +53,6 @@ void launch_churn(const float* in, float* out, std::size_t count, int steps, cud
   LAB_CHECK_LAUNCH();
 }
 
-// ---------------------------------------------------------------------------------------------
 // The job: buffers and the stages.
 
 class Job {
@@ -136,7 +134,6 @@ struct Pipeline {
   double flops() const { return 2.0 * n() * job.steps(); }
 };
 
-// ---------------------------------------------------------------------------------------------
 // How inputs are made, outputs reset and results checked (lab/protocol.cuh).
 //
 // A validated call starts from poisoned (NaN) buffers on both sides; its input reaches the host

@@ -8,8 +8,6 @@
 // your exercise (the goal: at least 0.9x cub's speed in the same run). Every variant reads x once,
 // so "bytes" is 4n for all of them (the partial sums they write and read back are under 0.5% of
 // it).
-//
-// Students read this file; they do not edit it. The checker compiles your exercise.cu against it.
 #include <cub/cub.cuh>
 
 #include "exercise.cuh"
@@ -19,7 +17,6 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// ---------------------------------------------------------------------------------------------
 // The classic ladder (Harris, "Optimizing Parallel Reduction in CUDA", steps 1, 3 and 4). Each
 // kernel writes one partial sum per block to out[blockIdx.x]; tree_sum() runs it again on the
 // partials until a single number is left.
@@ -96,7 +93,6 @@ void tree_sum(TreeKernel kernel, long long per_block, const float* x, long long 
   }
 }
 
-// ---------------------------------------------------------------------------------------------
 // Step 4: warp shuffles and a grid-stride loop, in two kernels. The loads stay scalar and the
 // loop is not unrolled: each thread has one 4-byte load in flight at a time. The exercise is
 // what comes after this.
@@ -122,7 +118,6 @@ void shuffle_sum(const float* x, long long n, float* result, float* partials, cu
   LAB_CHECK_LAUNCH();
 }
 
-// ---------------------------------------------------------------------------------------------
 // Test data (README, "Accuracy"). Two kinds, for two kinds of mistakes:
 //  * integer-valued: each x[i] is one of -4..-1, 1..4 (never 0), from the seed. Every partial sum
 //    is then an integer far below 2^24, which float adds exactly: any order of addition gives the
@@ -155,7 +150,6 @@ enum Needs : unsigned {
   kWorkspace = 4,  // exercise::sum_workspace_bytes
 };
 
-// ---------------------------------------------------------------------------------------------
 // Reference and validation.
 //
 // The reference is the sum in double on the host, of the data regenerated from its seed (never
@@ -230,7 +224,6 @@ struct Problem {
   }
 };
 
-// ---------------------------------------------------------------------------------------------
 // The variants, in the order the lesson takes them. Each leaves the sum in p.result[0] on the
 // device; each reads x once: 4n bytes, and n additions (the partial sums they write and read
 // back are under 0.5% of it).

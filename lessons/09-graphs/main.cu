@@ -19,8 +19,6 @@
 //   kernel_floor  what the GPU needs per kernel when the host is not in the way: the first
 //                 min(K, 256) steps launched behind a 4 ms lead-in, so all of them are queued
 //                 before the first one starts. Not a way to run the chain, a yardstick.
-//
-// Students read this file; they do not edit it. The checker compiles your exercise.cu against it.
 #include "exercise.cuh"
 #include "lab/lesson.cuh"
 
@@ -31,7 +29,6 @@ constexpr int kFloorSteps = 256;       // kernel_floor: few enough to sit in the
 constexpr double kFloorLeadInUs = 4000;  // ... behind a spin long enough to launch them all
 constexpr int kChunk = 1024;           // fused: coefficients staged in shared memory per chunk
 
-// ---------------------------------------------------------------------------------------------
 // The kernels.
 
 // One step: dst[j] = a[i] * src[j] + b[i], one fused multiply-add (fmaf: one rounding, the same
@@ -69,7 +66,6 @@ int blocks_for(int n) { return (n + kThreads - 1) / kThreads; }
 
 const lab::Tolerance kExact{0.0, 0.0};  // fmaf is correctly rounded on both sides: bit for bit
 
-// ---------------------------------------------------------------------------------------------
 // A problem on the device. The pointers never change for its lifetime (a graph captured from
 // `step` stays valid); the values behind them are refilled between validated calls.
 
@@ -104,7 +100,6 @@ struct Inputs {
         b{lab::derive_seed(seed, 2), -0.1f, 0.1f} {}
 };
 
-// ---------------------------------------------------------------------------------------------
 // The variants. Each enqueues one whole call on s and leaves its answer in p.y.
 
 void sync_each(Problem& p, cudaStream_t s) {

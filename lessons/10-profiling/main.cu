@@ -18,8 +18,6 @@
 // Bytes: given_app moves 5 S (S = rows x cols x 4): stats reads x twice, standardize reads x and
 // writes z, scores reads z. The exercise is credited with the 2 S it must move, whatever it
 // actually moves, so its fraction of copy says how close it is to its floor.
-//
-// Students read this file; they do not edit it. The checker compiles your exercise.cu against it.
 #include "exercise.cuh"
 #include "lab/lesson.cuh"
 
@@ -27,7 +25,6 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// ---------------------------------------------------------------------------------------------
 // The application as handed out (the starter's code, unchanged).
 namespace given {
 
@@ -142,7 +139,6 @@ struct Problem {
   long long elements() const { return static_cast<long long>(rows) * cols; }
 };
 
-// x = the table of `seed`.
 void fill(Problem& p, std::uint64_t seed, cudaStream_t s) {
   fill_table<<<8 * lab::device_info().sms, kThreads, 0, s>>>(p.x.data(), p.rows, p.cols, seed);
   LAB_CHECK_LAUNCH();
@@ -180,7 +176,6 @@ void run_exercise(Problem& p, cudaStream_t s) {
                            s);
 }
 
-// ---------------------------------------------------------------------------------------------
 // Reference (double, from the table regenerated, never read back from x: the exercise could have
 // written into it) and the checks.
 
@@ -390,7 +385,6 @@ int main(int argc, char** argv) {
   long long rows = 262147, cols = 256;
   lesson.option("--rows", &rows, "Rows of the timed table");
   lesson.option("--cols", &cols, "Columns of the timed table");
-
 
   return lesson.run(argc, argv, [&](lab::Lesson& l) {
     if (l.quick()) rows = std::min<long long>(rows, 16411);

@@ -18,8 +18,6 @@
 // like those, the first call after the harness damaged the folder's files (cut in half; bits
 // flipped; one entry's file swapped for another's), which must still give the right result and
 // replace the damaged file.
-//
-// Students read this file; they do not edit it. The checker compiles your exercise.cu against it.
 #include <cublas_v2.h>
 #include <cuda.h>
 
@@ -39,10 +37,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int kFirstCallN = 4096;  // the first call in a new process: small, so it is the one-time
-                                   // costs that are timed, not the work
+constexpr int kFirstCallN = 4096;  // a new process's first call: small, so the one-time costs are timed
 
-// ---------------------------------------------------------------------------------------------
 // The operator's source. ARCH_TAG makes the architecture visible in the result for one test:
 // an arch-specific target (sm_90a) defines __CUDA_ARCH_SPECIFIC__, the plain one (sm_90) not.
 
@@ -99,7 +95,6 @@ NamedProgram arch_program() {
   return {"v+0.001f*ARCH_TAG", {operator_source("v + 0.001f * ARCH_TAG"), {}}};
 }
 
-// ---------------------------------------------------------------------------------------------
 // Compiling, the harness's own way (the reference, and the timings of part A), with NVRTC and
 // nvJitLink (lab/runtime_compile.hpp).
 
@@ -177,7 +172,6 @@ class Pool {
   cudaMemPool_t pool_ = nullptr;
 };
 
-// ---------------------------------------------------------------------------------------------
 // One call's problem, and its check: bit for bit against the reference, compared on the device
 // (n = 2^26 by default: copying both to the host would cost more than the calls being checked).
 
@@ -248,7 +242,6 @@ lab::Checks<Problem> checks() {
   return c;
 }
 
-// ---------------------------------------------------------------------------------------------
 // The roles of the new processes (lab/child_process.hpp): each reports its readings with
 // lab::report.
 
@@ -392,7 +385,6 @@ void child_first_call(const std::string& dir, const std::string& arch,
   if (!wrong.empty()) lab::report("wrong", wrong);
 }
 
-// ---------------------------------------------------------------------------------------------
 // Part A in the parent: each child role in `processes` new processes, each reading recorded as its
 // median with the fastest and slowest process as its range (lab::measure_in_processes).
 
@@ -468,7 +460,6 @@ void one_time_costs(lab::Lesson& l, int processes, const std::string& arch, std:
                             pool_keep_us, "us"));
 }
 
-// ---------------------------------------------------------------------------------------------
 // Part B's cache tests in new processes (lab/cache_tests.hpp): rounds of three processes, the
 // harness's own first call that compiles program 0 (the disk cache rule's yardstick), then the
 // exercise's on an empty folder and on the folder it filled, as it was left or damaged in place;
@@ -534,7 +525,6 @@ void cache_tests(lab::Lesson& l, lab::WriteAudit& audit, const fs::path& root,
   l.metric("first_call_speedup", r.value, r.low, r.high, "x");
 }
 
-// ---------------------------------------------------------------------------------------------
 // The variants of the table.
 
 void add_variants(lab::Variants<Problem>& variants) {

@@ -12,8 +12,6 @@
 // on the host from the very inputs it multiplied (the FP32 data, or its BF16 copies), with a
 // tolerance derived from K and from the rounding the variant does inside (see "Tolerance" below);
 // then, at the timing size, its error against the FP32 data shows what the precision costs.
-//
-// Students read this file; they do not edit it. The checker compiles your exercise.cu against it.
 #include <cuda_bf16.h>
 #include <mma.h>
 
