@@ -19,14 +19,20 @@
 # there the starters alone are built.
 option(LAB_GRADING_BUILD "A build for lab-check grade: starters and submissions only" OFF)
 
+# ARCHITECTURES <arch>: the lesson's device code is built for this architecture alone (lesson 13:
+# 90a, whose wgmma and setmaxnreg exist on no other GPU) instead of the preset's; the lab library
+# keeps the preset's.
 function(lab_add_lesson lesson)
-  cmake_parse_arguments(ARG "" "" "LIBRARIES" ${ARGN})
+  cmake_parse_arguments(ARG "" "ARCHITECTURES" "LIBRARIES" ${ARGN})
   set(src "${PROJECT_SOURCE_DIR}/lessons/${lesson}")
   set(out "${PROJECT_BINARY_DIR}/lessons/${lesson}")
 
   add_library(${lesson}-harness OBJECT "${src}/main.cu")
   target_include_directories(${lesson}-harness PUBLIC "${src}")
   target_link_libraries(${lesson}-harness PUBLIC lab ${ARG_LIBRARIES})
+  if(ARG_ARCHITECTURES)
+    set_target_properties(${lesson}-harness PROPERTIES CUDA_ARCHITECTURES "${ARG_ARCHITECTURES}")
+  endif()
 
   # lab_lesson_program(<kind> <exercise.cu>): one program = harness + one exercise file.
   # The exercise is compiled on its own, so the checker can inspect its object file before
@@ -37,6 +43,9 @@ function(lab_add_lesson lesson)
     set(target ${lesson}-${kind})
     add_library(${target}-exercise OBJECT "${exercise}")
     target_link_libraries(${target}-exercise PRIVATE ${lesson}-harness)
+    if(ARG_ARCHITECTURES)
+      set_target_properties(${target}-exercise PROPERTIES CUDA_ARCHITECTURES "${ARG_ARCHITECTURES}")
+    endif()
     set(pristine $<TARGET_OBJECTS:${lesson}-harness> $<TARGET_OBJECTS:lab>
                  $<TARGET_OBJECTS:lab_host> $<TARGET_OBJECTS:lab_result>
                  $<TARGET_OBJECTS:lab_syscall_filter>)
