@@ -39,7 +39,8 @@ struct CounterMeasure {
   /// nothing (coalesced loads beside uncoalesced ones, dead mma_sync), and that work shows here.
   enum class Needs { bytes, flops } needs = Needs::bytes;
   /// What one count of half A (for conflicts_per_needed: of A - B) does, in the needed unit:
-  /// 1 byte; 128 bytes per shared-memory wavefront; 4096 flops per HMMA (m16n8k16).
+  /// 1 byte; 128 bytes per shared-memory wavefront; 4096 flops per HMMA (m16n8k16); 4096 BF16
+  /// flops per active GMMA cycle (the most one SM does in a cycle).
   double work_per_count = 1;
   std::string work;  ///< what the work is, for messages: "bytes of global loads"
 
@@ -49,7 +50,7 @@ struct CounterMeasure {
 };
 
 /// The measures the checker knows: global_load_efficiency, global_store_efficiency,
-/// shared_bank_conflicts, tensor_instruction_share.
+/// shared_bank_conflicts, tensor_instruction_share, tensor_pipe_busy.
 const std::vector<CounterMeasure>& counter_measures();
 const CounterMeasure* find_counter_measure(const std::string& name);
 
