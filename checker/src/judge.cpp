@@ -146,6 +146,11 @@ std::string implausible_rates(const json& doc) {
   return "";
 }
 
+bool gpu_of_another_generation(const LessonConfig& lesson, const GpuObservation& seen) {
+  return lesson.compute_capability_major != 0 && seen.watched && seen.gpu_present &&
+         seen.cc_major != 0 && seen.cc_major != lesson.compute_capability_major;
+}
+
 Findings findings_of_watch(const GpuObservation& seen) {
   Findings found;
   const std::string disturbed = seen.disturbance();
@@ -255,6 +260,12 @@ Attempt run_once(const LessonConfig& lesson, const fs::path& program, const Judg
   if (r.exit_code == 77) {
     // "No GPU" is the checker's call: the student's process can exit 77 too.
     const std::string said = first_line(a.output);
+    if (gpu_of_another_generation(lesson, seen)) {
+      a.verdict = Verdict::environment;
+      a.reason = reason::no_gpu;
+      a.message = "not applicable on this GPU" + (said.empty() ? std::string() : ": " + said);
+      return a;
+    }
     if (seen.watched && seen.gpu_present) {
       a.reason = reason::exit;
       a.message = "the program said it found no usable GPU (exit 77), but the checker sees one: "

@@ -185,6 +185,10 @@ struct GpuObservation;
 /// The checker's findings about a run, to begin with: its own watch of the GPU. The program's
 /// own environment_ok and diagnostics are never read.
 Findings findings_of_watch(const GpuObservation& seen);
+/// @return true when the checker's own watch saw a GPU of another generation than the one
+/// @p lesson is built for (check.toml's compute_capability_major): there its program's exit 77
+/// means "not applicable on this GPU", not an exercise that ended the program
+bool gpu_of_another_generation(const LessonConfig& lesson, const GpuObservation& seen);
 
 /// An outcome that says the lesson could not be judged: every rule gets `verdict` and 0 points.
 LessonOutcome lesson_outcome(const LessonConfig& lesson, const std::string& build, Verdict verdict,

@@ -275,6 +275,9 @@ LessonConfig load_lesson(const fs::path& check_toml) {
     } else if (key == "syscall_filter") {
       if (!node.is_boolean()) config_error(check_toml, node, "\"syscall_filter\" must be true or false");
       lesson.syscall_filter = *node.value<bool>();
+    } else if (key == "compute_capability_major") {
+      lesson.compute_capability_major =
+          static_cast<int>(get_number_in(check_toml, node, key, 1, 99, ""));
     } else if (key == "rule") {
       if (!node.is_array_of_tables())
         config_error(check_toml, node, "\"rule\" must be written as [[rule]] tables");
@@ -313,7 +316,8 @@ LessonConfig load_lesson(const fs::path& check_toml) {
       }
     } else {
       config_error(check_toml, node, "unknown key \"" + key + "\" (keys: lesson, title, "
-                   "timeout_s, args, allowed_calls, forbidden_calls, replay, syscall_filter, [[rule]])");
+                   "timeout_s, args, allowed_calls, forbidden_calls, replay, syscall_filter, "
+                   "compute_capability_major, [[rule]])");
     }
   }
   if (lesson.name.empty())

@@ -80,6 +80,9 @@ struct LessonConfig {
   /// The program's system calls filtered once the exercise can run (lab/syscall_filter.hpp);
   /// false for a lesson whose exercise opens files or starts processes as its subject (11).
   bool syscall_filter = true;
+  /// The GPU generation the lesson is built for (13: 9, Hopper's sm_90a); 0 = any. On another,
+  /// its program says so and exits 77, which the checker then takes as "not applicable here".
+  int compute_capability_major = 0;
   std::vector<Rule> rules;
   fs::path dir;        ///< lessons/NN-topic
 

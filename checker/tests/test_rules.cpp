@@ -346,6 +346,24 @@ TEST_CASE("check.toml: a valid file") {
   write_text(file, std::string(kHead) + "forbidden_calls = [\"cudaGraphKernelNodeGetParams\", \"cudaGraphNodeGetParams*\"]\n"
              "[[rule]]\nid = \"correct\"\nkind = \"correct\"\nvariant = \"exercise\"\n");
   CHECK(load_lesson(file).forbidden_calls.size() == 2);
+
+  // A lesson built for one GPU generation (13: Hopper): its program's exit 77 on another one is
+  // "not applicable here", judged on the checker's own view of the GPU, never on the program's.
+  CHECK(load_lesson(file).compute_capability_major == 0);  // any GPU, by default
+  write_text(file, std::string(kHead) + "compute_capability_major = 9\n[[rule]]\nid = \"correct\"\nkind = \"correct\"\nvariant = \"exercise\"\n");
+  const LessonConfig hopper = load_lesson(file);
+  CHECK(hopper.compute_capability_major == 9);
+  GpuObservation ampere;
+  ampere.watched = ampere.gpu_present = true;
+  ampere.cc_major = 8;
+  CHECK(gpu_of_another_generation(hopper, ampere));
+  GpuObservation h200 = ampere;
+  h200.cc_major = 9;
+  CHECK_FALSE(gpu_of_another_generation(hopper, h200));   // exit 77 there: the program's doing
+  GpuObservation unseen = ampere;
+  unseen.cc_major = 0;                                     // NVML did not say: not believed
+  CHECK_FALSE(gpu_of_another_generation(hopper, unseen));
+  CHECK_FALSE(gpu_of_another_generation(LessonConfig{}, ampere));  // a lesson for any GPU
 }
 
 TEST_CASE("check.toml: args may not leave out a variant a rule reads") {
