@@ -77,17 +77,22 @@ const char* const kBuilds[] = {"solution", "starter"};
 
 LessonRuns lesson_runs(const fs::path& repo, const std::vector<GpuFolder>& gpus, const std::string& lesson) {
   LessonRuns out{lesson, lab::load_lesson(repo / "lessons" / lesson / "check.toml"), {}};
-  for (const GpuFolder& gpu : gpus)
+  for (const GpuFolder& gpu : gpus) {
+    // A run of the course before the lesson existed (or on a GPU it needs more than) has neither
+    // file; one file without the other is a broken run, which load_result names.
+    if (!fs::exists(gpu.result(lesson, "solution")) && !fs::exists(gpu.result(lesson, "starter"))) continue;
     out.runs.push_back({&gpu, measured::load_result(gpu.result(lesson, "solution")),
                         measured::load_result(gpu.result(lesson, "starter"))});
+  }
   return out;
 }
 
-std::string header_row(const LessonRuns& l, const std::string& first_columns) {
+// `short_heading`: the run folder's name alone (a slide has no room for GPU, date and commit).
+std::string header_row(const LessonRuns& l, const std::string& first_columns, bool short_heading = false) {
   std::string head = "| " + first_columns + " |", rule = "|";
   for (int i = 0, n = std::count(first_columns.begin(), first_columns.end(), '|') + 1; i < n; ++i) rule += " --- |";
   for (const CommittedRun& run : l.runs) {
-    head += " " + run.heading(l.lesson) + " |";
+    head += " " + (short_heading ? "`" + run.gpu->name + "`" : run.heading(l.lesson)) + " |";
     rule += " --- |";
   }
   return head + "\n" + rule + "\n";
@@ -100,9 +105,9 @@ const json* find_variant(const json& doc, const std::string& name) {
 }
 
 // Every rule of the lesson judged on each run's two files by the checker (counter rules need
-// ncu: skipped). A cell: the reading, its interval and the verdict.
-std::string rules_table(const LessonRuns& l) {
-  std::string out = header_row(l, "build | rule | bar");
+// ncu: skipped). A cell: the reading, its interval (not on a slide) and the verdict.
+std::string rules_table(const LessonRuns& l, bool slide = false) {
+  std::string out = header_row(l, "build | rule | bar", slide);
   for (int b = 0; b < 2; ++b)
     for (const lab::Rule& rule : l.config.rules) {
       std::string bar = "-";
@@ -118,8 +123,10 @@ std::string rules_table(const LessonRuns& l) {
         const lab::RuleOutcome o = lab::evaluate_rule(rule, {lab::run_report(doc), seen});
         std::string cell;
         if (o.reading)
-          cell = lab::format_value(rule.kind, o.reading->value) + " (" + lab::format_value(rule.kind, o.reading->low) +
-                 " - " + lab::format_value(rule.kind, o.reading->high) + ") ";
+          cell = lab::format_value(rule.kind, o.reading->value) +
+                 (slide ? std::string(" ")
+                        : " (" + lab::format_value(rule.kind, o.reading->low) + " - " +
+                              lab::format_value(rule.kind, o.reading->high) + ") ");
         out += " " + cell + lab::to_string(o.verdict) + " |";
       }
       out += "\n";
@@ -129,9 +136,9 @@ std::string rules_table(const LessonRuns& l) {
 
 /// The generated block of one lesson's slide deck: the rules on every committed run.
 std::string slide_block(const LessonRuns& l) {
-  return kSlideBegin + "\n\n" + rules_table(l) +
-         "\nThe checker's reading (95% interval) and verdict on each committed run (measurements/); "
-         "counter rules need ncu and are skipped here.\n\n" + kEnd;
+  return kSlideBegin + "\n\n" + rules_table(l, true) +
+         "\nThe checker's reading and verdict on each committed run (measurements/, its README names "
+         "GPU, date and commit); counter rules need ncu: skipped.\n\n" + kEnd;
 }
 
 // One variant in one run: its median and interval, samples, rates.
