@@ -19,7 +19,9 @@
 // writes z, scores reads z. The exercise is credited with the 2 S it must move, whatever it
 // actually moves, so its fraction of copy says how close it is to its floor.
 #include "exercise.cuh"
+#include "lab/column_sums.cuh"
 #include "lab/lesson.cuh"
+#include "lab/outputs.hpp"
 
 namespace {
 
@@ -99,22 +101,18 @@ __global__ void __launch_bounds__(kThreads) read_once(const float* __restrict__ 
 }
 
 // Test data: column c holds offset(c) + scale(c) * u with u uniform in [0, 1), so every column
-// has its own mean and spread (a mixed-up column index cannot pass).
-__host__ __device__ inline float column_offset(int c) { return static_cast<float>(c % 5) - 2.0f; }
-__host__ __device__ inline float column_scale(int c) { return 1.0f + 0.5f * static_cast<float>(c % 7); }
-
-// x[i] (column c) of the table made from `seed`. One fmaf: a single rounding, the same on the host
-// and the device, so the harness can regenerate any element instead of reading it back.
-__host__ __device__ inline float table_value(std::uint64_t seed, long long i, int c) {
-  return fmaf(column_scale(c), lab::uniform01(seed, static_cast<std::uint64_t>(i)), column_offset(c));
-}
-
-__global__ void fill_table(float* x, int rows, int cols, std::uint64_t seed) {
-  const long long n = static_cast<long long>(rows) * cols;
-  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<long long>(gridDim.x) * blockDim.x)
-    x[i] = table_value(seed, i, static_cast<int>(i % cols));
-}
+// has its own mean and spread (a mixed-up column index cannot pass). x[i] of the table made from
+// `seed` is one fmaf, a single rounding, the same on the host and the device: the fill, the
+// reference and lab::changed_input regenerate any element instead of reading it back.
+struct Table {
+  std::uint64_t seed;
+  int cols;
+  __host__ __device__ float operator()(std::uint64_t i) const {
+    const int c = static_cast<int>(i % cols);
+    return fmaf(1.0f + 0.5f * static_cast<float>(c % 7), lab::uniform01(seed, i),
+                static_cast<float>(c % 5) - 2.0f);
+  }
+};
 
 // Every output and the workspace are lab::GuardedBuffers, their guard zones checked after every
 // validated run and every verified timed call.
@@ -138,11 +136,6 @@ struct Problem {
         workspace(exercise::workspace_bytes(r, c), "workspace") {}
   long long elements() const { return static_cast<long long>(rows) * cols; }
 };
-
-void fill(Problem& p, std::uint64_t seed, cudaStream_t s) {
-  fill_table<<<8 * lab::device_info().sms, kThreads, 0, s>>>(p.x.data(), p.rows, p.cols, seed);
-  LAB_CHECK_LAUNCH();
-}
 
 void given_stats(Problem& p, cudaStream_t s) {
   given::column_stats<<<p.cols, kThreads, 0, s>>>(p.x.data(), p.rows, p.cols, p.mean.data(), p.inv_std.data());
@@ -181,34 +174,6 @@ void run_exercise(Problem& p, cudaStream_t s) {
 
 const lab::Tolerance kTolerance{1e-4, 1e-4};
 
-// sum[c] and squares[c] += the sum of x[r][c] and of x[r][c]^2 over the rows, in double, for the
-// table fill_table(seed) makes: a kernel of the harness (the host would take too long over 67 M
-// elements at every timed call). Thread t adds up column t % cols over rows t / cols,
-// t / cols + row_step, ...
-__global__ void reference_column_sums(int rows, int cols, int row_step, std::uint64_t seed,
-                                      double* sum, double* squares) {
-  const long long t = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
-  if (t >= static_cast<long long>(row_step) * cols) return;
-  const int c = static_cast<int>(t % cols);
-  double s = 0, q = 0;
-  for (long long r = t / cols; r < rows; r += row_step) {
-    const double v = table_value(seed, r * cols + c, c);
-    s += v;
-    q += v * v;
-  }
-  atomicAdd(&sum[c], s);
-  atomicAdd(&squares[c], q);
-}
-
-// x[i] of the table fill_table(seed) makes, for lab::changed_input.
-struct Table {
-  std::uint64_t seed;
-  int cols;
-  __host__ __device__ float operator()(std::uint64_t i) const {
-    return table_value(seed, static_cast<long long>(i), static_cast<int>(i % cols));
-  }
-};
-
 // What the outputs must hold for the table of one seed: mean and inv_std of every column, and
 // the scores of the rows a check looks at.
 struct Expected {
@@ -218,80 +183,32 @@ struct Expected {
   double sum_of_x = 0;
 };
 
+// The column sums come from a kernel of the library (the host would take too long over 67 M
+// elements at every timed call); the scores from the rows regenerated on the host.
 Expected reference(const Problem& p, std::uint64_t seed, const std::vector<std::size_t>& rows,
                    cudaStream_t s) {
   const int cols = p.cols;
-  lab::DeviceBuffer<double> sums(2 * static_cast<std::size_t>(cols));
-  LAB_CHECK(cudaMemsetAsync(sums.data(), 0, sums.bytes(), s));
-  const int row_step = std::max(1, std::min(p.rows, (1 << 17) / cols));
-  const long long threads = static_cast<long long>(row_step) * cols;
-  reference_column_sums<<<static_cast<unsigned>((threads + kThreads - 1) / kThreads), kThreads, 0,
-                          s>>>(p.rows, cols, row_step, seed, sums.data(), sums.data() + cols);
-  LAB_CHECK_LAUNCH();
-  const std::vector<double> moments = sums.download(s);
+  const Table x{seed, cols};
+  const lab::ColumnSums sums = lab::column_sums(p.rows, cols, x, s);
   Expected e;
   e.rows = rows;
   std::vector<double> m(cols), is(cols);
   for (int c = 0; c < cols; ++c) {
-    e.sum_of_x += moments[c];
-    m[c] = moments[c] / p.rows;
-    is[c] = 1.0 / std::sqrt(moments[cols + c] / p.rows - m[c] * m[c]);
+    e.sum_of_x += sums.sum[c];
+    m[c] = sums.sum[c] / p.rows;
+    is[c] = 1.0 / std::sqrt(sums.squares[c] / p.rows - m[c] * m[c]);
     e.mean.push_back(static_cast<float>(m[c]));
     e.inv_std.push_back(static_cast<float>(is[c]));
   }
   for (const std::size_t r : rows) {
     double s2 = 0;
     for (int c = 0; c < cols; ++c) {
-      const double z = (table_value(seed, static_cast<long long>(r) * cols + c, c) - m[c]) * is[c];
+      const double z = (x(r * cols + c) - m[c]) * is[c];
       s2 += z * z;
     }
     e.score.push_back(static_cast<float>(s2));
   }
   return e;
-}
-
-// The outputs against the reference: the statistics, then the scores; the first that differs
-// decides, and `what` names it.
-struct Outcome {
-  lab::Comparison c;
-  const char* what = "";
-};
-
-// Each output goes through Lesson::compare under "<case>, <output>": the exercise's can be
-// checked out of process. The scores are read at e.rows only.
-Outcome compare(lab::Lesson& l, const std::string& variant, const std::string& case_name,
-                const Problem& p, const Expected& e, bool stats, bool scores, cudaStream_t s) {
-  Outcome o;
-  if (stats) {
-    o.c = l.compare(variant, case_name + ", mean", p.mean.download(s), e.mean, kTolerance);
-    o.what = "mean";
-  }
-  if (stats && o.c.ok) {
-    o.c = l.compare(variant, case_name + ", inv_std", p.inv_std.download(s), e.inv_std, kTolerance);
-    o.what = "inv_std";
-  }
-  if (scores && o.c.ok) {
-    o.c = l.compare(variant, case_name + ", score", lab::gather(p.score.data(), e.rows, s),
-                    e.score, kTolerance);
-    for (lab::Mismatch& mm : o.c.first) mm.index = e.rows[mm.index];  // score's own index
-    o.what = "score";
-  }
-  return o;
-}
-
-// Records `o` under the case, unless its outputs are right but a guard zone (after an output or
-// the workspace) changed, when @p guarded: then what changed there.
-void record(lab::Lesson& l, const std::string& variant, const std::string& case_name,
-            const Problem& p, Outcome o, bool guarded, cudaStream_t s) {
-  if (o.c.ok && guarded)
-    for (const std::string& d :
-         {p.mean.damage(s), p.inv_std.damage(s), p.score.damage(s), p.workspace.damage(s)})
-      if (!d.empty()) {
-        l.check(variant, case_name, false, d);
-        return;
-      }
-  if (!o.c.ok) o.c.note = std::string(o.what) + ": " + o.c.summary();
-  l.check(variant, case_name, o.c);
 }
 
 // How tables are made, outputs reset and results checked (lab/protocol.cuh). Every call, the
@@ -308,7 +225,9 @@ void record(lab::Lesson& l, const std::string& variant, const std::string& case_
 // After timing, x still holds the last call's table.
 lab::Checks<Problem> checks() {
   lab::Checks<Problem> c;
-  c.fill = [](Problem& p, std::uint64_t seed, cudaStream_t s) { fill(p, seed, s); };
+  c.fill = [](Problem& p, std::uint64_t seed, cudaStream_t s) {
+    lab::fill_with(p.x.data(), p.elements(), Table{seed, p.cols}, s);
+  };
   c.reset = [](Problem& p, cudaStream_t s) {
     for (const lab::GuardedBuffer<float>* out : {&p.mean, &p.inv_std, &p.score}) out->reset(s);
     p.workspace.reset(s);
@@ -332,8 +251,17 @@ lab::Checks<Problem> checks() {
     const bool stats = v != "given_standardize" && v != "given_scores";
     const bool scores = v != "given_stats";
     if (!stats) given_app(p, s);  // phases 1, 2 and 3 in order, as given_app runs them
-    record(look.lesson(), v, look.case_name(), p,
-           compare(look.lesson(), v, look.case_name(), p, e, stats, scores, s), stats && scores, s);
+    // The statistics, then the scores (read at e.rows only); the first that differs decides.
+    lab::OutputsCheck o(look.lesson(), v, look.case_name());
+    if (stats)
+      o.compare("mean", [&] { return p.mean.download(s); }, e.mean, kTolerance)
+          .compare("inv_std", [&] { return p.inv_std.download(s); }, e.inv_std, kTolerance);
+    if (scores)
+      o.compare("score", [&] { return lab::gather(p.score.data(), e.rows, s); }, e.score,
+                kTolerance, e.rows);
+    if (stats && scores)
+      o.guard(p.mean, s).guard(p.inv_std, s).guard(p.score, s).guard(p.workspace, s);
+    o.record();
   };
   c.inputs_changed = [](const Problem& p, std::uint64_t seed, cudaStream_t s) {
     return std::vector<std::string>{
@@ -393,11 +321,8 @@ int main(int argc, char** argv) {
     lab::Protocol<Problem> protocol(l, variants, checks());
 
     // Validation: odd shapes (no multiple of 32 in both), tall and wide, then the timed one.
-    const std::pair<int, int> shapes[] = {{2, 1}, {1000, 77}, {4099, 256}, {37, 1000}, {65537, 33}};
-    for (const auto& [r, c] : shapes) {
-      Problem p(r, c);
-      protocol.validate(p, lab::dims({r, c}));
-    }
+    protocol.validate_shapes({{2, 1}, {1000, 77}, {4099, 256}, {37, 1000}, {65537, 33}},
+                             [](const lab::Shape& d) { return Problem(d[0], d[1]); });
     Problem p(static_cast<int>(rows), static_cast<int>(cols));
     const double S = 4.0 * p.elements();
     l.size("x: " + std::to_string(p.rows) + " x " + std::to_string(p.cols) + " floats (" +

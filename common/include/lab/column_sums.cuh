@@ -1,0 +1,76 @@
+/// @file column_sums.cuh
+/// @brief lab::column_sums: a reference's column sums and sums of squares, in double, over a
+/// row-major table regenerated on the device from its generator (never read back: the code under
+/// test could have written into it), for a check of column statistics (mean, spread) at every
+/// call of a table far too large to add up on the host each time. Device code: include it from
+/// a .cu file.
+///
+/// @code
+/// const lab::ColumnSums sums = lab::column_sums(rows, cols, Table{seed, cols}, stream);
+/// const double mean0 = sums.sum[0] / rows;
+/// @endcode
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "lab/check.hpp"
+#include "lab/memory.hpp"
+
+namespace lab {
+
+/// @brief Each column's sum and sum of squares, in double.
+struct ColumnSums {
+  std::vector<double> sum;      ///< sum over the rows of x[r][c], per column c
+  std::vector<double> squares;  ///< sum over the rows of x[r][c]^2, per column c
+};
+
+/// @brief sum[c] and squares[c] += the sum of x[r][c] and of x[r][c]^2 over rows t / cols,
+/// t / cols + row_step, ... for thread t's column t % cols. Launched by lab::column_sums.
+/// @param rows rows of the table
+/// @param cols columns of the table
+/// @param row_step rows apart that one thread adds up
+/// @param value x at a row-major index r * cols + c
+/// @param sum cols doubles, zero on entry
+/// @param squares cols doubles, zero on entry
+template <class Value>
+__global__ void column_sums_kernel(int rows, int cols, int row_step, Value value, double* sum,
+                                   double* squares) {
+  const long long t = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (t >= static_cast<long long>(row_step) * cols) return;
+  const int c = static_cast<int>(t % cols);
+  double s = 0, q = 0;
+  for (long long r = t / cols; r < rows; r += row_step) {
+    const double v = value(static_cast<std::uint64_t>(r * cols + c));
+    s += v;
+    q += v * v;
+  }
+  atomicAdd(&sum[c], s);
+  atomicAdd(&squares[c], q);
+}
+
+/// @brief The column sums of a table made by @p value, computed on the device (waits for
+/// @p stream): about 2^17 threads, each adding up one column over every row_step-th row.
+/// @param rows rows of the table (>= 1)
+/// @param cols columns of the table (>= 1)
+/// @param value a functor with a __host__ __device__ operator()(std::uint64_t) const returning
+///        the table's element at a row-major index (the generator its fill used)
+/// @param stream where to run it
+/// @return each column's sum and sum of squares
+template <class Value>
+ColumnSums column_sums(int rows, int cols, const Value& value, cudaStream_t stream) {
+  constexpr int kThreads = 256;
+  DeviceBuffer<double> sums(2 * static_cast<std::size_t>(cols));
+  LAB_CHECK(cudaMemsetAsync(sums.data(), 0, sums.bytes(), stream));
+  const int row_step = std::max(1, std::min(rows, (1 << 17) / cols));
+  const long long threads = static_cast<long long>(row_step) * cols;
+  column_sums_kernel<<<static_cast<unsigned>((threads + kThreads - 1) / kThreads), kThreads, 0,
+                       stream>>>(rows, cols, row_step, value, sums.data(), sums.data() + cols);
+  LAB_CHECK_LAUNCH();
+  const std::vector<double> both = sums.download(stream);
+  return {std::vector<double>(both.begin(), both.begin() + cols),
+          std::vector<double>(both.begin() + cols, both.end())};
+}
+
+}  // namespace lab
