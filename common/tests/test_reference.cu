@@ -56,6 +56,30 @@ TEST_CASE("rounded: each sum as the float it is compared with, and the largest m
   CHECK(none.magnitude == 0);
 }
 
+TEST_CASE("random_gemv_at: alpha A x + beta y0 from the three fills, and its magnitude") {
+  const int cols = 7;
+  const std::vector<std::size_t> rows = {4, 0, 4};
+  const lab::Rounded y = lab::random_gemv_at(rows, cols, 1.5f, 31, 32, -0.5f, 33);
+  REQUIRE(y.values.size() == rows.size());
+  double largest = 0;
+  for (std::size_t e = 0; e < rows.size(); ++e) {
+    double ax = 0, magnitude = 0;
+    for (int k = 0; k < cols; ++k) {
+      const double t = double{lab::random_input(31, rows[e] * cols + k)} * lab::random_input(32, k);
+      ax += t;
+      magnitude += std::fabs(t);
+    }
+    const double old = -0.5 * lab::random_input(33, rows[e]);
+    CHECK(y.values[e] == static_cast<float>(1.5 * ax + old));
+    largest = std::max(largest, 1.5 * magnitude + std::fabs(old));
+  }
+  CHECK(y.magnitude == doctest::Approx(largest).epsilon(1e-12));
+  // beta == 0: y0 is not read (y is write-only), whatever its seed.
+  const lab::Rounded write_only = lab::random_gemv_at(rows, cols, 1.5f, 31, 32);
+  CHECK(write_only.values == lab::random_gemv_at(rows, cols, 1.5f, 31, 32, 0.0f, 99).values);
+  CHECK(write_only.values[1] != y.values[1]);
+}
+
 TEST_CASE("sum_tolerance: inputs rounded first add 2u + u^2 of the magnitude, else nothing") {
   const double u = std::ldexp(1.0, -10), s = 1100;
   const lab::Tolerance plain = lab::sum_tolerance(4096, s);

@@ -104,12 +104,10 @@ lab::Checks<Sweep> sweep_checks(const lab::Variants<Sweep, Stride>& sweeps) {
   c.check = [&sweeps](lab::Look& look, Sweep& w) {
     const std::size_t first = sweeps[look.variant()].offset, n = std::size_t{1} << w.log2_n;
     const std::vector<std::size_t> at = look.indices(w.a.size(), 0);  // no exercise: all
-    std::vector<float> want;
-    for (const std::size_t i : at) {
+    look.compare(w.a, at, lab::values_at(at, 0, [&](std::size_t i) {
       const float v = lab::random_input(w.seed, i);
-      want.push_back(i >= first && i < first + n ? v * 0.5f + 1.0f : v);
-    }
-    look.compare(w.a, at, want, lab::Tolerance{0.0, 0.0});
+      return i >= first && i < first + n ? v * 0.5f + 1.0f : v;
+    }), lab::Tolerance{0.0, 0.0});
   };
   return c;
 }
@@ -138,15 +136,6 @@ struct GemvSeeds {
   explicit GemvSeeds(std::uint64_t seed)
       : A(seed), x(lab::derive_seed(seed, 1)), y(lab::derive_seed(seed, 2)) {}
 };
-
-// Tolerance: the float result of a sum of n products differs from the exact one by the rounding
-// of every addition, in whatever order it adds them (a loop, float4 pieces, a shuffle tree):
-// lab::sum_tolerance with n = cols + 2 terms and sum|terms| = |alpha| sum|a_rc x_c| + |beta y_r|,
-// the largest over the rows. A missing column, a missing shuffle step or a stale row is off by
-// far more than this.
-lab::Tolerance gemv_tolerance(int cols, double largest) {
-  return lab::sum_tolerance(static_cast<double>(cols) + 2.0, largest);
-}
 
 // How inputs are made, y reset and results checked (lab/protocol.cuh). Every call, timed ones too,
 // gets a new A and x (and the column-major copy of A when there is one): a new x alone would change
@@ -177,31 +166,15 @@ lab::Checks<Gemv> gemv_checks() {
       g.y.poison(s);
     g.y.arm(s);
   };
-  // The products are kept for the next variant of the same validation (at 16384 x 16384, about
-  // a second of host time).
-  c.check = [kept = lab::KeptReference<std::vector<lab::Dot>>()](lab::Look& look,
-                                                                 Gemv& g) mutable {
+  // The reference is kept for the next variant of the same validation (at 16384 x 16384, about
+  // a second of host time); lab::random_gemv_at says why its tolerance holds.
+  c.check = [kept = lab::KeptReference<lab::Rounded>()](lab::Look& look, Gemv& g) mutable {
     const GemvSeeds in(look.seed());
     const std::vector<std::size_t> rows = look.indices(g.rows, 128);
-    const std::vector<lab::Dot>& ax = kept.get(look.seed(), rows, [&] {
-      std::vector<float> x(g.cols), a(g.cols);  // a row at a time: not all of A on the host
-      lab::fill_random_host(x.data(), x.size(), in.x);
-      std::vector<lab::Dot> dots;
-      for (const std::size_t r : rows) {
-        for (int k = 0; k < g.cols; ++k) a[k] = lab::random_input(in.A, r * g.cols + k);
-        dots.push_back(lab::dot_product(a.data(), x.data(), a.size()));
-      }
-      return dots;
+    const lab::Rounded& y = kept.get(look.seed(), rows, [&] {
+      return lab::random_gemv_at(rows, g.cols, g.alpha, in.A, in.x, g.beta, in.y);
     });
-    std::vector<float> want;
-    double largest = 0;
-    for (std::size_t e = 0; e < rows.size(); ++e) {
-      const double old =
-          g.beta == 0.0f ? 0.0 : static_cast<double>(g.beta) * lab::random_input(in.y, rows[e]);
-      want.push_back(static_cast<float>(g.alpha * ax[e].value + old));
-      largest = std::max(largest, std::fabs(g.alpha) * ax[e].magnitude + std::fabs(old));
-    }
-    look.compare(g.y, rows, want, gemv_tolerance(g.cols, largest));  // mismatches name y's index
+    look.compare(g.y, rows, y.values, lab::sum_tolerance(g.cols + 2.0, y.magnitude));
   };
   c.inputs_changed = [](const Gemv& g, std::uint64_t seed, cudaStream_t s) {
     const GemvSeeds in(seed);

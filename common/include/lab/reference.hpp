@@ -2,7 +2,8 @@
 /// @brief A check's reference values, built on the host from inputs regenerated from their seed
 /// (never read back): the wanted value at each checked place (lab::values_at), the exact product
 /// of two lab::fill_random matrices there (lab::random_product_at), and those products rounded to
-/// float with the magnitude their tolerance scales with (lab::rounded, for lab::sum_tolerance).
+/// float with the magnitude their tolerance scales with (lab::rounded, for lab::sum_tolerance),
+/// and a gemv's y = alpha A x + beta y0 at checked rows (lab::random_gemv_at).
 /// Header-only, so that the host arithmetic is compiled with the harness that checks with it.
 ///
 /// @code
@@ -13,6 +14,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
@@ -71,6 +73,39 @@ inline Rounded rounded(const std::vector<Dot>& sums) {
     r.magnitude = std::max(r.magnitude, d.magnitude);
   }
   return r;
+}
+
+/// @brief The reference of a gemv y = alpha A x + beta y0 at some rows, for inputs that
+/// lab::fill_random made: A (rows x cols, row-major) from @p a_seed, x from @p x_seed, the
+/// starting y from @p y_seed (read only when beta != 0), regenerated here a row of A at a time
+/// (never all of A on the host), each row's dot product exact in double (lab::dot_product).
+/// A float gemv differs from it by the rounding of every addition, in whatever order it adds
+/// (a loop, float4 pieces, a shuffle tree): compare with lab::sum_tolerance(cols + 2, magnitude);
+/// a missing column, a missing shuffle step or a stale row is off by far more.
+/// @param rows the rows of y checked (from Look::indices)
+/// @param cols columns of A, elements of x
+/// @param alpha the gemv's alpha
+/// @param a_seed A's fill seed
+/// @param x_seed x's fill seed
+/// @param beta the gemv's beta (0: y is write-only, y_seed unused)
+/// @param y_seed the starting y's fill seed
+/// @return y at each row, rounded to float, and the magnitude: the largest
+///         |alpha| sum_c |A[r][c] x[c]| + |beta y0[r]| over the rows
+inline Rounded random_gemv_at(const std::vector<std::size_t>& rows, int cols, float alpha,
+                              std::uint64_t a_seed, std::uint64_t x_seed, float beta = 0.0f,
+                              std::uint64_t y_seed = 0) {
+  std::vector<float> x(cols), a(cols);
+  fill_random_host(x.data(), x.size(), x_seed);
+  Rounded y;
+  y.values.reserve(rows.size());
+  for (const std::size_t r : rows) {
+    for (int k = 0; k < cols; ++k) a[k] = random_input(a_seed, r * cols + k);
+    const Dot ax = dot_product(a.data(), x.data(), a.size());
+    const double old = beta == 0.0f ? 0.0 : static_cast<double>(beta) * random_input(y_seed, r);
+    y.values.push_back(static_cast<float>(alpha * ax.value + old));
+    y.magnitude = std::max(y.magnitude, std::fabs(alpha) * ax.magnitude + std::fabs(old));
+  }
+  return y;
 }
 
 }  // namespace lab
