@@ -92,3 +92,59 @@ TEST_CASE("SparseChanges: set() replaces a drawn value; a one-element input; a r
   CHECK(c.restored().empty());
   CHECK(c(0) == lab::random_input(6, 0));
 }
+
+TEST_CASE("SparseRoundTrip: the poisoned places follow the changes; the check looks where they are") {
+  const std::size_t n = 100000;
+  lab::SparseRoundTrip<> elementwise(64, 256, true), other(64, 256, false);
+  elementwise.filled(n, lab::RandomInput{7});
+  other.filled(n, lab::RandomInput{7});
+  elementwise.draw(11, unit);
+  other.draw(11, unit);
+  const std::vector<std::size_t> changed = elementwise.input().changed();
+  // The input's changes are SparseChanges' of the same seed; the drawn places come next from
+  // the same generator, after the changed ones where the trip is elementwise.
+  lab::SparseChanges<> alone(64);
+  alone.filled(n, lab::RandomInput{7});
+  alone.draw(11, unit);
+  REQUIRE(changed == alone.changed());
+  std::vector<std::size_t> drawn;
+  for (int k = 0; k < 256; ++k) drawn.push_back(alone.rng()() % n);
+  CHECK(other.poisoned() == drawn);
+  std::vector<std::size_t> both = changed;
+  both.insert(both.end(), drawn.begin(), drawn.end());
+  CHECK(elementwise.poisoned() == both);
+  CHECK(elementwise.rng()() == alone.rng()());  // the lesson's own draws continue from there
+
+  // NaN at every poisoned place, nowhere else.
+  std::vector<float> out(n, 1.0f);
+  elementwise.poison_output(out.data());
+  std::size_t nan = 0;
+  for (const float v : out) nan += v != v;
+  std::vector<std::size_t> distinct = both;
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  CHECK(nan == distinct.size());
+  for (const std::size_t i : both) CHECK(out[i] != out[i]);
+
+  // The next call: the check looks at its changes, the places given back, the first `limit`
+  // drawn places and its own picks, in that order.
+  elementwise.draw(12, unit);
+  const std::vector<std::size_t> picked = {5, 6};
+  const std::vector<std::size_t> at = elementwise.places(3, picked);
+  const lab::SparseChanges<>& in = elementwise.input();
+  std::vector<std::size_t> want = in.changed();
+  want.insert(want.end(), changed.begin(), changed.end());  // restored: the last call's
+  for (std::size_t k = 0; k < 3; ++k) want.push_back(elementwise.poisoned()[in.changed().size() + k]);
+  want.insert(want.end(), picked.begin(), picked.end());
+  CHECK(at == want);
+  CHECK(elementwise.places(100000, {}).size() == in.changed().size() + changed.size() + 256);
+
+  // The input as written reads back as the fill with this call's changes.
+  std::vector<float> x = filled(n, 7);
+  elementwise.write_input(x.data());
+  CHECK(elementwise.changed_host("x", x.data()).empty());
+  for (const std::size_t i : in.changed()) CHECK(x[i] == elementwise(i));
+  elementwise.filled(n, lab::RandomInput{8});  // a full fill: nothing poisoned
+  CHECK(elementwise.poisoned().empty());
+  CHECK(elementwise.places(10, {}).empty());
+}

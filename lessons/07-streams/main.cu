@@ -125,8 +125,8 @@ struct Pipeline {
   l07::Stages stages;
   int chunks;
   const std::vector<cudaStream_t>& streams;
-  lab::SparseChanges<> input{64};     // what h_in holds (see checks())
-  std::vector<std::size_t> poisoned;  // h_out places a timed call was given NaN at (first: input's)
+  // What h_in holds, and the h_out places a timed call was given NaN at (see checks()).
+  lab::SparseRoundTrip<> trip{64, 256, /*poison_changed=*/true};
   Pipeline(Job& j, std::size_t n, int k, const std::vector<cudaStream_t>& s)
       : job(j), stages(j.stages(n)), chunks(k), streams(s) {}
   std::size_t n() const { return stages.n; }
@@ -134,31 +134,20 @@ struct Pipeline {
   double flops() const { return 2.0 * n() * job.steps(); }
 };
 
-// How inputs are made, outputs reset and results checked (lab/protocol.cuh).
+// How inputs are made, outputs reset and results checked (lab/protocol.cuh; what must hold: the
+// comment at the top). A validated call's input reaches h_in after a 2 ms hold on `main`
+// (late_inputs): a schedule that does not wait for main copies NaN. It must refuse no range; its
+// reference is the kernel replayed on the device from the input regenerated from its seed, and
+// that replay is checked against the host's at every 1/4096th element and the last 64.
 //
-// A validated call starts from poisoned (NaN) buffers on both sides; its input reaches the host
-// buffer through work on `main` right before the call, after a 2 ms hold (late_inputs): a
-// schedule that does not wait for main copies NaN. It must leave no chunk stream busy once main
-// is done, refuse no range, and match, bit for bit, the kernel replayed on the device from the
-// input regenerated from its seed (and that replay, at every 1/4096th element and the last 64, the
-// kernel replayed on the host).
-//
-// Before every timed call, outside the timed window: first the three stages are timed over the
-// whole array on the harness's stream (the overlap rule's reference, lab::BetweenCalls), which
-// overwrite the output; then new values at 64 random places of the host input, drawn from the
-// call's seed (which the harness draws from a generator the exercise cannot see), after the
-// previous call's places get their old values back (lab::SparseChanges): a chunk that skips
-// copy_in, compute or copy_out is wrong there, and nothing but the whole input says where they
-// are; and NaN at those places and at kPoisoned more of the host output. A few hundred host
-// writes per call, where refilling the buffers would cost 2 x 256 MiB of memset. After each timed
-// call, once it has finished, its output is compared bit for bit at all those places and at
-// kRandom more picked only then, with the kernel replayed on the host from the input regenerated
-// from the seeds (never read back). The kernel's many steps make each element cost microseconds
-// on the host: the changed places (this call's and the last's) always, the rest within about 1e6
-// host multiply-adds: about 450 elements, a few ms, at the calibrated ~2500 steps. (No join check
-// there: in a timed call lab::benchmark itself makes the stop event wait for every stream,
-// lab::SideStream.) After timing, h_in must hold what the last call was given.
-constexpr std::size_t kPoisoned = 256, kRandom = 64;
+// Before every timed call, outside the timed window: the three stages timed over the whole array
+// on the harness's stream (the overlap rule's reference, lab::BetweenCalls), then 64 changed
+// places of h_in and NaN at them and at 256 more of h_out (lab::SparseRoundTrip): a chunk that
+// skips a stage is wrong there. After the call, its output is compared bit for bit with the
+// kernel replayed on the host (microseconds an element at ~2500 steps): at the changed places
+// (this call's and the last's) always, the rest within about 1e6 host multiply-adds, about 450
+// elements. No join check there: lab::benchmark's stop event waits for every stream.
+constexpr std::size_t kRandom = 64;
 
 // The reference after a validated call: every element, from the device (see above).
 std::vector<float> device_reference(const Pipeline& p, std::uint64_t seed, cudaStream_t s) {
@@ -181,8 +170,7 @@ lab::Checks<Pipeline> checks(lab::BetweenCalls& stage_times) {
     lab::fill_random(p.job.d_src(), p.n(), seed, s);
     LAB_CHECK(cudaMemcpyAsync(p.job.h_in(), p.job.d_src(), p.bytes(), cudaMemcpyDeviceToHost, s));
     LAB_CHECK(cudaStreamSynchronize(s));
-    p.input.filled(p.n(), lab::RandomInput{seed});
-    p.poisoned.clear();
+    p.trip.filled(p.n(), lab::RandomInput{seed});
   };
   c.reset = [](Pipeline& p, cudaStream_t s) {
     std::memset(p.job.h_out(), 0xff, p.bytes());
@@ -201,11 +189,9 @@ lab::Checks<Pipeline> checks(lab::BetweenCalls& stage_times) {
   };
   c.change = [](Pipeline& p, std::uint64_t seed, cudaStream_t) {
     std::uniform_real_distribution<float> value(-1.0f, 1.0f);
-    p.input.draw(seed, [&value](std::mt19937_64& g) { return value(g); });
-    p.input.write_host(p.job.h_in());
-    p.poisoned = p.input.changed();
-    for (std::size_t k = 0; k < kPoisoned; ++k) p.poisoned.push_back(p.input.rng()() % p.n());
-    for (const std::size_t i : p.poisoned) p.job.h_out()[i] = std::numeric_limits<float>::quiet_NaN();
+    p.trip.draw(seed, [&value](std::mt19937_64& g) { return value(g); });
+    p.trip.write_input(p.job.h_in());
+    p.trip.poison_output(p.job.h_out());
   };
   c.check = [kept = lab::KeptReference<std::vector<float>>()](lab::Look& look, Pipeline& p) mutable {
     const cudaStream_t main = look.stream();
@@ -222,19 +208,13 @@ lab::Checks<Pipeline> checks(lab::BetweenCalls& stage_times) {
     }
     std::vector<std::size_t> at;  // empty after a validated call: all of them
     if (!look.everything()) {
-      const std::size_t changed = p.input.changed().size();
       const std::size_t more = std::max<std::size_t>(32, 1'000'000 / std::max(p.job.steps(), 1));
-      at = p.input.changed();
-      at.insert(at.end(), p.input.restored().begin(), p.input.restored().end());
-      for (std::size_t k = changed; k < p.poisoned.size() && k < changed + more; ++k)
-        at.push_back(p.poisoned[k]);  // poisoned starts with the changed places
-      const std::vector<std::size_t> picked = look.indices(p.n(), std::min(kRandom, more / 4 + 1));
-      at.insert(at.end(), picked.begin(), picked.end());
+      at = p.trip.places(more, look.indices(p.n(), std::min(kRandom, more / 4 + 1)));
     }
     const std::vector<float>& want = kept.get(look.seed(), at, [&] {
       if (at.empty()) return device_reference(p, look.seed(), main);
       std::vector<float> w;
-      for (const std::size_t i : at) w.push_back(churn_on_host(p.input(i), p.job.steps()));
+      for (const std::size_t i : at) w.push_back(churn_on_host(p.trip(i), p.job.steps()));
       return w;
     });
     look.compare_host(p.job.h_out(), at, want, lab::Tolerance{0.0, 0.0});
@@ -245,7 +225,7 @@ lab::Checks<Pipeline> checks(lab::BetweenCalls& stage_times) {
     look.lesson().check(v, look.case_name() + ", main waits for every stream", busy.empty(), busy);
   };
   c.inputs_changed = [](const Pipeline& p, std::uint64_t, cudaStream_t) {
-    return std::vector<std::string>{p.input.changed_host("h_in", p.job.h_in())};
+    return std::vector<std::string>{p.trip.changed_host("h_in", p.job.h_in())};
   };
   return c;
 }
@@ -378,7 +358,7 @@ int main(int argc, char** argv) {
       Job::serial(pipe.stages, s);
       for (const lab::Variant<Pipeline>* v : stage_variants.selected()) {
         lab::Look look(l, v->name, "chain of the three stages, after timing",
-                       pipe.input.base().seed, s, nullptr);
+                       pipe.trip.input().base().seed, s, nullptr);
         c.check(look, pipe);
       }
     }

@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <map>
 #include <random>
 #include <string>
@@ -229,6 +230,111 @@ class SparseChanges {
   std::mt19937_64 rng_;
   mutable DeviceBuffer<std::size_t> device_at_;  // copies for write_device and changed_device
   mutable DeviceBuffer<float> device_value_;
+};
+
+/// @brief A round trip over the host link whose input and output both live in host memory and
+/// are too large to rewrite before every timed call (lessons 03 and 07: 256 MiB each way; a few
+/// hundred host writes per call instead of 2 x 256 MiB of memset). Before each timed call the
+/// input changes at a few places drawn from the call's seed (SparseChanges), and the output gets
+/// NaN at a few places drawn next from the same generator (and, for an elementwise trip whose
+/// output i depends on input i only, at the input's changed places too). After the call the
+/// check looks at what those writes could reveal: the changed places, the places given back,
+/// the poisoned ones, and places it picks only then (places()).
+///
+/// @code
+/// c.fill = [](Trip& t, std::uint64_t seed, cudaStream_t) { ...; t.io.filled(t.n, lab::RandomInput{seed}); };
+/// c.change = [](Trip& t, std::uint64_t seed, cudaStream_t) {
+///   t.io.draw(seed, draw_value);
+///   t.io.write_input(t.in);
+///   t.io.poison_output(t.out);
+/// };
+/// // check, after a timed call: at = t.io.places(limit, look.indices(t.n, picks)); want from t.io(at[k])
+/// @endcode
+template <class Base = RandomInput>
+class SparseRoundTrip {
+ public:
+  /// @param changes input places drawn before each call (SparseChanges' per_call)
+  /// @param poisoned output places given NaN before each call, drawn after the changes
+  /// @param poison_changed NaN at the input's changed places of the output too (elementwise)
+  SparseRoundTrip(std::size_t changes, std::size_t poisoned, bool poison_changed)
+      : input_(changes), poisoned_per_call_(poisoned), poison_changed_(poison_changed) {}
+
+  /// @brief After a full fill of the input (and a full reset of the output): nothing changed,
+  /// nothing poisoned.
+  /// @param n elements of the input and of the output
+  /// @param base the fill's value at an index
+  void filled(std::size_t n, Base base) {
+    input_.filled(n, base);
+    poisoned_.clear();
+    drawn_from_ = 0;
+  }
+
+  /// @brief Before a timed call: the input's changes drawn from @p seed, then the output's
+  /// poisoned places from the same generator. Nothing is written yet (write_input(),
+  /// poison_output()).
+  /// @param seed the call's seed
+  /// @param draw a new input value, from the call's generator
+  void draw(std::uint64_t seed, const typename SparseChanges<Base>::Draw& draw) {
+    input_.draw(seed, draw);
+    poisoned_ = poison_changed_ ? input_.changed() : std::vector<std::size_t>{};
+    drawn_from_ = poisoned_.size();
+    if (input_.size() == 0) return;
+    for (std::size_t k = 0; k < poisoned_per_call_; ++k)
+      poisoned_.push_back(static_cast<std::size_t>(input_.rng()() % input_.size()));
+  }
+
+  /// @brief This call's writes into the input (SparseChanges::write_host).
+  /// @param in the input, on the host (size() floats)
+  void write_input(float* in) const { input_.write_host(in); }
+
+  /// @brief NaN at this call's poisoned places of the output.
+  /// @param out the output, on the host (size() floats)
+  void poison_output(float* out) const {
+    for (const std::size_t i : poisoned_) out[i] = std::numeric_limits<float>::quiet_NaN();
+  }
+
+  /// @brief Where a timed call's check looks: this call's changed places, the last call's given
+  /// back, the first @p limit of the places drawn for poison (beyond the changed ones), then
+  /// @p picked (drawn by the check once the call has finished: Look::indices).
+  /// @param limit how many of the drawn poisoned places to look at (a costly reference)
+  /// @param picked the check's own picks
+  /// @return the places, in that order (repeats possible)
+  std::vector<std::size_t> places(std::size_t limit, const std::vector<std::size_t>& picked) const {
+    std::vector<std::size_t> at = input_.changed();
+    at.insert(at.end(), input_.restored().begin(), input_.restored().end());
+    const std::size_t drawn = std::min(limit, poisoned_.size() - drawn_from_);
+    at.insert(at.end(), poisoned_.begin() + drawn_from_, poisoned_.begin() + drawn_from_ + drawn);
+    at.insert(at.end(), picked.begin(), picked.end());
+    return at;
+  }
+
+  /// @param i element index
+  /// @return the input's value at @p i (SparseChanges::operator())
+  float operator()(std::uint64_t i) const { return input_(i); }
+  /// @return the input's changes (on_host(), base(), changed() ...)
+  const SparseChanges<Base>& input() const { return input_; }
+  /// @return the call's generator after draw() and the poisoned places (the lesson's own draws)
+  std::mt19937_64& rng() { return input_.rng(); }
+  /// @return this call's poisoned output places (the changed ones first when poison_changed)
+  const std::vector<std::size_t>& poisoned() const { return poisoned_; }
+  /// @return elements of the input and of the output
+  std::size_t size() const { return input_.size(); }
+
+  /// @brief After timing: the input is the fill with the last call's changes
+  /// (SparseChanges::changed_host).
+  /// @param name what the message calls it
+  /// @param in the input, on the host
+  /// @return "" when it is, else what changed
+  std::string changed_host(const std::string& name, const float* in) const {
+    return input_.changed_host(name, in);
+  }
+
+ private:
+  SparseChanges<Base> input_;
+  std::size_t poisoned_per_call_;
+  bool poison_changed_;
+  std::vector<std::size_t> poisoned_;  // this call's NaN places: the changed ones first, if asked
+  std::size_t drawn_from_ = 0;         // where the drawn ones start in poisoned_
 };
 
 }  // namespace lab
