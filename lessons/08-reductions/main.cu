@@ -150,42 +150,19 @@ enum Needs : unsigned {
   kWorkspace = 4,  // exercise::sum_workspace_bytes
 };
 
-// Reference and validation.
-//
-// The reference is the sum in double on the host, of the data regenerated from its seed (never
-// read back from x): exact to far better than the float result can be.
-//
-// The bound for float results, on data in [0, 1) (README, "Accuracy: the bound the checker
-// uses"): with S1 = sum |x_i| and u = 2^-24, the worst case (n - 1) u S1 says nothing at n = 2^28;
-// Higham and Mary's probabilistic bound lambda sqrt(n) u S1, any order of addition, fails with
-// probability below 2n exp(-lambda^2 / 2), under 1e-4 up to n = 2^31 at lambda = 8; one more u S1
-// pays for rounding the exact sum to a float:
-//     bound = (8 sqrt(n) + 1) u S1,
-// about 5e-4 S at n = 1000003 and 8e-3 S at n = 2^28. A tree, a grid-stride loop, several
-// accumulators, atomics in any order: all well inside (they measure 1e-7 to 1e-6). One float
-// accumulator walked through 2^28 values in [0, 1) is not: it stops growing at 2^24 (the note
-// under the table shows it).
-struct Reference {
-  double exact = 0;      // the sum, in double
-  double sum_abs = 0;    // S1
-  float sequential = 0;  // one float accumulator, in index order (for the notes)
+// The reference: the sum in double on the host of the data regenerated from its seed (never read
+// back from x), exact to far better than the float result can be; on data in [0, 1) a float sum
+// in any order must be within (8 sqrt(n) + 1) 2^-24 sum|x_i| of it (README, "Accuracy: the bound
+// the checker uses"; lab/sum_reference.cuh), and on integer data exactly right.
+struct Reference : lab::SumReference {  // exact, magnitude, sequential (one float accumulator)
   bool integers = false;
-  double bound = 0;      // |got - exact| allowed (0 for integer data: exact)
+  double bound = 0;  // |got - exact| allowed (0 for integer data: exact)
 };
 
 Reference reference(const Input& in, long long n) {
-  Reference r;
-  float seq = 0.0f;
-  for (long long i = 0; i < n; ++i) {
-    const float v = in(static_cast<std::uint64_t>(i));
-    r.exact += v;
-    r.sum_abs += std::fabs(static_cast<double>(v));
-    seq += v;
-  }
-  r.sequential = seq;
-  r.integers = in.data == Data::Integers;
-  r.bound = r.integers ? 0.0 : (8.0 * std::sqrt(static_cast<double>(n)) + 1.0) * 0x1p-24 * r.sum_abs;
-  return r;
+  const lab::SumReference sum = lab::sum_reference(n, in);
+  const bool integers = in.data == Data::Integers;
+  return {sum, integers, integers ? 0.0 : lab::sum_bound(n, sum.magnitude)};
 }
 
 struct Problem {
@@ -266,35 +243,6 @@ void poison_outputs(Problem& p, cudaStream_t s) {
   if (p.has_workspace) p.workspace.reset(s);
 }
 
-// After a run (waits for the stream): the sum it left in result[0] against the reference (through
-// Lesson::compare, so that the exercise's can be checked out of process), and both guard zones
-// (every float of result after result[0], every byte of the workspace after what was asked for:
-// both to the end of their allocations), recorded, with what is wrong in the note. Returns the sum.
-float judge_outputs(lab::Look& look, const Problem& p, const Reference& ref) {
-  const cudaStream_t s = look.stream();
-  const float got = p.result.download(s)[0];
-  const double value = got;
-  lab::Comparison c = look.lesson().compare(look.variant(), look.case_name(), &value, &ref.exact, 1,
-                                            lab::Tolerance{0.0, ref.bound});
-  std::string message = c.note;
-  if (message.empty() && !c.ok) {
-    const double shown = c.first.empty() ? value : c.first[0].got;  // a replay's: the recorded one
-    message = lab::text("got %.9g, expected %.9g", shown, ref.exact) +
-              (ref.integers ? " exactly (integer-valued data: every order of addition is exact)"
-                            : lab::text(" within %.3g (off by %.3g)", ref.bound,
-                                        std::fabs(shown - ref.exact)));
-  }
-  for (const std::string& damage :
-       {p.result.damage(s), p.has_workspace ? p.workspace.damage(s) : std::string()})
-    if (!damage.empty()) message += (message.empty() ? "" : "; ") + damage;
-  if (!message.empty()) {
-    c.ok = false;
-    c.note = message;
-  }
-  look.lesson().check(look.variant(), look.case_name(), c);
-  return got;
-}
-
 // Inputs and checks (lab/protocol.cuh). A validated call gets x filled anew (integers or [0,1),
 // p.data). x is 1 GiB at the timing size, so a timed call gets instead new values at 64 places of
 // x drawn from its seed (lab::SparseChanges), spread over all of x (a fingerprint of a few
@@ -333,10 +281,12 @@ lab::Checks<Problem> checks() {
     p.changes.write_device(p.x.data(), s);
     poison_outputs(p, s);
   };
-  c.check = [](lab::Look& look, Problem& p) {
-    Reference ref = p.filled;
-    ref.exact += static_cast<double>(p.delta);
-    p.sums.emplace_back(look.variant(), judge_outputs(look, p, ref));
+  c.check = [](lab::Look& look, Problem& p) {  // the sum, result's and the workspace's guards
+    const float got = lab::check_sum(
+        look, p.result, p.filled.exact + static_cast<double>(p.delta), p.filled.bound,
+        p.filled.integers ? "integer-valued data: every order of addition is exact" : "",
+        p.has_workspace ? &p.workspace : nullptr);
+    p.sums.emplace_back(look.variant(), got);
   };
   c.inputs_changed = [](const Problem& p, std::uint64_t, cudaStream_t s) {
     return std::vector<std::string>{p.changes.changed_device("x", p.x.data(), s)};

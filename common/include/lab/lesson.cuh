@@ -39,6 +39,7 @@
 #include "lab/sparse_changes.cuh"
 #include "lab/speedups.hpp"
 #include "lab/stats.hpp"
+#include "lab/sum_reference.cuh"
 #include "lab/timed_calls.hpp"
 #include "lab/timing.hpp"
 #include "lab/validate.hpp"
