@@ -68,7 +68,7 @@ case $phase in
     ;;
   counters)
     for kind in solution starter; do
-      step "counters-$kind" "$build/checker/lab-check" run ${LESSONS:-04 05 10 12} --build "$kind" --report
+      step "counters-$kind" "$build/checker/lab-check" run ${LESSONS:-04 05 10 12 13} --build "$kind" --report
     done
     # The fallback, for real: a user without profiling rights (if the driver restricts counters
     # to administrators, ncu answers ERR_NVGPUCTRPERM and the counter rules are skipped).
