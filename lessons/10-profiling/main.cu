@@ -19,9 +19,7 @@
 // writes z, scores reads z. The exercise is credited with the 2 S it must move, whatever it
 // actually moves, so its fraction of copy says how close it is to its floor.
 #include "exercise.cuh"
-#include "lab/column_sums.cuh"
 #include "lab/lesson.cuh"
-#include "lab/outputs.hpp"
 
 namespace {
 

@@ -21,6 +21,7 @@
 
 #include "lab/bf16.cuh"
 #include "lab/check.hpp"
+#include "lab/column_sums.cuh"
 #include "lab/cub_call.hpp"
 #include "lab/data.hpp"
 #include "lab/device.hpp"
@@ -30,6 +31,7 @@
 #include "lab/guard.hpp"
 #include "lab/harness.hpp"
 #include "lab/memory.hpp"
+#include "lab/outputs.hpp"
 #include "lab/presets.hpp"
 #include "lab/protocol.cuh"
 #include "lab/ratio.hpp"
