@@ -31,15 +31,15 @@ constexpr const char* kAsyncSharedConflicts = "smsp__sass_l1tex_data_bank_confli
 // to), and all of them. Not yet checked with `ncu --query-metrics` on the H100 (lesson 12).
 constexpr const char* kTensorInstructions = "sm__inst_executed_pipe_tensor_op_hmma.sum";
 constexpr const char* kInstructions = "smsp__inst_executed.sum";
-// Hopper's wgmma runs on the tensor pipe's GMMA side, which the HMMA counts do not see: the
-// cycles that side was active, summed over the SMs, and the cycles that elapsed, summed the same
-// way (lesson 13). NOT yet checked with `ncu --query-metrics --chip gh100`: check both names
-// there before lesson 13's counter rule is trusted.
-constexpr const char* kGmmaActiveCycles = "sm__pipe_tensor_op_gmma_cycles_active.sum";
+// The cycles the tensor pipe was active with any of its operations (wgmma, which the HMMA
+// instruction counts do not see, and mma.sync alike), summed over the SMs, and the cycles that
+// elapsed, summed the same way (lesson 13). Checked with `ncu --query-metrics --chip gh100` (ncu
+// 2025.3, on the H200, session 26): Hopper has no GMMA-only cycle counter.
+constexpr const char* kTensorActiveCycles = "sm__pipe_tensor_cycles_active.sum";
 constexpr const char* kElapsedCycles = "sm__cycles_elapsed.sum";
 // Dense BF16 flops one SM's tensor cores do per cycle on the H100 and H200 (989 TFLOP/s at
 // 1,830 MHz on 132 SMs: the spec sheet's), the most an active cycle can have done.
-constexpr double kGmmaFlopsPerCycle = 4096;
+constexpr double kTensorFlopsPerCycle = 4096;
 
 std::vector<std::string> split_csv_line(const std::string& line) {
   std::vector<std::string> fields;
@@ -105,10 +105,10 @@ const std::vector<CounterMeasure>& counter_measures() {
        CounterMeasure::Formula::share, {kTensorInstructions, kInstructions}, {}, "instructions",
        CounterMeasure::Needs::flops, 4096, "tensor-core flops"},
       {"tensor_pipe_busy",
-       "cycles Hopper's tensor pipe ran wgmma (GMMA) per cycle elapsed, averaged over the SMs "
+       "cycles the tensor pipe was active per cycle elapsed, averaged over the SMs "
        "(1 = the tensor cores never waited)",
-       CounterMeasure::Formula::share, {kGmmaActiveCycles, kElapsedCycles}, {}, "cycles",
-       CounterMeasure::Needs::flops, kGmmaFlopsPerCycle, "tensor-core flops"},
+       CounterMeasure::Formula::share, {kTensorActiveCycles, kElapsedCycles}, {}, "cycles",
+       CounterMeasure::Needs::flops, kTensorFlopsPerCycle, "tensor-core flops"},
   };
   return all;
 }

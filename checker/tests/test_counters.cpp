@@ -136,13 +136,13 @@ TEST_CASE("the measures: coalescing of loads and stores, bank conflicts, tensor 
 
   // Hopper's wgmma (lesson 13): GMMA-active cycles per elapsed cycle, and the work they can have
   // done (4096 BF16 flops an active cycle) against the needed flops.
-  std::map<std::string, double> gmma = {{"sm__pipe_tensor_op_gmma_cycles_active.sum", 600},
+  std::map<std::string, double> gmma = {{"sm__pipe_tensor_cycles_active.sum", 600},
                                         {"sm__cycles_elapsed.sum", 1000}};
   CHECK(value_of("tensor_pipe_busy", gmma) == doctest::Approx(0.6));
   CHECK(*work_done(*find_counter_measure("tensor_pipe_busy"), gmma) == 600.0 * 4096);
-  gmma.erase("sm__pipe_tensor_op_gmma_cycles_active.sum");
+  gmma.erase("sm__pipe_tensor_cycles_active.sum");
   CHECK_FALSE(measure_value(*find_counter_measure("tensor_pipe_busy"), gmma, why));
-  CHECK(contains(why, "did not report sm__pipe_tensor_op_gmma_cycles_active.sum"));
+  CHECK(contains(why, "did not report sm__pipe_tensor_cycles_active.sum"));
 }
 
 TEST_CASE("cp.async copies count with the loads and the shared-memory accesses they are") {
