@@ -146,7 +146,8 @@ struct Pipeline {
 // skips a stage is wrong there. After the call, its output is compared bit for bit with the
 // kernel replayed on the host (microseconds an element at ~2500 steps): at the changed places
 // (this call's and the last's) always, the rest within about 1e6 host multiply-adds, about 450
-// elements. No join check there: lab::benchmark's stop event waits for every stream.
+// elements. No join check there: lab::benchmark's stop event waits for every stream. After
+// timing, h_in must hold what the last call was given.
 constexpr std::size_t kRandom = 64;
 
 // The reference after a validated call: every element, from the device (see above).
