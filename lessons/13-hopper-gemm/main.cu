@@ -127,10 +127,10 @@ std::uint64_t bt_seed(std::uint64_t seed) { return seed + 1; }
 // Tolerance: lab::sum_tolerance(K, max S), S = sum_k |a_ik b_kj| over the checked elements, as
 // lesson 12 (its README derives it): a product of two BF16 numbers is exact in FP32, so all error
 // is in the FP32 sums. Hopper's tensor cores do not round each addition: they align a chunk of
-// products with the accumulator and truncate (Khattak and Mikaitis' model of the H100, the
-// draft's bound_tc, solutions/13-hopper-gemm/NOTES.md). Its worst case is about sqrt(K) / 2 times
-// this tolerance, but the errors of real data are far inside it (NOTES.md: the draft's run), and
-// cuBLAS, judged here on the same tensor cores, must pass it too. A layout or pipeline bug mixes
+// products with the accumulator and truncate (Khattak and Mikaitis' model of the H100; the
+// README's "Accuracy"). Its worst case is about sqrt(K) / 2 times this tolerance, but the errors
+// of real data stay far inside it (the README's measured run), and cuBLAS, judged here on the
+// same tensor cores, must pass it too. A layout or pipeline bug mixes
 // whole slices of 16 or 64 products and is off by about 1, far outside.
 
 // Which elements of C a check looks at: as lesson 12 (every one up to 5e8 multiply-adds of host
