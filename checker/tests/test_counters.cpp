@@ -134,12 +134,12 @@ TEST_CASE("the measures: coalescing of loads and stores, bank conflicts, tensor 
   CHECK_FALSE(measure_value(*find_counter_measure("tensor_instruction_share"), tensor, why));
   CHECK(why == "the kernels executed no instructions");
 
-  // Hopper's wgmma (lesson 13): GMMA-active cycles per elapsed cycle, and the work they can have
-  // done (4096 BF16 flops an active cycle) against the needed flops.
+  // Lesson 13: tensor-core-active cycles per sub-partition cycle elapsed, and the work they can
+  // have done (1024 BF16 flops a tensor core's active cycle) against the needed flops.
   std::map<std::string, double> gmma = {{"sm__pipe_tensor_cycles_active.sum", 600},
-                                        {"sm__cycles_elapsed.sum", 1000}};
+                                        {"smsp__cycles_elapsed.sum", 1000}};
   CHECK(value_of("tensor_pipe_busy", gmma) == doctest::Approx(0.6));
-  CHECK(*work_done(*find_counter_measure("tensor_pipe_busy"), gmma) == 600.0 * 4096);
+  CHECK(*work_done(*find_counter_measure("tensor_pipe_busy"), gmma) == 600.0 * 1024);
   gmma.erase("sm__pipe_tensor_cycles_active.sum");
   CHECK_FALSE(measure_value(*find_counter_measure("tensor_pipe_busy"), gmma, why));
   CHECK(contains(why, "did not report sm__pipe_tensor_cycles_active.sum"));
