@@ -76,6 +76,8 @@ const std::vector<std::string> kConverted = {
     "slides/11-one-time-costs.md",
     "lessons/12-tensor-cores/README.md",
     "slides/12-tensor-cores.md",
+    "lessons/13-hopper-gemm/README.md",
+    "slides/13-hopper-gemm.md",
     "slides/00-course-overview.md",
 };
 
