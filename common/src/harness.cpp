@@ -49,6 +49,12 @@ struct Lesson::State {
     long long normal, quick;
   };
   std::vector<Sized> sized;
+  struct Bounded {  // an option with a largest value (Lesson::option's most)
+    std::string flag;
+    long long* value;
+    long long most;
+  };
+  std::vector<Bounded> bounded;
   // Results judged out of process (lab/record.hpp): the student's program writes the record to
   // --record-fd; the course's program reads it with --replay.
   int record_fd = -1;
@@ -164,20 +170,27 @@ void Lesson::declare(const std::string& name, Role role, const std::string& desc
   state_->result.variants.push_back(v);
 }
 
-void Lesson::option(const std::string& flag, long long* value, const std::string& help) {
+namespace {
+std::string size_text(long long n) {  // 2^28 reads better than 268435456
+  const bool power = n >= (1LL << 20) && (n & (n - 1)) == 0;
+  return power ? "2^" + std::to_string(__builtin_ctzll(n)) : std::to_string(n);
+}
+}  // namespace
+
+void Lesson::option(const std::string& flag, long long* value, const std::string& help,
+                    long long most) {
   state_->app.add_option(flag, *value, help)->capture_default_str();
+  if (most > 0) state_->bounded.push_back({flag, value, most});
 }
 
 void Lesson::option(const std::string& flag, long long* value, const std::string& what,
-                    long long normal, long long quick) {
-  auto text = [](long long n) {  // 2^28 reads better than 268435456
-    const bool power = n >= (1LL << 20) && (n & (n - 1)) == 0;
-    return power ? "2^" + std::to_string(__builtin_ctzll(n)) : std::to_string(n);
-  };
+                    long long normal, long long quick, long long most) {
   state_->app.add_option(flag, *value,
-                         what + " (0: " + text(normal) + ", or " + text(quick) + " with --quick)")
+                         what + " (0: " + size_text(normal) + ", or " + size_text(quick) +
+                             " with --quick)")
       ->capture_default_str();
   state_->sized.push_back({value, normal, quick});
+  if (most > 0) state_->bounded.push_back({flag, value, most});
 }
 
 bool Lesson::quick() const { return state_->result.quick; }
@@ -597,6 +610,11 @@ int Lesson::run(int argc, char** argv, const std::function<void(Lesson&)>& body)
   r.mode = *mode_named(s.mode);  // --mode accepts only the modes' names
   for (const State::Sized& o : s.sized)
     if (*o.value <= 0) *o.value = r.quick ? o.quick : o.normal;
+  for (const State::Bounded& o : s.bounded)
+    if (*o.value > o.most) {
+      std::cerr << "error: " << o.flag << ": at most " << size_text(o.most) << "\n";
+      return kExitUsage;
+    }
   // Measurements may use 80% of the budget; the rest is for the context, the ceilings, the
   // validations and the result file.
   if (s.budget_s > 0) set_time_budget(0.8 * s.budget_s);

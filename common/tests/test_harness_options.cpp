@@ -195,6 +195,32 @@ TEST_CASE("a size option's 0 means its default, which --quick changes; a given s
   CHECK(out.str().find("rows (0: 4096, or 1000 with --quick)") != std::string::npos);
 }
 
+TEST_CASE("an option's largest value: past it, a usage error naming the option, and no lesson") {
+  auto run_n = [](const std::string& n, std::string* error) {
+    lab::Lesson lesson("99-test", "harness test");
+    lesson.declare("exercise", lab::Role::Exercise, "yours");
+    long long size = 0, steps = 0;
+    lesson.option("--n", &size, "floats", 1LL << 26, 1LL << 22, 1LL << 31);
+    lesson.option("--steps", &steps, "kernels", 100000);
+    std::vector<std::string> args = {"/some/dir/solution", "--n", n, "--list"};
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    std::ostringstream err, out;
+    std::streambuf* was_err = std::cerr.rdbuf(err.rdbuf());
+    std::streambuf* was_out = std::cout.rdbuf(out.rdbuf());
+    const int code = lesson.run(static_cast<int>(argv.size()), argv.data(), [](lab::Lesson&) {});
+    std::cerr.rdbuf(was_err);
+    std::cout.rdbuf(was_out);
+    *error = err.str();
+    return code;
+  };
+  std::string error;
+  CHECK(run_n(std::to_string(1LL << 31), &error) == lab::kExitOk);  // the largest is accepted
+  CHECK(error.empty());
+  CHECK(run_n(std::to_string((1LL << 31) + 1), &error) == lab::kExitUsage);
+  CHECK(error == "error: --n: at most 2^31\n");
+}
+
 namespace {
 
 // Whether a forked child, as a user that is not root (root reads any file), can open its own

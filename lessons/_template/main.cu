@@ -36,24 +36,14 @@ void add_variants(lab::Variants<Problem>& variants) {
                 work});
 }
 
-// Inputs, outputs, the one reference (lab/protocol.cuh): x regenerated from its seed, never read
+// Inputs, outputs, the one reference (lab/declared.cuh): x regenerated from its seed, never read
 // back; y = a x is one float multiply on both sides, so it must match exactly.
 lab::Checks<Problem> checks() {
-  lab::Checks<Problem> c;
-  c.fill = [](Problem& p, std::uint64_t seed, cudaStream_t s) {
-    lab::fill_random(p.x.data(), p.n, seed, s);
+  auto check = [](lab::Look& look, Problem& p) {  // every element, or 4096 after a timed call
+    look.compare_each(p.y, 4096, lab::Tolerance{0.0, 0.0},
+                      [&](std::size_t i) { return p.a * lab::random_input(look.seed(), i); });
   };
-  c.reset = [](Problem& p, cudaStream_t s) { p.y.reset(s); };
-  c.check = [](lab::Look& look, Problem& p) {
-    const std::vector<std::size_t> at = look.indices(p.n, 4096);  // all, or 4096 after a timed call
-    std::vector<float> want;
-    for (const std::size_t i : at) want.push_back(p.a * lab::random_input(look.seed(), i));
-    look.compare(p.y, at, want, lab::Tolerance{0.0, 0.0});
-  };
-  c.inputs_changed = [](const Problem& p, std::uint64_t seed, cudaStream_t s) {
-    return std::vector<std::string>{lab::changed_input("x", p.x.data(), p.n, seed, s)};
-  };
-  return c;
+  return lab::declared_checks<Problem>({{"x", &Problem::x}}, {&Problem::y}, check);
 }
 
 }  // namespace
@@ -63,9 +53,8 @@ int main(int argc, char** argv) {
   lab::Variants<Problem> variants(lesson);
   add_variants(variants);
   long long n = 0;
-  lesson.option("--n", &n, "floats at the timing size", 1LL << 26, 1LL << 22);
+  lesson.option("--n", &n, "floats at the timing size", 1LL << 26, 1LL << 22, 1LL << 31);
   return lesson.run(argc, argv, [&](lab::Lesson& l) {
-    if (n > (1LL << 31)) throw std::invalid_argument("--n: at most 2^31");
     lab::Protocol<Problem> protocol(l, variants, checks());
     for (const long long size : {1LL, 3LL, 1000003LL}) {  // not multiples of the block size
       Problem p(size);

@@ -111,15 +111,18 @@ class Lesson {
   /// @param flag e.g. "--rows"
   /// @param value its default on entry, the parsed value after run() starts
   /// @param help one line for --help
-  void option(const std::string& flag, long long* value, const std::string& help);
+  /// @param most the largest value accepted, or 0 for no limit: a larger one is a usage error
+  void option(const std::string& flag, long long* value, const std::string& help,
+              long long most = 0);
   /// @brief Adds a size option of this lesson whose default depends on --quick (before run()).
   /// @param flag e.g. "--rows"
   /// @param value 0 on entry; after run() starts, the parsed value, or the default if it is 0
   /// @param what one line for --help, which adds the defaults
   /// @param normal the default
   /// @param quick the default with --quick
+  /// @param most the largest value accepted, or 0 for no limit: a larger one is a usage error
   void option(const std::string& flag, long long* value, const std::string& what, long long normal,
-              long long quick);
+              long long quick, long long most = 0);
 
   /// @brief Parses the options, checks for a GPU, measures the ceilings, runs @p body, prints the
   /// table and writes the result file. Catches every error so a partial result is still written.

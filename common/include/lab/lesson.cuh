@@ -24,6 +24,7 @@
 #include "lab/column_sums.cuh"
 #include "lab/cub_call.hpp"
 #include "lab/data.hpp"
+#include "lab/declared.cuh"
 #include "lab/device.hpp"
 #include "lab/fill.cuh"
 #include "lab/format.hpp"

@@ -56,6 +56,7 @@
 #include "lab/harness.hpp"
 #include "lab/memory.hpp"
 #include "lab/read_only.cuh"
+#include "lab/reference.hpp"
 #include "lab/validate.hpp"
 #include "lab/variant.hpp"
 
@@ -166,6 +167,21 @@ class Look {
     const std::vector<T> got = whole ? out.download(stream_) : gather(out.data(), at, stream_);
     return check_output(lesson_, variant_, case_name_, out, got, want, tol, stream_,
                         whole ? std::vector<std::size_t>{} : at);
+  }
+
+  /// @brief compare() of an output whose every element has a reference of its own: every
+  /// element after a validated call, @p picks drawn now after a timed call (indices()), each
+  /// against @p value at its index (lab::values_at).
+  /// @param out the output
+  /// @param picks how many elements to look at after a timed call
+  /// @param tol the tolerance
+  /// @param value the reference at an index, of the output's type
+  /// @return the comparison, as recorded
+  template <class T, class Value>
+  Comparison compare_each(const GuardedBuffer<T>& out, std::size_t picks, Tolerance tol,
+                          const Value& value) {
+    const std::vector<std::size_t> at = indices(out.size(), picks);
+    return compare(out, at, values_at(at, out.size(), value), tol);
   }
 
   /// @brief Compares an output in host memory with @p want and records it (Lesson::compare, so
