@@ -183,7 +183,7 @@ void add_variants(lab::Variants<Problem, Chain>& variants) {
                 floor_steps});
 }
 
-// How inputs are made, y reset and results checked (lab/protocol.cuh). Before every call,
+// How inputs are made, y reset and results checked (lab/declared.cuh). Before every call,
 // validated or timed: new x, a and b from the seed (for a timed call one the exercise cannot
 // see), y poisoned (NaN) and its guard zone armed. The reference replays the chain on the host
 // with the same fmaf's in the same order, from the inputs regenerated (never read back), for as
@@ -194,15 +194,7 @@ void add_variants(lab::Variants<Problem, Chain>& variants) {
 constexpr int kSpotChecks = 512;
 
 lab::Checks<Problem> checks(const lab::Variants<Problem, Chain>& variants) {
-  lab::Checks<Problem> c;
-  c.fill = [](Problem& p, std::uint64_t seed, cudaStream_t s) {
-    const Inputs in(seed);
-    lab::fill_random(p.x.data(), p.x.size(), in.x.seed, s);
-    lab::fill_random(p.a.data(), p.a.size(), in.a.seed, s, in.a.lo, in.a.hi);
-    lab::fill_random(p.b.data(), p.b.size(), in.b.seed, s, in.b.lo, in.b.hi);
-  };
-  c.reset = [](Problem& p, cudaStream_t s) { p.y.reset(s); };
-  c.check = [&variants](lab::Look& look, Problem& p) {
+  auto check = [&variants](lab::Look& look, Problem& p) {
     const Inputs in(look.seed());
     const int steps = variants[look.variant()].steps(p);
     std::vector<float> a(steps), b(steps);
@@ -224,13 +216,10 @@ lab::Checks<Problem> checks(const lab::Variants<Problem, Chain>& variants) {
     }
     look.compare(p.y, at, want, kExact);
   };
-  c.inputs_changed = [](const Problem& p, std::uint64_t seed, cudaStream_t s) {
-    const Inputs in(seed);
-    return std::vector<std::string>{lab::changed_input("x", p.x.data(), p.x.size(), in.x, s),
-                                    lab::changed_input("a", p.a.data(), p.a.size(), in.a, s),
-                                    lab::changed_input("b", p.b.data(), p.b.size(), in.b, s)};
-  };
-  return c;
+  return lab::declared_checks<Problem>({{"x", &Problem::x, &Inputs::x},
+                                        {"a", &Problem::a, &Inputs::a},
+                                        {"b", &Problem::b, &Inputs::b}},
+                                       {&Problem::y}, check);
 }
 
 // What stream capture does with calls that a graph cannot hold. Each experiment runs on a
