@@ -308,19 +308,25 @@ TEST_CASE("sanitizer: findings with file:line, and a missing tool is not the stu
   CHECK(none.sanitizer->message == "compute-sanitizer is not on PATH, so nothing was checked");
 }
 
+// A stand-in compute-sanitizer: a shell script (after its #! line) in `dir`; its path.
+static std::string fake_sanitizer(const TempDir& dir, const std::string& name, const std::string& script) {
+  const fs::path path = dir.path() / name;
+  write_text(path, "#!/bin/sh\n" + script);
+  fs::permissions(path, fs::perms::owner_all);
+  return path.string();
+}
+
 TEST_CASE("sanitizer: racecheck's hazards in precompiled library kernels are shown, not judged") {
   // Found on the H200: racecheck reports hazards inside cuBLAS's own TMA/wgmma kernels (nvjet_*),
   // which carry no source line; the lesson's code is built with -lineinfo, so its races do.
   TempDir dir;
   auto sanitizer = [&](const std::string& name, const std::string& races) {
-    const fs::path path = dir.path() / name;
-    write_text(path, "#!/bin/sh\ntool=$2\nwhile [ \"$1\" != \"--log-file\" ]; do shift; done\nlog=$2\nshift 2\n"
-                     "\"$@\" || exit $?\n[ \"$tool\" = racecheck ] || exit 0\n"
-                     "for i in 1 2 3 4 5 6 7 8 9 10 11 12; do\n"
-                     "  echo \"========= Error: Race reported between Read access at nvjet_sm90_$i+0x960\" >> \"$log\"\ndone\n" +
-                     races + "exit 86\n");
-    fs::permissions(path, fs::perms::owner_all);
-    return path.string();
+    return fake_sanitizer(dir, name,
+                          "tool=$2\nwhile [ \"$1\" != \"--log-file\" ]; do shift; done\nlog=$2\nshift 2\n"
+                          "\"$@\" || exit $?\n[ \"$tool\" = racecheck ] || exit 0\n"
+                          "for i in 1 2 3 4 5 6 7 8 9 10 11 12; do\n"
+                          "  echo \"========= Error: Race reported between Read access at nvjet_sm90_$i+0x960\" >> \"$log\"\ndone\n" +
+                              races + "exit 86\n");
   };
   JudgeOptions opt;
   opt.inspect = false;  // a stand-in program: no object files to inspect
@@ -347,10 +353,7 @@ TEST_CASE("sanitizer: a run counts only when the program wrote its result, with 
   // sanitizers' --quick runs use had its racy kernel never run under them, and read "no errors".
   TempDir dir;
   auto sanitizer = [&](const std::string& name, const std::string& body) {
-    const fs::path path = dir.path() / name;
-    write_text(path, "#!/bin/sh\nwhile [ \"$1\" != \"--log-file\" ]; do shift; done\nshift 2\n" + body);
-    fs::permissions(path, fs::perms::owner_all);
-    return path.string();
+    return fake_sanitizer(dir, name, "while [ \"$1\" != \"--log-file\" ]; do shift; done\nshift 2\n" + body);
   };
   JudgeOptions opt;
   opt.inspect = false;  // a stand-in program: no object files to inspect
