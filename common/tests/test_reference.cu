@@ -146,4 +146,7 @@ TEST_CASE("speedups between variants: nothing where one was not measured, a miss
   CHECK(lab::speedups(variants, "library").empty());
   CHECK_THROWS_AS(lab::speedup(variants, "given", "exercse"), std::logic_error);
   CHECK_THROWS_AS(lab::speedups(variants, "librari"), std::logic_error);
+  // Nothing measured: the note is its heading alone.
+  CHECK(lab::tflops_note(variants, 1e9, "library", 1000.0) == "TFLOP/s (fraction of library; of the tensor roof):");
+  CHECK_THROWS_AS(lab::tflops_note(variants, 1e9, "librari", 1000.0), std::logic_error);
 }

@@ -448,23 +448,8 @@ int main(int argc, char** argv) {
     if (!line.empty()) l.note(line);
 
     // Speeds: TFLOP/s, fraction of cuBLAS BF16 and of the tensor roof.
-    const double flops = 2.0 * n * double(n) * n;
-    const lab::Measurement* bf16_ref = gemms.measurement("cublas_bf16");
-    const double roof_gflops = l.ceilings().bf16_tensor_gflops;
-    line = "TFLOP/s (fraction of cublas_bf16; of the tensor roof):";
-    for (const GemmVariant& v : gemms) {
-      const lab::Measurement* m = gemms.measurement(v.name);
-      if (!m) continue;
-      line += "\n  " + v.name + " " + lab::fixed(flops / (m->gpu_ms.median * 1e9), 1);
-      if (bf16_ref) line += " (" + lab::fixed(lab::speedup(*bf16_ref, *m).value, 3);
-      if (bf16_ref && roof_gflops > 0)
-        line += "; " + lab::fixed(flops / (m->gpu_ms.median * 1e6) / roof_gflops, 3);
-      if (bf16_ref) line += ")";
-    }
-    l.note(line);
-    const lab::Measurement* mine = gemms.measurement("exercise");
-    const lab::Measurement* sgemm = gemms.measurement("sgemm_fp32");
-    if (bf16_ref && mine) lab::metric(l, "fraction_of_cublas_bf16", lab::speedup(*bf16_ref, *mine));
-    if (sgemm && mine) lab::metric(l, "speedup_over_sgemm_fp32", lab::speedup(*sgemm, *mine), "x");
+    l.note(lab::tflops_note(gemms, 2.0 * n * double(n) * n, "cublas_bf16", l.ceilings().bf16_tensor_gflops));
+    if (const auto r = lab::speedup(gemms, "cublas_bf16", "exercise")) lab::metric(l, "fraction_of_cublas_bf16", *r);
+    if (const auto r = lab::speedup(gemms, "sgemm_fp32", "exercise")) lab::metric(l, "speedup_over_sgemm_fp32", *r, "x");
   });
 }

@@ -257,23 +257,8 @@ int main(int argc, char** argv) {
     if (l.profiling()) return;
 
     // Speeds: TFLOP/s, fraction of cublas_bf16 and of the tensor roof (as lesson 12 prints them).
-    const double flops = 2.0 * n * double(n) * n;
-    const lab::Measurement* ref = gemms.measurement("cublas_bf16");
-    const double roof_gflops = l.ceilings().bf16_tensor_gflops;
-    std::string line = "TFLOP/s (fraction of cublas_bf16; of the tensor roof):";
-    for (const lab::Variant<Gemm>& v : gemms) {
-      const lab::Measurement* m = gemms.measurement(v.name);
-      if (!m) continue;
-      line += "\n  " + v.name + " " + lab::fixed(flops / (m->gpu_ms.median * 1e9), 1);
-      if (ref) line += " (" + lab::fixed(lab::speedup(*ref, *m).value, 3);
-      if (ref && roof_gflops > 0)
-        line += "; " + lab::fixed(flops / (m->gpu_ms.median * 1e6) / roof_gflops, 3);
-      if (ref) line += ")";
-    }
-    l.note(line);
-    const lab::Measurement* mine = gemms.measurement("exercise");
-    const lab::Measurement* wmma_m = gemms.measurement("wmma_tiled");
-    if (ref && mine) lab::metric(l, "fraction_of_cublas_bf16", lab::speedup(*ref, *mine));
-    if (wmma_m && mine) lab::metric(l, "speedup_over_wmma_tiled", lab::speedup(*wmma_m, *mine), "x");
+    l.note(lab::tflops_note(gemms, 2.0 * n * double(n) * n, "cublas_bf16", l.ceilings().bf16_tensor_gflops));
+    if (const auto r = lab::speedup(gemms, "cublas_bf16", "exercise")) lab::metric(l, "fraction_of_cublas_bf16", *r);
+    if (const auto r = lab::speedup(gemms, "wmma_tiled", "exercise")) lab::metric(l, "speedup_over_wmma_tiled", *r, "x");
   });
 }

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "lab/format.hpp"
 #include "lab/ratio.hpp"
 #include "lab/variant.hpp"
 
@@ -48,6 +49,29 @@ std::vector<std::pair<const V*, Reading>> speedups(const Variants<Problem, V>& v
     if (const Measurement* m = variants.measurement(v.name); m && v.name != reference)
       out.emplace_back(&v, speedup(*ref, *m));
   return out;
+}
+
+/// @param variants a lesson's list
+/// @param flops the work of one call, the same for every variant
+/// @param reference the variant the others are held to (a misspelt name throws)
+/// @param roof_gflops the roof the fractions are of (0: none)
+/// @return the note of a product's speeds: each measured variant's TFLOP/s, then, where the
+///         reference was measured, its fraction of the reference's speed and of the roof
+template <class Problem, class V>
+std::string tflops_note(const Variants<Problem, V>& variants, double flops,
+                        const std::string& reference, double roof_gflops) {
+  const Measurement* ref = variants.measurement(reference);
+  std::string line = "TFLOP/s (fraction of " + reference + "; of the tensor roof):";
+  for (const V& v : variants) {
+    const Measurement* m = variants.measurement(v.name);
+    if (!m) continue;
+    line += "\n  " + v.name + " " + fixed(flops / (m->gpu_ms.median * 1e9), 1);
+    if (!ref) continue;
+    line += " (" + fixed(speedup(*ref, *m).value, 3);
+    if (roof_gflops > 0) line += "; " + fixed(flops / (m->gpu_ms.median * 1e6) / roof_gflops, 3);
+    line += ")";
+  }
+  return line;
 }
 
 }  // namespace lab
