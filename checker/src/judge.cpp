@@ -444,8 +444,11 @@ void run_sanitizers(const LessonConfig& lesson, const fs::path& program, const J
       break;
     }
     p.argv[0] = sanitizer->string();
+    // racecheck prints every hazard (cuBLAS's, not judged, could fill a short limit before the
+    // exercise's own); the log is read up to 4 MiB, and a longer one fails safe (exit 86).
     for (const auto& a : {std::string("--tool"), tool, std::string("--error-exitcode"),
-                          std::string("86"), std::string("--print-limit"), std::string("20"),
+                          std::string("86"), std::string("--print-limit"),
+                          std::string(tool == "racecheck" ? "100000" : "20"),
                           std::string("--log-file"), log.string(), program.string()})
       p.argv.push_back(a);
     for (const auto& arg : lesson.args) p.argv.push_back(arg);

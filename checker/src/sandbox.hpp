@@ -126,7 +126,8 @@ SubmissionReads submission_reads(const fs::path& source_dir, const fs::path& bui
 /// __has_embed) must be written out (not made by a macro), relative, without "..", and wherever
 /// `reads.search` finds it, a regular file that `reads` allows (a device file or a FIFO would
 /// block the compiler). Assembler .incbin and .include and #pragma GCC dependency are refused:
-/// they read files that no dependency list shows.
+/// they read files that no dependency list shows. Line control (#line, # N "file") is refused too:
+/// it would hide the source lines compute-sanitizer names.
 std::string refuse_unsafe_reads(const std::string& source, const SubmissionReads& reads);
 
 /// After a build of `program` in `build_dir`: why its exercise is refused, for the student

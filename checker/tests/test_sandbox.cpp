@@ -744,6 +744,12 @@ TEST_CASE("a file exercise.cu names that it may not read, or that would block th
   CHECK(contains(refused("#include <terminal.h>\n"), "is not a regular file"));
   CHECK(contains(refused("#include \"mutants/taught_path.cu\"\n"), "taught_path.cu, which a submission may not read"));
   CHECK(contains(refused("#define F \"/dev/ptmx\"\n#include F\n"), "line 2: #include names its file through a macro"));
+  // Line control would hide the exercise's source lines from racecheck (found in review).
+  for (const std::string bad : {"#line 1 \"gen\"", "  # line 7", "%:line 3", "# 1 \"gen\"", "#li\\\nne 1"}) {
+    CAPTURE(bad);
+    CHECK(contains(refused("int a;\n" + bad + "\n"), "line 2: a #line directive renames the source lines"));
+  }
+  CHECK(refused("int lines = 1; // #line 1\nconst char* s = \"#line 2\";\n") == "");
 }
 
 TEST_CASE("a depfile's first rule lists the inputs, escaped blanks and $$ undone") {
