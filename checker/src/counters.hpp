@@ -39,8 +39,8 @@ struct CounterMeasure {
   /// nothing (coalesced loads beside uncoalesced ones, dead mma_sync), and that work shows here.
   enum class Needs { bytes, flops } needs = Needs::bytes;
   /// What one count of half A (for conflicts_per_needed: of A - B) does, in the needed unit:
-  /// 1 byte; 128 bytes per shared-memory wavefront; 4096 flops per HMMA (m16n8k16); 4096 BF16
-  /// flops per active GMMA cycle (the most one SM does in a cycle).
+  /// 1 byte; 128 bytes per shared-memory wavefront; 4096 flops per HMMA (m16n8k16); 1024 BF16
+  /// flops per active tensor-core cycle (the most one of an SM's four does in a cycle).
   double work_per_count = 1;
   std::string work;  ///< what the work is, for messages: "bytes of global loads"
 

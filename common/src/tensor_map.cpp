@@ -12,10 +12,12 @@ CUtensorMap tensor_map_2d_bf16(const void* base, std::uint64_t rows, std::uint64
                                std::uint32_t box_rows, std::uint32_t box_cols) {
   // The driver's limits for a tiled BF16 map with the 128-byte swizzle, checked here so that a
   // wrong argument is named in one sentence, not as CUDA_ERROR_INVALID_VALUE.
-  const std::string shape = "tensor_map_2d_bf16(" + std::to_string(rows) + " x " +
-                            std::to_string(cols) + ", box " + std::to_string(box_rows) + " x " +
-                            std::to_string(box_cols) + ")";
-  auto refuse = [&](const std::string& why) { throw std::invalid_argument(shape + ": " + why); };
+  // The call's name for messages, made only when one is needed: exercises call this every call.
+  auto shape = [&] {
+    return "tensor_map_2d_bf16(" + std::to_string(rows) + " x " + std::to_string(cols) + ", box " +
+           std::to_string(box_rows) + " x " + std::to_string(box_cols) + ")";
+  };
+  auto refuse = [&](const std::string& why) { throw std::invalid_argument(shape() + ": " + why); };
   if (base == nullptr) refuse("the matrix's address is null");
   if (reinterpret_cast<std::uintptr_t>(base) % 16 != 0)
     refuse("the matrix's address is not 16-byte aligned (use cudaMalloc's)");
@@ -38,7 +40,7 @@ CUtensorMap tensor_map_2d_bf16(const void* base, std::uint64_t rows, std::uint64
       &map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void*>(base), dims, row_stride, box,
       element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
       CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS) check_driver(r, shape.c_str());  // throws, naming the driver's error
+  if (r != CUDA_SUCCESS) check_driver(r, shape().c_str());  // throws, naming the driver's error
   return map;
 }
 
