@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <nvtx3/nvtx3.hpp>
 #include <random>
@@ -49,10 +50,10 @@ struct Lesson::State {
     long long normal, quick;
   };
   std::vector<Sized> sized;
-  struct Bounded {  // an option with a largest value (Lesson::option's most)
+  struct Bounded {  // an option and the values it accepts (Lesson::option's accepted)
     std::string flag;
     long long* value;
-    long long most;
+    Accepted accepted;
   };
   std::vector<Bounded> bounded;
   // Results judged out of process (lab/record.hpp): the student's program writes the record to
@@ -178,19 +179,19 @@ std::string size_text(long long n) {  // 2^28 reads better than 268435456
 }  // namespace
 
 void Lesson::option(const std::string& flag, long long* value, const std::string& help,
-                    long long most) {
+                    Accepted accepted) {
   state_->app.add_option(flag, *value, help)->capture_default_str();
-  if (most > 0) state_->bounded.push_back({flag, value, most});
+  state_->bounded.push_back({flag, value, accepted});
 }
 
 void Lesson::option(const std::string& flag, long long* value, const std::string& what,
-                    long long normal, long long quick, long long most) {
+                    long long normal, long long quick, Accepted accepted) {
   state_->app.add_option(flag, *value,
                          what + " (0: " + size_text(normal) + ", or " + size_text(quick) +
                              " with --quick)")
       ->capture_default_str();
   state_->sized.push_back({value, normal, quick});
-  if (most > 0) state_->bounded.push_back({flag, value, most});
+  state_->bounded.push_back({flag, value, accepted});
 }
 
 bool Lesson::quick() const { return state_->result.quick; }
@@ -610,11 +611,18 @@ int Lesson::run(int argc, char** argv, const std::function<void(Lesson&)>& body)
   r.mode = *mode_named(s.mode);  // --mode accepts only the modes' names
   for (const State::Sized& o : s.sized)
     if (*o.value <= 0) *o.value = r.quick ? o.quick : o.normal;
-  for (const State::Bounded& o : s.bounded)
-    if (*o.value > o.most) {
-      std::cerr << "error: " << o.flag << ": at most " << size_text(o.most) << "\n";
-      return kExitUsage;
-    }
+  for (const State::Bounded& o : s.bounded) {
+    const Accepted& a = o.accepted;
+    if (*o.value >= a.least && *o.value <= a.most) continue;
+    const bool floor = a.least != std::numeric_limits<long long>::min();
+    const bool ceiling = a.most != std::numeric_limits<long long>::max();
+    std::cerr << "error: " << o.flag << ": "
+              << (floor && ceiling ? "from " + size_text(a.least) + " to " + size_text(a.most)
+                  : floor          ? "at least " + size_text(a.least)
+                                   : "at most " + size_text(a.most))
+              << "\n";
+    return kExitUsage;
+  }
   // Measurements may use 80% of the budget; the rest is for the context, the ceilings, the
   // validations and the result file.
   if (s.budget_s > 0) set_time_budget(0.8 * s.budget_s);

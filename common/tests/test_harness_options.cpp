@@ -195,14 +195,14 @@ TEST_CASE("a size option's 0 means its default, which --quick changes; a given s
   CHECK(out.str().find("rows (0: 4096, or 1000 with --quick)") != std::string::npos);
 }
 
-TEST_CASE("an option's largest value: past it, a usage error naming the option, and no lesson") {
-  auto run_n = [](const std::string& n, std::string* error) {
+TEST_CASE("an option's accepted range: outside it, a usage error naming the option, and no lesson") {
+  auto run_n = [](const std::string& n, std::string* error, const std::string& flag = "--n") {
     lab::Lesson lesson("99-test", "harness test");
     lesson.declare("exercise", lab::Role::Exercise, "yours");
     long long size = 0, steps = 0;
-    lesson.option("--n", &size, "floats", 1LL << 26, 1LL << 22, 1LL << 31);
-    lesson.option("--steps", &steps, "kernels", 100000);
-    std::vector<std::string> args = {"/some/dir/solution", "--n", n, "--list"};
+    lesson.option("--n", &size, "floats", 1LL << 26, 1LL << 22, {1, 1LL << 31});
+    lesson.option("--steps", &steps, "kernels", {0, 100000});
+    std::vector<std::string> args = {"/some/dir/solution", flag, n, "--list"};
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     std::ostringstream err, out;
@@ -218,7 +218,12 @@ TEST_CASE("an option's largest value: past it, a usage error naming the option, 
   CHECK(run_n(std::to_string(1LL << 31), &error) == lab::kExitOk);  // the largest is accepted
   CHECK(error.empty());
   CHECK(run_n(std::to_string((1LL << 31) + 1), &error) == lab::kExitUsage);
-  CHECK(error == "error: --n: at most 2^31\n");
+  CHECK(error == "error: --n: from 1 to 2^31\n");
+  CHECK(run_n("-5", &error) == lab::kExitOk);  // a size below 1 takes the default, as 0 does
+  CHECK(run_n("100000", &error, "--steps") == lab::kExitOk);
+  CHECK(run_n("-1", &error, "--steps") == lab::kExitUsage);
+  CHECK(error == "error: --steps: from 0 to 100000\n");
+  CHECK(run_n("100001", &error, "--steps") == lab::kExitUsage);
 }
 
 namespace {

@@ -252,11 +252,10 @@ int main(int argc, char** argv) {
                 "stride 1 on an array that starts 4 bytes past a 32-byte sector boundary", 1, 0);
 
   long long rows = 0, cols = 0;
-  lesson.option("--rows", &rows, "rows of A at the timing size", 16384, 2048);
-  lesson.option("--cols", &cols, "columns of A at the timing size", 16384, 2048);
+  lesson.option("--rows", &rows, "rows of A at the timing size", 16384, 2048, {1, 1 << 30});
+  lesson.option("--cols", &cols, "columns of A at the timing size", 16384, 2048, {1, 1 << 30});
 
   return lesson.run(argc, argv, [&](lab::Lesson& l) {
-    if (rows > (1 << 30) || cols > (1 << 30)) throw std::invalid_argument("--rows/--cols too large");
     if (l.selected("cublas")) cublas = std::make_unique<lab::CublasHandle>();
     const bool col_major = gemvs.needs() & kColumnMajor;
     lab::Protocol<Gemv> protocol(l, gemvs, gemv_checks());

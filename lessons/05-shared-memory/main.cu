@@ -383,13 +383,12 @@ int main(int argc, char** argv) {
              gemm_work});
 
   long long gemv_n = 0, transpose_n = 0, sgemm_n = 0;
-  lesson.option("--gemv-size", &gemv_n, "A is N x N for part A", 8192, 2048);
-  lesson.option("--transpose-size", &transpose_n, "the matrix is N x N for part B", 8192, 2048);
-  lesson.option("--sgemm-size", &sgemm_n, "M = N = K for part C", 4096, 1024);
+  lesson.option("--gemv-size", &gemv_n, "A is N x N for part A", 8192, 2048, {1, 32768});
+  lesson.option("--transpose-size", &transpose_n, "the matrix is N x N for part B", 8192, 2048,
+                {1, 32768});
+  lesson.option("--sgemm-size", &sgemm_n, "M = N = K for part C", 4096, 1024, {1, 16384});
 
   return lesson.run(argc, argv, [&](lab::Lesson& l) {
-    if (gemv_n > 32768 || transpose_n > 32768 || sgemm_n > 16384)
-      throw std::invalid_argument("sizes are limited to 32768 (gemv, transpose), 16384 (sgemm)");
     // First, before any exercise code: the handle (pedantic FP32, see cublas_sgemm), and with the
     // exercise's SGEMM the TF32 roof (no FP32 product gets more from the tensor cores: 3xTF32
     // does three TF32 products for each one): a bound on a plausible SGEMM rate, not a bar.

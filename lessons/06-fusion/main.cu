@@ -451,14 +451,13 @@ int main(int argc, char** argv) {
   add_variants(variants);
 
   long long rows = 0, cols = 0, batches = 0;
-  lesson.option("--rows", &rows, "rows of a slice at the timing size", 1024, 256);
-  lesson.option("--cols", &cols, "columns of a slice at the timing size", 1024, 256);
-  lesson.option("--batches", &batches, "slices at the timing size", 32, 8);
+  lesson.option("--rows", &rows, "rows of a slice at the timing size", 1024, 256, {1, 1 << 30});
+  lesson.option("--cols", &cols, "columns of a slice at the timing size", 1024, 256, {1, 1 << 30});
+  lesson.option("--batches", &batches, "slices at the timing size", 32, 8, {1, 1 << 24});
 
   return lesson.run(argc, argv, [&](lab::Lesson& l) {
-    if (rows > (1 << 30) || cols > (1 << 30) || batches > (1 << 24) ||
-        rows * cols * batches > (1LL << 34))
-      throw std::invalid_argument("--rows/--cols/--batches too large");
+    if (rows * cols * batches > (1LL << 34))
+      throw std::invalid_argument("--rows x --cols x --batches: at most 2^34");
     const unsigned needs = variants.needs();  // what the selected variants need, nothing more
     // graph_loop is preallocated's enqueue, captured once per problem (outside every timed call).
     auto capture_graph = [&](Problem& p) {

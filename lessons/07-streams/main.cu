@@ -290,18 +290,15 @@ int main(int argc, char** argv) {
   long long mib = 0;
   lesson.option("--mib", &mib, "MiB in each direction", 256, 16);
   long long chunks = 16;
-  lesson.option("--chunks", &chunks, "pieces the exercise cuts the array into");
+  lesson.option("--chunks", &chunks, "pieces the exercise cuts the array into", {1, 4096});
   long long stream_count = 16;
-  lesson.option("--streams", &stream_count, "streams handed to the exercise");
+  lesson.option("--streams", &stream_count, "streams handed to the exercise", {1, 256});
   long long fixed_steps = 0;
   lesson.option("--steps", &fixed_steps,
                 "kernel multiply-adds per element (0: calibrate so the kernel takes as long as "
                 "copy_in on this GPU)");
 
   return lesson.run(argc, argv, [&](lab::Lesson& l) {
-    if (chunks < 1 || chunks > 4096) throw std::invalid_argument("--chunks must be in 1..4096");
-    if (stream_count < 1 || stream_count > 256)
-      throw std::invalid_argument("--streams must be in 1..256");
     const std::size_t n = static_cast<std::size_t>(mib) << 18;  // floats: 2^20 B / 4 B
     const cudaStream_t s = l.stream();
     // The exercise's streams: non-blocking, so nothing orders them implicitly (not even the legacy

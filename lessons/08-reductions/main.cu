@@ -314,10 +314,9 @@ int main(int argc, char** argv) {
   add_variants(variants);
 
   long long n = 0;
-  lesson.option("--n", &n, "floats to add at the timing size", 1LL << 28, 1LL << 22);
+  lesson.option("--n", &n, "floats to add at the timing size", 1LL << 28, 1LL << 22, {1, 1LL << 30});
 
   return lesson.run(argc, argv, [&](lab::Lesson& l) {
-    if (n > (1LL << 30)) throw std::invalid_argument("--n: at most 2^30");
     const unsigned needs = variants.needs();
     lab::Protocol<Problem> protocol(l, variants, checks());
 

@@ -276,19 +276,16 @@ int main(int argc, char** argv) {
   lab::Variants<Problem, Chain> variants(lesson);
   add_variants(variants);
 
-  long long n_opt = 0, steps_opt = 0, demo = 1;
-  lesson.option("--n", &n_opt, "floats per step (0: 4096)");
-  lesson.option("--steps", &steps_opt, "kernels in the chain, K", 1000, 200);
+  long long n_opt = 4096, steps_opt = 0, demo = 1;
+  lesson.option("--n", &n_opt, "floats per step", {1, 1 << 26});
+  lesson.option("--steps", &steps_opt, "kernels in the chain, K", 1000, 200, {1, 100000});
   lesson.option("--capture-demo", &demo,
                 "1: show what a sync, a synchronous copy and cudaMalloc do inside a stream "
                 "capture (never with --quick or --profile); 0: skip it");
 
   return lesson.run(argc, argv, [&](lab::Lesson& l) {
     cudaStream_t stream = l.stream();
-    const long long n_ll = n_opt > 0 ? n_opt : 4096;
-    if (n_ll > (1 << 26) || steps_opt > 100000)
-      throw std::invalid_argument("--n at most 2^26, --steps at most 100000");
-    const int N = static_cast<int>(n_ll), K = static_cast<int>(steps_opt);
+    const int N = static_cast<int>(n_opt), K = static_cast<int>(steps_opt);
     auto make = [&](int n, int steps) {
       auto p = std::make_unique<Problem>(n, steps);
       if (l.selected("exercise")) {

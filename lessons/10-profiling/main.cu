@@ -309,13 +309,12 @@ int main(int argc, char** argv) {
                   return lab::Work{2 * S(p) + outputs(p), 7.0 * p.elements()};
                 }});
   long long rows = 262147, cols = 256;
-  lesson.option("--rows", &rows, "Rows of the timed table");
-  lesson.option("--cols", &cols, "Columns of the timed table");
+  lesson.option("--rows", &rows, "Rows of the timed table", {2, 1 << 30});
+  lesson.option("--cols", &cols, "Columns of the timed table", {1, 1 << 30});
 
   return lesson.run(argc, argv, [&](lab::Lesson& l) {
     if (l.quick()) rows = std::min<long long>(rows, 16411);
-    if (rows < 2 || cols < 1 || rows * cols > (1LL << 31))
-      throw std::runtime_error("--rows must be >= 2, --cols >= 1, rows x cols <= 2^31");
+    if (rows * cols > (1LL << 31)) throw std::runtime_error("--rows x --cols: at most 2^31");
     lab::Protocol<Problem> protocol(l, variants, checks());
 
     // Validation: odd shapes (no multiple of 32 in both), tall and wide, then the timed one.

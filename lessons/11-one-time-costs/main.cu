@@ -591,9 +591,9 @@ int main(int argc, char** argv) {
   add_variants(variants);
 
   long long n_ll = 0, processes_ll = 0, one_time_opt = 1, keep_opt = 0;
-  lesson.option("--n", &n_ll, "floats per call at the timing size", 1 << 26, 1 << 20, 1ll << 28);
+  lesson.option("--n", &n_ll, "floats per call at the timing size", 1 << 26, 1 << 20, {1, 1ll << 28});
   lesson.option("--processes", &processes_ll,
-                "new processes per one-time measurement and per cache test", 5, 2, 50);
+                "new processes per one-time measurement and per cache test", 5, 2, {1, 50});
   lesson.option("--one-time-costs", &one_time_opt,
                 "1: measure part A, the one-time costs of context, loading, NVRTC, nvJitLink, "
                 "cuBLAS and allocation; 0: only the exercise (the checker passes 0)");

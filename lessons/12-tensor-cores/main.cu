@@ -394,10 +394,9 @@ int main(int argc, char** argv) {
               bf16_work},
              /*bf16_inputs=*/true, /*u_in=*/0.0});
   long long size = 0;
-  lesson.option("--size", &size, "M = N = K of the timed product", 4096, 1024);
+  lesson.option("--size", &size, "M = N = K of the timed product", 4096, 1024, {1, 16384});
 
   return lesson.run(argc, argv, [&](lab::Lesson& l) {
-    if (size > 16384) throw std::invalid_argument("--size is limited to 16384");
 
     // The tensor roof (cuBLAS's BF16 product, the best a library reaches here) first, before any
     // exercise code runs, whenever a variant on the tensor cores' BF16 inputs is selected.

@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
   lab::Variants<Problem> variants(lesson);
   add_variants(variants);
   long long n = 0;
-  lesson.option("--n", &n, "floats at the timing size", 1LL << 26, 1LL << 22, 1LL << 31);
+  lesson.option("--n", &n, "floats at the timing size", 1LL << 26, 1LL << 22, {1, 1LL << 31});
   return lesson.run(argc, argv, [&](lab::Lesson& l) {
     lab::Protocol<Problem> protocol(l, variants, checks());
     for (const long long size : {1LL, 3LL, 1000003LL}) {  // not multiples of the block size

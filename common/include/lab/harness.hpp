@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -90,6 +91,13 @@ enum ExitCode : int {
   kExitNoGpu = 77,      ///< no usable GPU (CTest reports the test as skipped)
 };
 
+/// @brief The values an integer option accepts, from least to most (both included), e.g.
+/// `lesson.option("--chunks", &chunks, "pieces", {1, 4096})`.
+struct Accepted {
+  long long least = std::numeric_limits<long long>::min();  ///< the smallest value accepted
+  long long most = std::numeric_limits<long long>::max();   ///< the largest value accepted
+};
+
 /// @brief One lesson program: its options, its variants, its results.
 class Lesson {
  public:
@@ -111,18 +119,19 @@ class Lesson {
   /// @param flag e.g. "--rows"
   /// @param value its default on entry, the parsed value after run() starts
   /// @param help one line for --help
-  /// @param most the largest value accepted, or 0 for no limit: a larger one is a usage error
+  /// @param accepted the values accepted (none below least, none above most): any other is a
+  ///        usage error naming the option, before the lesson runs
   void option(const std::string& flag, long long* value, const std::string& help,
-              long long most = 0);
+              Accepted accepted = {});
   /// @brief Adds a size option of this lesson whose default depends on --quick (before run()).
   /// @param flag e.g. "--rows"
   /// @param value 0 on entry; after run() starts, the parsed value, or the default if it is 0
   /// @param what one line for --help, which adds the defaults
   /// @param normal the default
   /// @param quick the default with --quick
-  /// @param most the largest value accepted, or 0 for no limit: a larger one is a usage error
+  /// @param accepted the values accepted once the default has replaced a 0 (see above)
   void option(const std::string& flag, long long* value, const std::string& what, long long normal,
-              long long quick, long long most = 0);
+              long long quick, Accepted accepted = {});
 
   /// @brief Parses the options, checks for a GPU, measures the ceilings, runs @p body, prints the
   /// table and writes the result file. Catches every error so a partial result is still written.
