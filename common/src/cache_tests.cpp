@@ -10,6 +10,7 @@
 
 #include "lab/format.hpp"
 #include "lab/harness.hpp"
+#include "lab/stats.hpp"
 
 namespace fs = std::filesystem;
 
@@ -73,6 +74,45 @@ std::string draw_expression(std::mt19937_64& rng, const std::string& parameter) 
   }
   return a + " * " + e + " + v";  // the parameter always counts
 }
+
+void record_first_calls(Lesson& lesson, const FirstCallTimes& t, int rounds,
+                        const std::string& size) {
+  if (t.filled.empty()) {  // every filled-folder call failed: checked already
+    lesson.metric("first_call_speedup", 0, 0, 0, "x");
+    return;
+  }
+  const Stats a = summarize(t.yardstick), b = summarize(t.filled);
+  lesson.metric("first_call_compiled_ms", a.median, a.min, a.max, " ms");
+  std::string empty_folder = "-";
+  if (!t.empty.empty()) {
+    const Stats c = summarize(t.empty);
+    lesson.metric("first_call_cold_ms", c.median, c.min, c.max, " ms");
+    empty_folder = fixed(c.median, 2);
+  }
+  lesson.metric("first_call_filled_ms", b.median, b.min, b.max, " ms");
+  lesson.note("first call in a new process, " + size + ", median of " + std::to_string(rounds) +
+              ": compiled by the harness " + fixed(a.median, 2) +
+              " ms, yours on an empty cache folder " + empty_folder + " ms, on the filled folder " +
+              fixed(b.median, 2) + " ms: " + fixed(a.median / b.median, 1) +
+              "x faster than compiling (the bar: disk_cache in check.toml)");
+  if (!t.on_disk) {
+    lesson.metric("first_call_speedup", 0, 0, 0, "x");
+    lesson.note(
+        "the cache folder holds no file after a first call: no disk cache there, so the "
+        "speed-up counts as 0");
+    return;
+  }
+  const MedianRatio r = ratio_of_medians(a, b);  // lab::speedup's interval, for Stats
+  lesson.metric("first_call_speedup", r.value, r.low, r.high, "x");
+}
+
+void report_first_call(double first_call_ms, const std::string& wrong) {
+  report_first_call(first_call_ms);
+  report("correct", wrong.empty() ? "1" : "0");
+  if (!wrong.empty()) report("wrong", wrong);
+}
+
+void report_first_call(double first_call_ms) { report("first_call_ms", first_call_ms); }
 
 ScratchFolder::ScratchFolder(const fs::path& parent, bool keep) : keep_(keep) {
   std::mt19937_64 name_rng(std::random_device{}());

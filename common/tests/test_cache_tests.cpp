@@ -15,6 +15,7 @@
 
 #include "lab/cache_tests.hpp"
 #include "lab/harness.hpp"
+#include "lab/stats.hpp"
 
 namespace fs = std::filesystem;
 
@@ -219,6 +220,49 @@ TEST_CASE("with nothing on disk the damage is skipped, and the times say so") {
   CHECK(
       g.find("new process, cache folder filled by an earlier one (a round of the test: cache "
              "files with 7 bits flipped)"));
+}
+
+TEST_CASE("the disk cache rule's metrics: the yardstick over the filled folder, 0 with no file") {
+  lab::FirstCallTimes t;
+  t.yardstick = {30, 28, 35};
+  t.empty = {40, 60, 50};
+  t.filled = {3, 2, 5};
+  t.on_disk = true;
+  lab::Lesson lesson("99-test", "first calls");
+  lab::record_first_calls(lesson, t, 3, "n = 4096");
+  const auto& m = lesson.result().metrics;
+  CHECK(m.at("first_call_compiled_ms").value == 30);
+  CHECK(m.at("first_call_compiled_ms").low == 28);
+  CHECK(m.at("first_call_compiled_ms").high == 35);
+  CHECK(m.at("first_call_compiled_ms").unit == " ms");
+  CHECK(m.at("first_call_cold_ms").value == 50);
+  CHECK(m.at("first_call_filled_ms").value == 3);
+  CHECK(m.at("first_call_filled_ms").high == 5);
+  const lab::MedianRatio r =
+      lab::ratio_of_medians(lab::summarize(t.yardstick), lab::summarize(t.filled));
+  const lab::Metric& speedup = m.at("first_call_speedup");
+  CHECK(speedup.value == 10);  // over the filled folder's median, not the empty one's
+  CHECK(speedup.low == r.low);
+  CHECK(speedup.high == r.high);
+  CHECK(speedup.unit == "x");
+
+  // No file in the folder: the times, but no speed-up; no empty-folder call that succeeded: no
+  // cold time.
+  t.on_disk = false;
+  t.empty.clear();
+  lab::Lesson no_file("99-test", "first calls");
+  lab::record_first_calls(no_file, t, 3, "n = 4096");
+  CHECK(no_file.result().metrics.at("first_call_speedup").value == 0);
+  CHECK(no_file.result().metrics.at("first_call_speedup").high == 0);
+  CHECK(no_file.result().metrics.at("first_call_filled_ms").value == 3);
+  CHECK(no_file.result().metrics.count("first_call_cold_ms") == 0);
+
+  // No filled-folder call succeeded: the speed-up 0 and nothing else.
+  t.filled.clear();
+  lab::Lesson none("99-test", "first calls");
+  lab::record_first_calls(none, t, 3, "n = 4096");
+  CHECK(none.result().metrics.size() == 1);
+  CHECK(none.result().metrics.at("first_call_speedup").value == 0);
 }
 
 TEST_CASE("one file name for every program: the stale entry is skipped, the others are not") {

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "lab/cache_tests.hpp"
 #include "lab/child_process.hpp"
 #include "lab/harness.hpp"
 #include "lab/writable_places.hpp"
@@ -263,6 +264,20 @@ TEST_CASE("child_main with roles runs the one named, on the arguments after its 
   CHECK(play({"none", "x"}, roles) == std::make_pair(3, unknown));
   CHECK(play({"three"}, roles) == std::make_pair(3, unknown));
   CHECK(play({}, roles) == std::make_pair(3, unknown));
+}
+
+TEST_CASE("a first call is reported under the names the cache tests read") {
+  const std::vector<lab::ChildRole> roles = {
+      {"right", 0, [](const lab::ChildArgs&) { lab::report_first_call(12.5, ""); }},
+      {"wrong", 0, [](const lab::ChildArgs&) { lab::report_first_call(3, "2 of 8 differ"); }},
+      {"yardstick", 0, [](const lab::ChildArgs&) { lab::report_first_call(30); }}};
+  CHECK(play({"right"}, roles) ==
+        std::make_pair(0, std::string("@ first_call_ms 12.500000\n@ correct 1\n")));
+  CHECK(play({"wrong"}, roles) ==
+        std::make_pair(0, std::string("@ first_call_ms 3.000000\n@ correct 0\n"
+                                      "@ wrong 2 of 8 differ\n")));
+  CHECK(play({"yardstick"}, roles) ==
+        std::make_pair(0, std::string("@ first_call_ms 30.000000\n")));
 }
 
 TEST_CASE("a spread is recorded as its median, with the smallest and largest as its range") {

@@ -367,7 +367,7 @@ void child_first_call(const std::string& dir, const std::string& arch,
     Prebuilt compiled(p, arch);
     compiled.launch(b.x.data(), b.out.data(), kFirstCallN, stream);
     LAB_CHECK(cudaStreamSynchronize(stream));
-    return lab::report("first_call_ms", t.elapsed_ms());
+    return lab::report_first_call(t.elapsed_ms());
   }
   double first_call_ms = 0;
   {
@@ -379,10 +379,7 @@ void child_first_call(const std::string& dir, const std::string& arch,
   LAB_CHECK(cudaGetLastError());
   Prebuilt ref(p, arch);
   b.prebuilt = &ref;
-  const std::string wrong = wrong_in(b, seed, stream);
-  lab::report("first_call_ms", first_call_ms);
-  lab::report("correct", wrong.empty() ? "1" : "0");
-  if (!wrong.empty()) lab::report("wrong", wrong);
+  lab::report_first_call(first_call_ms, wrong_in(b, seed, stream));
 }
 
 // Part A in the parent: each child role in `processes` new processes, each reading recorded as its
@@ -489,40 +486,9 @@ void cache_tests(lab::Lesson& l, lab::WriteAudit& audit, const fs::path& root,
         return lab::run_self(
             {"compile-first-call", arch, expression, std::to_string(rng()), alpha[0]});
       });
-  // The rule's ratio: the harness's own first call, which compiles, over the exercise's first
-  // call on a folder an earlier process filled. Not over the exercise's own empty-folder call:
-  // that time is the student's to make as long as they like (a wait where the folder is empty),
-  // and only the filled side is theirs to make short. Each round in a row: paired in time, so a
-  // machine that slows for a while slows both sides of the ratio.
-  if (t.filled.empty()) {  // every filled-folder child failed: checked already
-    l.metric("first_call_speedup", 0, 0, 0, "x");
-    return;
-  }
-  const lab::Stats a = lab::summarize(t.yardstick), b = lab::summarize(t.filled);
-  l.metric("first_call_compiled_ms", a.median, a.min, a.max, " ms");
-  std::string empty_folder = "-";
-  if (!t.empty.empty()) {
-    const lab::Stats c = lab::summarize(t.empty);
-    l.metric("first_call_cold_ms", c.median, c.min, c.max, " ms");
-    empty_folder = lab::fixed(c.median, 2);
-  }
-  l.metric("first_call_filled_ms", b.median, b.min, b.max, " ms");
-  l.note("first call in a new process, n = " + std::to_string(kFirstCallN) + ", median of " +
-         std::to_string(processes) + ": compiled by the harness " + lab::fixed(a.median, 2) +
-         " ms, yours on an empty cache folder " + empty_folder + " ms, on the filled folder " +
-         lab::fixed(b.median, 2) + " ms: " + lab::fixed(a.median / b.median, 1) +
-         "x faster than compiling (the bar: disk_cache in check.toml)");
-  // A speed-up earns the rule only from a cache in the folder: that is what the damage tests
-  // reach. With no file there it reads 0.
-  if (!t.on_disk) {
-    l.metric("first_call_speedup", 0, 0, 0, "x");
-    l.note(
-        "the cache folder holds no file after a first call: no disk cache there, so the "
-        "speed-up counts as 0");
-    return;
-  }
-  const lab::MedianRatio r = lab::ratio_of_medians(a, b);  // lab::speedup's interval, for Stats
-  l.metric("first_call_speedup", r.value, r.low, r.high, "x");
+  // The rule's ratio: the harness's own first call, which compiles, over yours on a filled folder
+  // (not over your empty-folder call: its time is yours to make as long as you like).
+  lab::record_first_calls(l, t, processes, "n = " + std::to_string(kFirstCallN));
 }
 
 // The variants of the table.

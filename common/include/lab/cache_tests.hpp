@@ -23,12 +23,11 @@
 ///       return lab::run_self({"first-call", dir.string(), std::to_string(program)});
 ///     },
 ///     [&] { return lab::run_self({"compile-first-call"}); });  // the course's own
-/// // then the lesson's metrics from t.yardstick, t.empty and t.filled
+/// lab::record_first_calls(lesson, t, processes, "n = 4096");  // the disk cache rule's metrics
 /// @endcode
 ///
-/// The checks are the "exercise" variant's. The code under test's process reports (lab::report)
-/// "correct" ("1" when its result was right), "wrong" (what was wrong, in words) and
-/// "first_call_ms"; the yardstick reports "first_call_ms".
+/// The checks are the "exercise" variant's. The code under test's process reports its first call
+/// with lab::report_first_call(ms, wrong), the yardstick's with lab::report_first_call(ms).
 #pragma once
 
 #include <filesystem>
@@ -117,6 +116,33 @@ struct FirstCallTimes {
   std::vector<double> filled;     ///< ... on the folder the previous process filled
   bool on_disk = false;           ///< the first plain round's folder held a file after its calls
 };
+
+/// @brief The disk cache rule's metrics from the plain rounds' first calls: first_call_compiled_ms
+/// (the yardstick's, which compiles), first_call_cold_ms (the code under test's on an empty folder;
+/// only when one succeeded) and first_call_filled_ms, each the median with the fastest and slowest
+/// process as its range; first_call_speedup, the yardstick's median over the filled folder's with
+/// lab::ratio_of_medians's interval; and a note of the three. Not over the empty folder's call:
+/// that time is the code under test's to make as long as it likes (a wait where the folder is
+/// empty), and only the filled side is its to make short. A speed-up earns the rule only from a
+/// cache in the folder, which is what the damaged rounds reach: with no file there
+/// (FirstCallTimes::on_disk false) it is 0, with a note; with no filled-folder call that succeeded
+/// (checked already) it is 0 and nothing else is recorded.
+/// @param lesson where to record
+/// @param t what CacheTests::run returned
+/// @param rounds the plain rounds it ran (the note's "median of")
+/// @param size the first call's problem, for the note, e.g. "n = 4096"
+void record_first_calls(Lesson& lesson, const FirstCallTimes& t, int rounds,
+                        const std::string& size);
+
+/// @brief In the code under test's process: reports its first call as CacheTests reads it, the
+/// readings "first_call_ms", "correct" ("1" when @p wrong is empty) and, when not, "wrong".
+/// @param first_call_ms the first call's time
+/// @param wrong what was wrong with its result, in words; "" when right
+void report_first_call(double first_call_ms, const std::string& wrong);
+
+/// @brief In the yardstick's process: reports its first call, the reading "first_call_ms".
+/// @param first_call_ms the first call's time
+void report_first_call(double first_call_ms);
 
 /// @brief The cache tests of one run (see the file's description).
 class CacheTests {
