@@ -1,11 +1,14 @@
-// lab::declared_checks and lab::RandomArray on the host (no GPU): the values each declared input
-// gets from a seed (the ones the reference regenerates), and the checks made from the
-// declarations.
+// lab::declared_checks, lab::RandomArray and lab::ResetOutput on the host (no GPU): every form of
+// declaration is accepted and makes its actions, and the checks are made from the declarations.
+// What those actions write is tested on the device (test_gpu.cu); lab::column_stats here.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "lab/column_sums.cuh"
 #include "lab/declared.cuh"
 
 namespace {
@@ -20,24 +23,32 @@ struct Inputs {  // as a lesson writes it: a seed and a range of its own for a
   explicit Inputs(std::uint64_t seed) : x{seed}, a{lab::derive_seed(seed, 1), 0.99f, 1.01f} {}
 };
 
-bool same(const lab::RandomInput& u, const lab::RandomInput& v) {
-  return u.seed == v.seed && u.lo == v.lo && u.hi == v.hi;
-}
-
 }  // namespace
 
-TEST_CASE("RandomArray: the values a seed gives, from the seed itself or the lesson's struct") {
+TEST_CASE("RandomArray: from the seed itself, the lesson's struct or a generator of the problem") {
   const lab::RandomArray<Problem> plain("x", &Problem::x);
-  CHECK(plain.name == "x");
-  CHECK(plain.array == &Problem::x);
-  CHECK(same(plain.values(42), lab::RandomInput{42}));  // lab::fill_random's defaults, [-1, 1)
   const lab::RandomArray<Problem> a("a", &Problem::a, &Inputs::a);
-  CHECK(a.array == &Problem::a);
-  for (const std::uint64_t seed : {1ull, 42ull, 1ull << 40}) {
-    CHECK(same(a.values(seed), Inputs(seed).a));  // what the reference reads
-    CHECK(!same(a.values(seed), Inputs(seed).x));
+  const lab::RandomArray<Problem> made("x", &Problem::x, [](const Problem&, std::uint64_t seed) {
+    return lab::RandomInput{seed, 0.5f, 2.0f};  // any functor of an index (the GPU test fills it)
+  });
+  for (const lab::RandomArray<Problem>* in : {&plain, &a, &made}) {
+    CHECK(static_cast<bool>(in->fill));
+    CHECK(static_cast<bool>(in->changed));
   }
-  CHECK(a.values(7)(3) == lab::random_input(lab::derive_seed(7, 1), 3, 0.99f, 1.01f));
+  CHECK(plain.name == "x");
+  CHECK(a.name == "a");
+  CHECK(made.name == "x");
+}
+
+TEST_CASE("ResetOutput: a guarded output of any type, or a plain array that is added into") {
+  struct Outputs {
+    lab::GuardedBuffer<float> y;
+    lab::GuardedBuffer<unsigned char> workspace;
+    lab::DeviceBuffer<float> partial_sums;
+  };
+  const std::vector<lab::ResetOutput<Outputs>> outputs = {&Outputs::y, &Outputs::workspace,
+                                                          &Outputs::partial_sums};
+  for (const lab::ResetOutput<Outputs>& out : outputs) CHECK(static_cast<bool>(out.reset));
 }
 
 TEST_CASE("declared_checks: fill, reset, inputs_changed declared; the lesson's own check") {
@@ -57,4 +68,17 @@ TEST_CASE("declared_checks: fill, reset, inputs_changed declared; the lesson's o
   Problem p;
   c.check(look, p);
   CHECK(checked == 1);
+}
+
+TEST_CASE("column_stats: each column's mean and 1 / std (population) from its sums") {
+  // Two columns over 4 rows: {1, 2, 3, 4} and {5, 5, 5, 7}.
+  const lab::ColumnSums sums{{10.0, 22.0}, {30.0, 124.0}};
+  const lab::ColumnStats stats = lab::column_stats(sums, 4);
+  REQUIRE(stats.mean.size() == 2);
+  REQUIRE(stats.inv_std.size() == 2);
+  CHECK(stats.mean[0] == 2.5);
+  CHECK(stats.mean[1] == 5.5);
+  CHECK(stats.inv_std[0] == doctest::Approx(1.0 / std::sqrt(1.25)));  // divided by 4, not 3
+  CHECK(stats.inv_std[1] == doctest::Approx(1.0 / std::sqrt(0.75)));
+  CHECK(std::isinf(lab::column_stats({{8.0}, {16.0}}, 4).inv_std[0]));  // a constant column
 }

@@ -18,12 +18,14 @@
 #include "lab/bf16.cuh"
 #include "lab/cub_call.hpp"
 #include "lab/data.hpp"
+#include "lab/declared.cuh"
 #include "lab/device.hpp"
 #include "lab/fill.cuh"
 #include "lab/graph.hpp"
 #include "lab/guard.hpp"
 #include "lab/harness.hpp"
 #include "lab/memory.hpp"
+#include "lab/protocol.cuh"
 #include "lab/read_only.cuh"
 #include "lab/record.hpp"
 #include "lab/reduce.cuh"
@@ -207,6 +209,20 @@ TEST_CASE("a stream the program makes with the runtime's own calls is timed with
       lab::benchmark([&](cudaStream_t st) { lab::spin(50, st); lab::spin(1000, busy); }, timed);
   CHECK(harness.gpu_ms.median < 0.5);
   busy.synchronize();
+}
+
+TEST_CASE("busy_stream names the first handed stream still at work once main has finished") {
+  lab::Stream main;
+  lab::SideStream idle, working;
+  const std::vector<cudaStream_t> handed = {idle, working};
+  lab::spin(200000, working);  // 200 ms: never joined to main
+  lab::spin(10, main);
+  main.synchronize();
+  CHECK(lab::busy_stream(handed, "main") ==
+        "stream 1 still had work when main had finished: main must wait for every stream you "
+        "used (record an event on it, then cudaStreamWaitEvent(main, event))");
+  LAB_CHECK(cudaStreamSynchronize(working));
+  CHECK(lab::busy_stream(handed, "main").empty());
 }
 
 TEST_CASE("CUDA errors become exceptions naming the call") {
@@ -597,4 +613,51 @@ TEST_CASE("a harness's device helpers: a fill from a functor, BF16 copies, a CUB
   call(s);
   CHECK(storage != nullptr);  // the storage allocated once, handed to every call
   CHECK(handed == 1000);
+}
+
+// An input whose values depend on the problem's shape (its column), as lesson 10's table does.
+struct ColumnValue {
+  std::uint64_t seed;
+  int cols;
+  __host__ __device__ float operator()(std::uint64_t i) const {
+    return static_cast<float>(i % cols) + lab::uniform01(seed, i);
+  }
+};
+
+struct DeclaredProblem {
+  int cols = 3;
+  lab::DeviceBuffer<float> x{1000}, t{999};
+  lab::DeviceBuffer<__nv_bfloat16> h{1000};
+  lab::GuardedBuffer<float> y{10, "y"};
+  lab::GuardedBuffer<unsigned char> workspace{16, "workspace"};
+  lab::DeviceBuffer<float> sums{4};
+};
+
+TEST_CASE("declared inputs and outputs on the device: what fill writes, changed finds, reset leaves") {
+  using P = DeclaredProblem;
+  lab::Stream s;
+  P p;
+  const lab::Checks<P> c = lab::declared_checks<P>(
+      {{"x", &P::x},
+       {"t", &P::t, [](const P& q, std::uint64_t seed) { return ColumnValue{seed, q.cols}; }},
+       {"h", &P::h, [](const P&, std::uint64_t seed) { return lab::RandomBf16{seed}; }}},
+      {&P::y, &P::workspace, &P::sums}, [](lab::Look&, P&) {});
+  c.fill(p, 5, s);
+  const std::vector<float> x = p.x.download(s), t = p.t.download(s);
+  int wrong = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) wrong += x[i] != lab::random_input(5, i);
+  for (std::size_t i = 0; i < t.size(); ++i) wrong += t[i] != ColumnValue{5, 3}(i);
+  CHECK(wrong == 0);
+  CHECK(c.inputs_changed(p, 5, s) == std::vector<std::string>{"", "", ""});
+  for (const std::string& change : c.inputs_changed(p, 6, s)) CHECK(!change.empty());
+  const float written = -1.0f;
+  LAB_CHECK(cudaMemcpy(p.t.data() + 7, &written, sizeof written, cudaMemcpyHostToDevice));
+  CHECK(c.inputs_changed(p, 5, s)[1] == "t was written: 1 of its 999 elements changed, the first at [7]");
+  LAB_CHECK(cudaMemset(p.sums.data(), 0x3f, p.sums.bytes()));
+  c.reset(p, s);
+  for (const float v : p.y.download(s)) CHECK(std::isnan(v));
+  for (const unsigned char b : p.workspace.download(s)) CHECK(b == 0xFF);
+  for (const float v : p.sums.download(s)) CHECK(v == 0.0f);
+  CHECK(p.y.damage(s).empty());
+  CHECK(p.workspace.damage(s).empty());
 }

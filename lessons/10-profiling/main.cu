@@ -176,8 +176,7 @@ const lab::Tolerance kTolerance{1e-4, 1e-4};
 // the scores of the rows a check looks at.
 struct Expected {
   std::vector<float> mean, inv_std;
-  std::vector<std::size_t> rows;
-  std::vector<float> score;  // of rows[0], rows[1], ...
+  std::vector<float> score;  // of the rows asked for, in their order
   double sum_of_x = 0;
 };
 
@@ -185,23 +184,15 @@ struct Expected {
 // elements at every timed call); the scores from the rows regenerated on the host.
 Expected reference(const Problem& p, std::uint64_t seed, const std::vector<std::size_t>& rows,
                    cudaStream_t s) {
-  const int cols = p.cols;
-  const Table x{seed, cols};
-  const lab::ColumnSums sums = lab::column_sums(p.rows, cols, x, s);
-  Expected e;
-  e.rows = rows;
-  std::vector<double> m(cols), is(cols);
-  for (int c = 0; c < cols; ++c) {
-    e.sum_of_x += sums.sum[c];
-    m[c] = sums.sum[c] / p.rows;
-    is[c] = 1.0 / std::sqrt(sums.squares[c] / p.rows - m[c] * m[c]);
-    e.mean.push_back(static_cast<float>(m[c]));
-    e.inv_std.push_back(static_cast<float>(is[c]));
-  }
+  const Table x{seed, p.cols};
+  const lab::ColumnSums sums = lab::column_sums(p.rows, p.cols, x, s);
+  const lab::ColumnStats st = lab::column_stats(sums, p.rows);
+  Expected e{{st.mean.begin(), st.mean.end()}, {st.inv_std.begin(), st.inv_std.end()}, {},
+             std::accumulate(sums.sum.begin(), sums.sum.end(), 0.0)};
   for (const std::size_t r : rows) {
     double s2 = 0;
-    for (int c = 0; c < cols; ++c) {
-      const double z = (x(r * cols + c) - m[c]) * is[c];
+    for (int c = 0; c < p.cols; ++c) {
+      const double z = (x(r * p.cols + c) - st.mean[c]) * st.inv_std[c];
       s2 += z * z;
     }
     e.score.push_back(static_cast<float>(s2));
@@ -209,12 +200,12 @@ Expected reference(const Problem& p, std::uint64_t seed, const std::vector<std::
   return e;
 }
 
-// How tables are made, outputs reset and results checked (lab/protocol.cuh). Every call, the
+// How tables are made, outputs reset and results checked (lab/declared.cuh). Every call, the
 // timed ones included, gets a new table x (every output depends on x; the scores on all of it;
-// about 0.1 ms on the device, outside the timed window), outputs poisoned and the workspace
-// filled with 0xFF bytes. A check compares mean and inv_std of every column, and the scores of
-// every row after a validated call, of 256 rows picked only once the call has finished after a
-// timed one; then the guard zones. Variant by variant:
+// about 0.1 ms on the device, outside the timed window), outputs poisoned, the workspace filled
+// with 0xFF bytes and the floor's partial sums zeroed. A check compares mean and inv_std of every
+// column, and the scores of every row after a validated call, of 256 rows picked only once the
+// call has finished after a timed one; then the guard zones. Variant by variant:
 //  * given_app and the exercise: all three outputs, and the guard zones;
 //  * the phases, which need the previous phases' outputs (poisoned before every call): phase 1
 //    on mean and inv_std; phases 2 and 3 run again after phase 1, on the scores they produce
@@ -222,16 +213,7 @@ Expected reference(const Problem& p, std::uint64_t seed, const std::vector<std::
 //  * the floor: its 64 partial sums must total twice the sum of x.
 // After timing, x still holds the last call's table.
 lab::Checks<Problem> checks() {
-  lab::Checks<Problem> c;
-  c.fill = [](Problem& p, std::uint64_t seed, cudaStream_t s) {
-    lab::fill_with(p.x.data(), p.elements(), Table{seed, p.cols}, s);
-  };
-  c.reset = [](Problem& p, cudaStream_t s) {
-    for (const lab::GuardedBuffer<float>* out : {&p.mean, &p.inv_std, &p.score}) out->reset(s);
-    p.workspace.reset(s);
-    LAB_CHECK(cudaMemsetAsync(p.sink.data(), 0, p.sink.bytes(), s));
-  };
-  c.check = [kept = lab::KeptReference<Expected>()](lab::Look& look, Problem& p) mutable {
+  auto check = [kept = lab::KeptReference<Expected>()](lab::Look& look, Problem& p) mutable {
     cudaStream_t s = look.stream();
     const std::string& v = look.variant();
     const std::vector<std::size_t> rows = look.indices(p.rows, 256);
@@ -249,23 +231,23 @@ lab::Checks<Problem> checks() {
     const bool stats = v != "given_standardize" && v != "given_scores";
     const bool scores = v != "given_stats";
     if (!stats) given_app(p, s);  // phases 1, 2 and 3 in order, as given_app runs them
-    // The statistics, then the scores (read at e.rows only); the first that differs decides.
+    // The statistics, then the scores (read at `rows` only); the first that differs decides.
     lab::OutputsCheck o(look.lesson(), v, look.case_name());
     if (stats)
       o.compare("mean", [&] { return p.mean.download(s); }, e.mean, kTolerance)
           .compare("inv_std", [&] { return p.inv_std.download(s); }, e.inv_std, kTolerance);
     if (scores)
-      o.compare("score", [&] { return lab::gather(p.score.data(), e.rows, s); }, e.score,
-                kTolerance, e.rows);
+      o.compare("score", [&] { return lab::gather(p.score.data(), rows, s); }, e.score,
+                kTolerance, rows);
     if (stats && scores)
       o.guard(p.mean, s).guard(p.inv_std, s).guard(p.score, s).guard(p.workspace, s);
     o.record();
   };
-  c.inputs_changed = [](const Problem& p, std::uint64_t seed, cudaStream_t s) {
-    return std::vector<std::string>{
-        lab::changed_input("x", p.x.data(), p.x.size(), Table{seed, p.cols}, s)};
-  };
-  return c;
+  auto table = [](const Problem& p, std::uint64_t seed) { return Table{seed, p.cols}; };
+  return lab::declared_checks<Problem>(
+      {{"x", &Problem::x, table}},
+      {&Problem::mean, &Problem::inv_std, &Problem::score, &Problem::workspace, &Problem::sink},
+      check);
 }
 
 std::string ms(double v) { return lab::text("%.3f ms", v); }

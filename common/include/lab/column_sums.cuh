@@ -8,10 +8,13 @@
 /// @code
 /// const lab::ColumnSums sums = lab::column_sums(rows, cols, Table{seed, cols}, stream);
 /// const double mean0 = sums.sum[0] / rows;
+/// const lab::ColumnStats stats = lab::column_stats(sums, rows);  // mean and 1/std per column
 /// @endcode
 #pragma once
 
 #include <algorithm>
+#include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -71,6 +74,28 @@ ColumnSums column_sums(int rows, int cols, const Value& value, cudaStream_t stre
   const std::vector<double> both = sums.download(stream);
   return {std::vector<double>(both.begin(), both.begin() + cols),
           std::vector<double>(both.begin() + cols, both.end())};
+}
+
+/// @brief Each column's mean and 1 / standard deviation, in double: what a standardization
+/// z = (x - mean) * inv_std of the columns uses.
+struct ColumnStats {
+  std::vector<double> mean;     ///< sum[c] / rows, per column c
+  std::vector<double> inv_std;  ///< 1 / sqrt(squares[c] / rows - mean[c]^2), per column c
+};
+
+/// @brief The columns' statistics from their sums: the population spread (divided by rows, not
+/// rows - 1), each 1 / std in double from sums of squares in double.
+/// @param sums what lab::column_sums gave
+/// @param rows the rows it added up (>= 1)
+/// @return each column's mean and 1 / std (infinite for a constant column)
+inline ColumnStats column_stats(const ColumnSums& sums, int rows) {
+  ColumnStats stats;
+  for (std::size_t c = 0; c < sums.sum.size(); ++c) {
+    const double mean = sums.sum[c] / rows;
+    stats.mean.push_back(mean);
+    stats.inv_std.push_back(1.0 / std::sqrt(sums.squares[c] / rows - mean * mean));
+  }
+  return stats;
 }
 
 }  // namespace lab
