@@ -72,11 +72,10 @@ __global__ void strided_update(float* __restrict__ a, unsigned n, unsigned log2_
 
 // The sweep's problem: 2^log2_n floats updated in place, and 32 more after them (the offset
 // variant's shift; whatever a variant does not update must come back as it was), then a guard
-// zone. The array is input and output at once: fill keeps its seed, reset writes it again.
+// zone. The array is input and output at once: written again from the seed before every call.
 struct Sweep {
   unsigned log2_n;
   lab::GuardedBuffer<float> a;
-  std::uint64_t seed = 0;
   explicit Sweep(unsigned log2) : log2_n(log2), a((std::size_t{1} << log2) + 32, "a") {}
 };
 
@@ -93,23 +92,17 @@ void launch_strided(float* a, unsigned log2_n, unsigned log2_stride, cudaStream_
 }
 
 // The sweep kernel itself must update every element exactly once: each one is compared, bit for
-// bit, with its start value (regenerated from the seed) updated once, or left alone.
+// bit, with its start value (regenerated from the seed, in [-1, 1)) updated once, or left alone.
 lab::Checks<Sweep> sweep_checks(const lab::Variants<Sweep, Stride>& sweeps) {
-  lab::Checks<Sweep> c;
-  c.fill = [](Sweep& w, std::uint64_t seed, cudaStream_t) { w.seed = seed; };
-  c.reset = [](Sweep& w, cudaStream_t s) {
-    lab::fill_random(w.a.data(), w.a.size(), w.seed, s);
-    w.a.arm(s);
-  };
-  c.check = [&sweeps](lab::Look& look, Sweep& w) {
+  auto check = [&sweeps](lab::Look& look, Sweep& w) {
     const std::size_t first = sweeps[look.variant()].offset, n = std::size_t{1} << w.log2_n;
-    const std::vector<std::size_t> at = look.indices(w.a.size(), 0);  // no exercise: all
-    look.compare(w.a, at, lab::values_at(at, 0, [&](std::size_t i) {
-      const float v = lab::random_input(w.seed, i);
+    look.compare_each(w.a, 0, lab::Tolerance{0.0, 0.0}, [&](std::size_t i) {  // no exercise: all
+      const float v = lab::random_input(look.seed(), i);
       return i >= first && i < first + n ? v * 0.5f + 1.0f : v;
-    }), lab::Tolerance{0.0, 0.0});
+    });
   };
-  return c;
+  auto start = [](const Sweep&, std::uint64_t seed) { return lab::RandomInput{seed}; };
+  return lab::declared_checks<Sweep>({}, {{&Sweep::a, start}}, check);
 }
 
 // A gemv problem on the device.
@@ -120,7 +113,6 @@ struct Gemv {
   float alpha, beta;
   lab::DeviceBuffer<float> A, At, x;  // At: the column-major copy, only when col_major runs
   lab::GuardedBuffer<float> y;
-  std::uint64_t y_seed = 0;  // the starting y's, when beta != 0: fill picks it, reset writes y
   Gemv(int r, int c, float a, float b, bool with_col_major)
       : rows(r), cols(c), alpha(a), beta(b), A(static_cast<std::size_t>(r) * c),
         At(with_col_major ? A.size() : 0), x(c), y(r, "y") {}
@@ -129,12 +121,12 @@ struct Gemv {
 // What a variant needs besides A, x and y (lab::Variant::needs).
 constexpr unsigned kColumnMajor = 1;  // At
 
-// The inputs one seed makes (lab::fill_random's values): A from the seed itself, x and the
-// starting y from seeds of their own.
-struct GemvSeeds {
-  std::uint64_t A, x, y;
-  explicit GemvSeeds(std::uint64_t seed)
-      : A(seed), x(lab::derive_seed(seed, 1)), y(lab::derive_seed(seed, 2)) {}
+// The inputs one seed makes (lab::fill_random's values, in [-1, 1)): A from the seed itself, x
+// and the starting y from seeds of their own.
+struct Inputs {
+  lab::RandomInput A, x, y;
+  explicit Inputs(std::uint64_t seed)
+      : A{seed}, x{lab::derive_seed(seed, 1)}, y{lab::derive_seed(seed, 2)} {}
 };
 
 // How inputs are made, y reset and results checked (lab/protocol.cuh). Every call, timed ones too,
@@ -146,40 +138,27 @@ struct GemvSeeds {
 // call, 128 rows picked only once a timed call has finished, against A x in double from A and x
 // regenerated (about 5 ms for 128 rows at 16384 columns), and the whole guard zone.
 lab::Checks<Gemv> gemv_checks() {
-  lab::Checks<Gemv> c;
-  c.fill = [](Gemv& g, std::uint64_t seed, cudaStream_t s) {
-    const GemvSeeds in(seed);
-    lab::fill_random(g.A.data(), g.A.size(), in.A, s);
-    lab::fill_random(g.x.data(), g.x.size(), in.x, s);
-    g.y_seed = in.y;
-    if (g.At.size() > 0) {
-      const dim3 block(32, 8);
-      const dim3 grid((g.cols + 31) / 32, (g.rows + 7) / 8);
-      transpose<<<grid, block, 0, s>>>(g.A.data(), g.At.data(), g.rows, g.cols);
-      LAB_CHECK_LAUNCH();
-    }
-  };
-  c.reset = [](Gemv& g, cudaStream_t s) {
-    if (g.beta != 0.0f)
-      lab::fill_random(g.y.data(), g.y.size(), g.y_seed, s);
-    else
-      g.y.poison(s);
-    g.y.arm(s);
-  };
   // The reference is kept for the next variant of the same validation (at 16384 x 16384, about
   // a second of host time); lab::random_gemv_at says why its tolerance holds.
-  c.check = [kept = lab::KeptReference<lab::Rounded>()](lab::Look& look, Gemv& g) mutable {
-    const GemvSeeds in(look.seed());
+  auto check = [kept = lab::KeptReference<lab::Rounded>()](lab::Look& look, Gemv& g) mutable {
+    const Inputs in(look.seed());
     const std::vector<std::size_t> rows = look.indices(g.rows, 128);
     const lab::Rounded& y = kept.get(look.seed(), rows, [&] {
-      return lab::random_gemv_at(rows, g.cols, g.alpha, in.A, in.x, g.beta, in.y);
+      return lab::random_gemv_at(rows, g.cols, g.alpha, in.A.seed, in.x.seed, g.beta, in.y.seed);
     });
     look.compare(g.y, rows, y.values, lab::sum_tolerance(g.cols + 2.0, y.magnitude));
   };
-  c.inputs_changed = [](const Gemv& g, std::uint64_t seed, cudaStream_t s) {
-    const GemvSeeds in(seed);
-    return std::vector<std::string>{lab::changed_input("A", g.A.data(), g.A.size(), in.A, s),
-                                    lab::changed_input("x", g.x.data(), g.x.size(), in.x, s)};
+  auto start_y = [](const Gemv& g, std::uint64_t seed) {  // read only when beta != 0
+    return g.beta != 0.0f ? std::optional(Inputs(seed).y) : std::nullopt;
+  };
+  lab::Checks<Gemv> c = lab::declared_checks<Gemv>(
+      {{"A", &Gemv::A, &Inputs::A}, {"x", &Gemv::x, &Inputs::x}}, {{&Gemv::y, start_y}}, check);
+  c.fill = [fill = c.fill](Gemv& g, std::uint64_t seed, cudaStream_t s) {
+    fill(g, seed, s);  // A and x, then the column-major copy of this A
+    if (g.At.size() == 0) return;
+    const dim3 block(32, 8), grid((g.cols + 31) / 32, (g.rows + 7) / 8);
+    transpose<<<grid, block, 0, s>>>(g.A.data(), g.At.data(), g.rows, g.cols);
+    LAB_CHECK_LAUNCH();
   };
   return c;
 }

@@ -237,27 +237,6 @@ struct GemmVariant : lab::Variant<Gemm> {
 
 constexpr unsigned kCublas = 1;  // lab::Variant::needs: the cuBLAS handle
 
-// Which elements of C a check looks at. After a timed call: where 32 rows and 32 columns picked
-// only then cross. After a validated call: every one up to 5e8 multiply-adds of host work (twice:
-// two references), else rows 0 and M-1, columns 0 and N-1 in full, and 1024 random elements,
-// drawn from the inputs' seed (a --replay run checks the same ones).
-std::vector<std::size_t> elements(lab::Look& look, const Gemm& g) {
-  const std::size_t M = g.M, N = g.N;
-  if (!look.everything() || static_cast<double>(M) * N * g.K <= 5e8) {
-    const std::vector<std::size_t> rows = look.indices(M, 32);  // rows first, then columns
-    return lab::crossings(rows, look.indices(N, 32), N);
-  }
-  std::vector<std::size_t> at;
-  for (const std::size_t i : {std::size_t{0}, M - 1})
-    for (std::size_t j = 0; j < N; ++j) at.push_back(i * N + j);
-  for (std::size_t i = 0; i < M; ++i)
-    for (const std::size_t j : {std::size_t{0}, N - 1}) at.push_back(i * N + j);
-  std::mt19937_64 rng(look.seed());
-  std::uniform_int_distribution<std::size_t> any(0, M * N - 1);
-  for (int s = 0; s < 1024; ++s) at.push_back(any(rng));
-  return at;
-}
-
 // The FP64 reference at @p at, from the inputs made from @p seed regenerated on the host (never
 // read back: the exercise could have written into them): the FP32 data, or its BF16 copies.
 std::vector<lab::Dot> products(const Gemm& g, std::uint64_t seed,
@@ -314,7 +293,8 @@ lab::Checks<Gemm> checks(const lab::Variants<Gemm, GemmVariant>& gemms,
   c.check = [&gemms, &accuracy, kept = std::array<lab::KeptReference<std::vector<lab::Dot>>, 2>{}](
                 lab::Look& look, Gemm& g) mutable {
     const GemmVariant& v = gemms[look.variant()];
-    const std::vector<std::size_t> at = elements(look, g);
+    // every element up to 5e8 multiply-adds of host work (done twice here: two references)
+    const std::vector<std::size_t> at = lab::product_elements(look, g.M, g.N, g.K);
     auto reference = [&](bool bf16) -> const std::vector<lab::Dot>& {
       return kept[bf16].get(look.seed(), at, [&] { return products(g, look.seed(), at, bf16); });
     };

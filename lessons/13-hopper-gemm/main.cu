@@ -133,24 +133,6 @@ std::uint64_t bt_seed(std::uint64_t seed) { return seed + 1; }
 // same tensor cores, must pass it too. A layout or pipeline bug mixes
 // whole slices of 16 or 64 products and is off by about 1, far outside.
 
-// Which elements of C a check looks at: as lesson 12 (every one up to 5e8 multiply-adds of host
-// work after a validated call, else two rows and two columns in full and 1024 random elements;
-// after a timed call, where 32 rows and 32 columns picked only then cross).
-std::vector<std::size_t> elements(lab::Look& look, const Gemm& g) {
-  const std::size_t M = g.M, N = g.N;
-  if (!look.everything() || static_cast<double>(M) * N * g.K <= 5e8)
-    return lab::crossings(look.indices(M, 32), look.indices(N, 32), N);
-  std::vector<std::size_t> at;
-  for (const std::size_t i : {std::size_t{0}, M - 1})
-    for (std::size_t j = 0; j < N; ++j) at.push_back(i * N + j);
-  for (std::size_t i = 0; i < M; ++i)
-    for (const std::size_t j : {std::size_t{0}, N - 1}) at.push_back(i * N + j);
-  std::mt19937_64 rng(look.seed());
-  std::uniform_int_distribution<std::size_t> any(0, M * N - 1);
-  for (int s = 0; s < 1024; ++s) at.push_back(any(rng));
-  return at;
-}
-
 // The exact products at @p at, from the inputs regenerated on the host (never read back).
 std::vector<lab::Dot> products(const Gemm& g, std::uint64_t seed, const std::vector<std::size_t>& at) {
   const lab::RandomBf16 a{seed}, bt{bt_seed(seed)};
@@ -172,7 +154,7 @@ lab::Checks<Gemm> checks() {
   c.reset = [](Gemm& g, cudaStream_t s) { g.C.reset(s); };
   // The reference is kept for the next variant of the same validation.
   c.check = [kept = lab::KeptReference<std::vector<lab::Dot>>{}](lab::Look& look, Gemm& g) mutable {
-    const std::vector<std::size_t> at = elements(look, g);
+    const std::vector<std::size_t> at = lab::product_elements(look, g.M, g.N, g.K);
     const lab::Rounded want = lab::rounded(
         kept.get(look.seed(), at, [&] { return products(g, look.seed(), at); }));
     look.compare(g.C, at, want.values, lab::sum_tolerance(g.K, want.magnitude));
