@@ -30,6 +30,21 @@ TEST_CASE("values_at: the value at each place asked for, in order; no places: ev
   CHECK(lab::values_at({3}, 10, twice) == std::vector<double>{6.0});
 }
 
+TEST_CASE("confirm_on_host: the host's value at every (n / spread)th place and the last tail") {
+  std::vector<float> want(10000, -1.0f);  // a device replay that got every place wrong
+  lab::confirm_on_host(want, 4096, 64, [](std::size_t i) { return static_cast<float>(i); });
+  std::size_t confirmed = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    const bool host = i % 2 == 0 || i >= want.size() - 64;  // stride 10000 / 4096 = 2
+    CHECK(want[i] == (host ? static_cast<float>(i) : -1.0f));
+    confirmed += want[i] != -1.0f;
+  }
+  CHECK(confirmed == 5000 + 32);
+  std::vector<float> few(3, -1.0f);  // fewer places than the tail: all of them
+  lab::confirm_on_host(few, 4096, 64, [](std::size_t) { return 7.0f; });
+  CHECK(few == std::vector<float>{7, 7, 7});
+}
+
 TEST_CASE("random_product_at: the product of the two fills, regenerated from their seeds") {
   const int N = 5, K = 9;
   const std::vector<std::size_t> at = {0, 12, 7, 12};

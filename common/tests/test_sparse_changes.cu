@@ -1,6 +1,7 @@
 // lab::SparseChanges on the host (no GPU): the places and values a timed call's seed gives, the
 // writes that bring an input from one call's changes to the next, the input seen through the
-// changes, and the check after timing.
+// changes, and the check after timing; lab::SparseRoundTrip's change() and its places as a
+// check asks for them (Look), and Look::check_part.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -9,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "lab/harness.hpp"
 #include "lab/sparse_changes.cuh"
+#include "lab/variant.hpp"
 
 namespace {
 
@@ -147,4 +150,73 @@ TEST_CASE("SparseRoundTrip: the poisoned places follow the changes; the check lo
   elementwise.filled(n, lab::RandomInput{8});  // a full fill: nothing poisoned
   CHECK(elementwise.poisoned().empty());
   CHECK(elementwise.places(10, {}).empty());
+}
+
+TEST_CASE("SparseRoundTrip: change() is draw(), write_input() and poison_output() together") {
+  const std::size_t n = 20000;
+  lab::SparseRoundTrip<> one(64, 256, true), parts(64, 256, true);
+  one.filled(n, lab::RandomInput{7});
+  parts.filled(n, lab::RandomInput{7});
+  std::vector<float> in_one = filled(n, 7), in_parts = in_one, out_one(n, 1.0f), out_parts(n, 1.0f);
+  for (std::uint64_t call = 0; call < 3; ++call) {  // the second call gives places back
+    one.change(40 + call, unit, in_one.data(), out_one.data());
+    parts.draw(40 + call, unit);
+    parts.write_input(in_parts.data());
+    parts.poison_output(out_parts.data());
+    CHECK(one.poisoned() == parts.poisoned());
+    CHECK(std::memcmp(in_one.data(), in_parts.data(), n * sizeof(float)) == 0);
+    CHECK(std::memcmp(out_one.data(), out_parts.data(), n * sizeof(float)) == 0);
+  }
+  CHECK(one.changed_host("in", in_one.data()).empty());
+  CHECK(!one.poisoned().empty());
+  for (const std::size_t i : one.poisoned()) CHECK(out_one[i] != out_one[i]);
+}
+
+namespace {
+
+struct Nothing {};
+
+// A lesson with one variant, "given", whose recorded checks a test reads back.
+struct Given {
+  lab::Lesson lesson{"99-test", "looks"};
+  lab::Variants<Nothing> variants{lesson};
+  Given() {
+    variants.add({"given", lab::Role::Baseline, "a given", [](Nothing&, cudaStream_t) {},
+                  [](const Nothing&) { return lab::Work{1, 1}; }});
+  }
+  const std::vector<lab::CheckResult>& checks() const {
+    return lesson.result().variants.at(0).checks;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("SparseRoundTrip: a check's places: none listed after a validated call, after a timed "
+          "call the drawn ones then the check's own picks") {
+  const std::size_t n = 20000;
+  lab::SparseRoundTrip<> trip(64, 256, true);
+  trip.filled(n, lab::RandomInput{7});
+  trip.draw(11, unit);
+  Given g;
+  lab::Look whole(g.lesson, "given", "all", 7, nullptr, nullptr);
+  CHECK(trip.places(whole, 10, 5).empty());  // every element: compare_host's empty list
+  std::mt19937_64 pick(99), same(99);
+  lab::Look after_call(g.lesson, "given", "call", 7, nullptr, &pick);
+  lab::Look replayed(g.lesson, "given", "call", 7, nullptr, &same);
+  const std::vector<std::size_t> at = trip.places(after_call, 10, 5);
+  CHECK(at == trip.places(10, replayed.indices(n, 5)));
+  CHECK(at.size() == trip.input().changed().size() + 10 + 5);
+}
+
+TEST_CASE("Look::check_part records \"<case>, <part>\": passed when nothing went wrong") {
+  Given g;
+  lab::Look look(g.lesson, "given", "5000011 floats", 7, nullptr, nullptr);
+  look.check_part("ranges", "");
+  look.check_part("bounds", "copy_in(offset 9, count 4) reaches past n = 10");
+  REQUIRE(g.checks().size() == 2);
+  CHECK(g.checks()[0].name == "5000011 floats, ranges");
+  CHECK(g.checks()[0].ok);
+  CHECK(g.checks()[1].name == "5000011 floats, bounds");
+  CHECK(!g.checks()[1].ok);
+  CHECK(g.checks()[1].message == "copy_in(offset 9, count 4) reaches past n = 10");
 }

@@ -1,7 +1,8 @@
 /// @file reference.hpp
 /// @brief A check's reference values, built on the host from inputs regenerated from their seed
 /// (never read back): the wanted value at each checked place (lab::values_at), the exact product
-/// of two lab::fill_random matrices there (lab::random_product_at), and those products rounded to
+/// of two lab::fill_random matrices there (lab::random_product_at), a device-made reference
+/// confirmed on the host at spread places (lab::confirm_on_host), and those products rounded to
 /// float with the magnitude their tolerance scales with (lab::rounded, for lab::sum_tolerance),
 /// and a gemv's y = alpha A x + beta y0 at checked rows (lab::random_gemv_at).
 /// Header-only, so that the host arithmetic is compiled with the harness that checks with it.
@@ -40,6 +41,22 @@ auto values_at(const std::vector<std::size_t>& at, std::size_t n, const Value& v
     for (std::size_t i = 0; i < n; ++i) out.push_back(value(i));
   for (const std::size_t i : at) out.push_back(value(i));
   return out;
+}
+
+/// @brief A whole output's reference made on the device (the lesson's own kernel replayed over
+/// an output too large for the host to compute at every check) is only as right as that replay:
+/// this puts the host's value at every (n / @p spread)th place and at the last @p tail, so that a
+/// replay that differs from the host fails the comparison there.
+/// @param want the device's reference, one value for every place of the output
+/// @param spread about how many places are spread over the output (at least one apart)
+/// @param tail how many places at its end, all of them
+/// @param value the host's value at a place
+template <class T, class Value>
+void confirm_on_host(std::vector<T>& want, std::size_t spread, std::size_t tail, const Value& value) {
+  const std::size_t n = want.size();
+  const std::size_t stride = std::max<std::size_t>(1, n / spread);
+  for (std::size_t i = 0; i < n; i += stride) want[i] = value(i);
+  for (std::size_t i = n > tail ? n - tail : 0; i < n; ++i) want[i] = value(i);
 }
 
 /// @brief lab::product_at for inputs that lab::fill_random made: A (M x K) from @p a_seed, B

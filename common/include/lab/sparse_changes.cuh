@@ -40,6 +40,7 @@
 #include "lab/data.hpp"
 #include "lab/harness.hpp"
 #include "lab/memory.hpp"
+#include "lab/protocol.cuh"
 #include "lab/read_only.cuh"
 
 namespace lab {
@@ -245,11 +246,9 @@ class SparseChanges {
 /// @code
 /// c.fill = [](Trip& t, std::uint64_t seed, cudaStream_t) { ...; t.io.filled(t.n, lab::RandomInput{seed}); };
 /// c.change = [](Trip& t, std::uint64_t seed, cudaStream_t) {
-///   t.io.draw(seed, draw_value);
-///   t.io.write_input(t.in);
-///   t.io.poison_output(t.out);
+///   t.io.change(seed, draw_value, t.in, t.out);
 /// };
-/// // check, after a timed call: at = t.io.places(limit, look.indices(t.n, picks)); want from t.io(at[k])
+/// // check: at = t.io.places(look, limit, picks) (empty after a validated call); want from t.io(at[k])
 /// @endcode
 template <class Base = RandomInput>
 class SparseRoundTrip {
@@ -284,6 +283,19 @@ class SparseRoundTrip {
       poisoned_.push_back(static_cast<std::size_t>(input_.rng()() % input_.size()));
   }
 
+  /// @brief Checks::change of a trip with one input and one output: draw(), then
+  /// write_input(@p in) and poison_output(@p out).
+  /// @param seed the call's seed
+  /// @param draw a new input value, from the call's generator
+  /// @param in the input, on the host
+  /// @param out the output, on the host
+  void change(std::uint64_t seed, const typename SparseChanges<Base>::Draw& draw, float* in,
+              float* out) {
+    this->draw(seed, draw);
+    write_input(in);
+    poison_output(out);
+  }
+
   /// @brief This call's writes into the input (SparseChanges::write_host).
   /// @param in the input, on the host (size() floats)
   void write_input(float* in) const { input_.write_host(in); }
@@ -307,6 +319,17 @@ class SparseRoundTrip {
     at.insert(at.end(), poisoned_.begin() + drawn_from_, poisoned_.begin() + drawn_from_ + drawn);
     at.insert(at.end(), picked.begin(), picked.end());
     return at;
+  }
+
+  /// @brief places() as a check asks for them: none listed after a validated call (every
+  /// element: Look::compare_host), else places(limit, look.indices(size(), picks)).
+  /// @param look the check's look
+  /// @param limit how many of the drawn poisoned places to look at
+  /// @param picks how many places the check picks itself
+  /// @return the places
+  std::vector<std::size_t> places(Look& look, std::size_t limit, std::size_t picks) const {
+    if (look.everything()) return {};
+    return places(limit, look.indices(size(), picks));
   }
 
   /// @param i element index
