@@ -16,7 +16,9 @@
 ///  - for inputs too large to rewrite before every timed call: a few changes per call instead
 ///    (Checks::change, lab::SparseChanges); the harness's own work timed between the calls
 ///    (Checks::between_calls); inputs that arrive through the stream just before a validated
-///    call (Checks::late_inputs);
+///    call (Checks::late_inputs); streams handed to a call, each idle once the lesson's stream
+///    has finished (Checks::handed_streams); the outputs of a lesson's own call made of several
+///    variants, checked as they stand (Protocol::check_as_is);
 ///  - --profile and --replay: handled here, never in a lesson.
 ///
 /// @code
@@ -107,6 +109,44 @@ std::vector<T> gather(const T* p, const std::vector<std::size_t>& at, cudaStream
                             cudaMemcpyDeviceToHost, stream));
   LAB_CHECK(cudaStreamSynchronize(stream));
   return values;
+}
+
+/// @brief A whole output's reference made on the device, copied back (waits for @p stream) and
+/// confirmed on the host at spread places (lab::confirm_on_host).
+/// @param p the reference, on the device
+/// @param n its elements
+/// @param stream where to copy
+/// @param spread about how many places are spread over it
+/// @param tail how many places at its end, all of them
+/// @param value the host's value at a place
+/// @return the reference, the host's values at those places
+template <class T, class Value>
+std::vector<T> confirmed_download(const T* p, std::size_t n, cudaStream_t stream,
+                                  std::size_t spread, std::size_t tail, const Value& value) {
+  std::vector<T> want(n);
+  LAB_CHECK(cudaMemcpyAsync(want.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost, stream));
+  LAB_CHECK(cudaStreamSynchronize(stream));
+  confirm_on_host(want, spread, tail, value);
+  return want;
+}
+
+/// @brief After a call that was handed streams of its own besides the lesson's (to fork its work
+/// onto and join back): which of them still has work, queried without waiting. Call it as soon as
+/// the lesson's stream has finished: a stream the call did not join is then still busy, unless
+/// its work was very short (a lesson holds its inputs back behind a spin: Checks::late_inputs).
+/// @param streams the streams the call was handed
+/// @param main what the exercise calls the lesson's stream, e.g. "main"
+/// @return "" when none has work, else the first busy one (its index) and how to join it
+inline std::string busy_stream(const std::vector<cudaStream_t>& streams, const std::string& main) {
+  for (std::size_t i = 0; i < streams.size(); ++i) {
+    const cudaError_t q = cudaStreamQuery(streams[i]);
+    if (q == cudaErrorNotReady)
+      return "stream " + std::to_string(i) + " still had work when " + main + " had finished: " +
+             main + " must wait for every stream you used (record an event on it, then "
+             "cudaStreamWaitEvent(" + main + ", event))";
+    LAB_CHECK(q);
+  }
+  return "";
 }
 
 /// @brief One look at a variant's outputs, handed to Checks::check: after a validated call it
@@ -211,6 +251,14 @@ class Look {
     lesson_.check(variant_, case_name_, ok, message);
   }
 
+  /// @brief Records a fact of the call beside its outputs, as "<case>, <part>" (a range refused,
+  /// a guard zone written, a stream left busy).
+  /// @param part what the fact is about, e.g. "bounds"
+  /// @param problem "" when it holds, else what went wrong
+  void check_part(const std::string& part, const std::string& problem) {
+    lesson_.check(variant_, case_name_ + ", " + part, problem.empty(), problem);
+  }
+
  private:
   Lesson& lesson_;
   std::string variant_;
@@ -274,6 +322,13 @@ struct Checks {
   /// not waited for: inputs that arrive through the stream only now (behind a hold), so that a
   /// call whose own streams do not wait for the given one reads poison.
   std::function<void(Problem&, cudaStream_t)> late_inputs = {};
+  /// Optional. The streams a call is handed besides the lesson's (an exercise that forks onto
+  /// them must join them back): after each validated call, queried as soon as the lesson's stream
+  /// has finished, none may still have work (lab::busy_stream), recorded after check as
+  /// "<case>, <main_stream> waits for every stream".
+  std::function<std::vector<cudaStream_t>(const Problem&)> handed_streams = {};
+  /// What the exercise calls the lesson's stream, in handed_streams' check.
+  std::string main_stream = "main";
 };
 
 /// The extents of a validation case (Protocol::validate_shapes), e.g. {rows, cols}.
@@ -308,8 +363,8 @@ class Protocol {
                 const std::function<void(Problem&)>& before_calls = {}) {
     if (lesson_.profiling()) return;
     cudaStream_t s = lesson_.stream();
-    const std::uint64_t seed = next_seed();
-    checks_.fill(p, seed, s);
+    validated_seed_ = next_seed();
+    checks_.fill(p, validated_seed_, s);
     if (before_calls) before_calls(p);
     for (const V* v : variants_.selected_exercise_last()) {
       checks_.reset(p, s);
@@ -317,9 +372,20 @@ class Protocol {
       if (checks_.late_inputs) checks_.late_inputs(p, s);
       v->launch(p, s);
       LAB_CHECK(cudaGetLastError());
-      Look look(lesson_, v->name, case_name, seed, s, nullptr);
-      checks_.check(look, p);
+      look_whole(p, v->name, case_name);
     }
+  }
+
+  /// @brief The outputs as they stand, checked whole against the inputs of the last validate()
+  /// (before measure(), which changes them), once for each selected variant of @p others (the
+  /// lesson's own call made of them, e.g. a chain of stages each timed alone), handed streams
+  /// included. Does nothing with --profile.
+  /// @param p the problem last validated, its outputs made by the lesson's own call
+  /// @param others the variants the call is made of
+  /// @param case_name what the checks are recorded under
+  void check_as_is(Problem& p, const Variants<Problem, V>& others, const std::string& case_name) {
+    if (lesson_.profiling()) return;
+    for (const V* v : others.selected()) look_whole(p, v->name, case_name);
   }
 
   /// @brief A lesson's validation cases: for each shape, a fresh problem made by @p make and
@@ -376,9 +442,24 @@ class Protocol {
   std::uint64_t next_seed() { return derive_seed(lesson_.seed() ^ part_, drawn_++); }
 
  private:
+  // A validated call's check (everything, from validated_seed_), the handed streams queried first.
+  void look_whole(Problem& p, const std::string& variant, const std::string& case_name) {
+    cudaStream_t s = lesson_.stream();
+    std::string busy;
+    if (checks_.handed_streams) {
+      LAB_CHECK(cudaStreamSynchronize(s));
+      busy = busy_stream(checks_.handed_streams(p), checks_.main_stream);
+    }
+    Look look(lesson_, variant, case_name, validated_seed_, s, nullptr);
+    checks_.check(look, p);
+    if (checks_.handed_streams)
+      look.check_part(checks_.main_stream + " waits for every stream", busy);
+  }
+
   Lesson& lesson_;
   Variants<Problem, V>& variants_;
   Checks<Problem> checks_;
+  std::uint64_t validated_seed_ = 0;  // the inputs of the last validate()
   std::uint64_t drawn_ = 0;
   std::uint64_t part_ = 0xCBF29CE484222325ull;  // FNV-1a of the part's first variant's name
 };
