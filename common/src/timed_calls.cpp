@@ -1,5 +1,5 @@
-// lab::crossings and lab::product_at: the elements of a matrix product a check looks at, and
-// their exact values (lab/timed_calls.hpp).
+// lab::crossings, lab::lines_and_elements and lab::product_at: the elements of a matrix product
+// a check looks at, and their exact values (lab/timed_calls.hpp).
 #include "lab/timed_calls.hpp"
 
 #include <algorithm>
@@ -12,6 +12,26 @@ std::vector<std::size_t> crossings(const std::vector<std::size_t>& rows,
   at.reserve(rows.size() * cols.size());
   for (const std::size_t i : rows)
     for (const std::size_t j : cols) at.push_back(i * N + j);
+  return at;
+}
+
+std::vector<std::size_t> lines_and_elements(std::uint64_t seed, std::size_t M, std::size_t N,
+                                            int random_lines, int random_elements) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<std::size_t> any_row(0, M - 1), any_col(0, N - 1);
+  std::vector<std::size_t> rows = {0, M - 1}, cols = {0, N - 1};
+  for (int l = 0; l < random_lines; ++l) rows.push_back(any_row(rng));
+  for (int l = 0; l < random_lines; ++l) cols.push_back(any_col(rng));
+  std::vector<std::size_t> at;
+  at.reserve((rows.size() * N) + (cols.size() * M) + random_elements);
+  for (const std::size_t i : rows)
+    for (std::size_t j = 0; j < N; ++j) at.push_back(i * N + j);
+  for (const std::size_t j : cols)
+    for (std::size_t i = 0; i < M; ++i) at.push_back(i * N + j);
+  for (int e = 0; e < random_elements; ++e) {
+    const std::size_t i = any_row(rng);  // the row first: two draws in a known order
+    at.push_back(i * N + any_col(rng));
+  }
   return at;
 }
 

@@ -3,6 +3,7 @@
 // a matrix product.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -166,6 +167,37 @@ TEST_CASE("a short run is short") {
   CHECK(o.warmup_runs == 1);
   CHECK(lab::median_within(0.01).stop.target_precision == 0.01);
   CHECK(lab::median_within(0.01).stop.min_samples == lab::BenchmarkOptions{}.stop.min_samples);
+}
+
+TEST_CASE("a sample of a product's elements: first and last rows and columns in full, by seed") {
+  const std::size_t M = 7, N = 5;
+  const std::vector<std::size_t> at = lab::lines_and_elements(61, M, N, 2, 100);
+  REQUIRE(at.size() == 4 * N + 4 * M + 100);
+  for (std::size_t j = 0; j < N; ++j) {  // rows 0 and M-1, row by row
+    CHECK(at[j] == j);
+    CHECK(at[N + j] == (M - 1) * N + j);
+  }
+  for (std::size_t i = 0; i < M; ++i) {  // then columns 0 and N-1, column by column
+    CHECK(at[4 * N + i] == i * N);
+    CHECK(at[4 * N + M + i] == i * N + N - 1);
+    CHECK(at[4 * N + 2 * M + i] % N == at[4 * N + 2 * M] % N);  // a random column, down its rows
+    CHECK(at[4 * N + 2 * M + i] / N == i);
+  }
+  for (std::size_t j = 0; j < N; ++j)  // a random row, along its columns
+    CHECK(at[2 * N + j] == at[2 * N] + j);
+  std::vector<bool> seen(M * N, false);
+  for (const std::size_t e : at) {
+    REQUIRE(e < M * N);
+    seen[e] = true;
+  }
+  // 100 random elements of 35 reach places outside the four fixed lines.
+  CHECK(std::count(seen.begin(), seen.end(), true) > static_cast<long>(2 * N + 2 * M - 4));
+  // The same seed draws the same sample (a --replay run), another seed another one.
+  CHECK(lab::lines_and_elements(61, M, N, 2, 100) == at);
+  CHECK(lab::lines_and_elements(62, M, N, 2, 100) != at);
+  // No random lines: the four fixed ones only (a 1 x 1 matrix: its one element, each time).
+  CHECK(lab::lines_and_elements(61, M, N, 0, 0).size() == 2 * N + 2 * M);
+  CHECK(lab::lines_and_elements(61, 1, 1, 0, 3) == std::vector<std::size_t>(7, 0));
 }
 
 TEST_CASE("a product's reference: the exact element at each index asked for, from regenerated inputs") {

@@ -1,10 +1,12 @@
 // What the harnesses' checks are built from, on the host (no GPU): the reference at the checked
-// places (lab/reference.hpp), the tolerance of a product whose inputs are rounded first, the name
-// of a validation case, the BF16 copy of an input (lab/bf16.cuh), a CUB call whose size query
-// fails (lab/cub_call.hpp), and speedups between variants that were not measured
+// places (lab/reference.hpp: a product, a gemv, a BLAS update, a transpose, a device-made
+// reference confirmed on the host), the tolerance of a product whose inputs are rounded first,
+// the name of a validation case, the BF16 copy of an input (lab/bf16.cuh), a CUB call whose size
+// query fails (lab/cub_call.hpp), and speedups between variants that were not measured
 // (lab/speedups.hpp).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -93,6 +95,38 @@ TEST_CASE("random_gemv_at: alpha A x + beta y0 from the three fills, and its mag
   const lab::Rounded write_only = lab::random_gemv_at(rows, cols, 1.5f, 31, 32);
   CHECK(write_only.values == lab::random_gemv_at(rows, cols, 1.5f, 31, 32, 0.0f, 99).values);
   CHECK(write_only.values[1] != y.values[1]);
+}
+
+TEST_CASE("alpha_beta_at: alpha S + beta C0, C0 regenerated at each place; beta 0 reads none") {
+  const std::vector<lab::Dot> sums = {{2.0, 3.0}, {-1.0, 5.0}, {2.0, 3.0}};
+  const std::vector<std::size_t> at = {9, 4, 2};  // C0 is regenerated at the place, not the rank
+  const lab::Rounded r = lab::alpha_beta_at(sums, at, -1.5f, 0.5f, 41);
+  REQUIRE(r.values.size() == 3);
+  double largest = 0;
+  for (std::size_t e = 0; e < at.size(); ++e) {
+    const double old = 0.5 * lab::random_input(41, at[e]);
+    CHECK(r.values[e] == static_cast<float>(-1.5 * sums[e].value + old));
+    largest = std::max(largest, 1.5 * sums[e].magnitude + std::fabs(old));
+  }
+  CHECK(r.values[0] != r.values[2]);  // the same sum at two places: two starting values
+  CHECK(r.magnitude == largest);
+  // beta == 0: the output is write-only, whatever the seed.
+  const lab::Rounded write_only = lab::alpha_beta_at(sums, at, -1.5f, 0.0f, 41);
+  CHECK(write_only.values == std::vector<float>{-3.0f, 1.5f, -3.0f});
+  CHECK(write_only.magnitude == 7.5);
+}
+
+TEST_CASE("transposed: out[j][i] of out = in^T is in[i][j], for any rows and columns") {
+  // in is 2 x 3, in[i][j] = 10 i + j; out is 3 x 2.
+  auto in = [](std::uint64_t k) { return static_cast<float>(10 * (k / 3) + k % 3); };
+  const auto out = lab::transposed(in, 2, 3);
+  CHECK(lab::values_at({}, 6, out) == std::vector<float>{0, 10, 1, 11, 2, 12});
+  // Square, from a fill's values: the diagonal stays, the rest swaps.
+  auto fill = [](std::uint64_t k) { return lab::random_input(51, k); };
+  const auto square = lab::transposed(fill, 4, 4);
+  CHECK(square(5) == lab::random_input(51, 5));
+  CHECK(square(1) == lab::random_input(51, 4));
+  CHECK(square(4) == lab::random_input(51, 1));
 }
 
 TEST_CASE("sum_tolerance: inputs rounded first add 2u + u^2 of the magnitude, else nothing") {

@@ -165,28 +165,16 @@ void launch_tiles(Transpose& t, cudaStream_t s) {
   LAB_CHECK_LAUNCH();
 }
 
-// A transpose moves bits, it computes nothing: out must match exactly, out[o] = out[c][r] =
-// in[r][c] with in regenerated (never read back: the exercise could have changed it). Each output
-// element depends on one input element only, so every call gets a whole new input (256 MiB
-// written at the timing size, outside the timed window, about 0.1 ms).
+// A transpose moves bits, it computes nothing: out must match exactly (lab::transposed) the
+// input regenerated (never read back: the exercise could have changed it). Each output element
+// depends on one input element only, so every call gets a whole new input (256 MiB written at
+// the timing size, outside the timed window, about 0.1 ms).
 lab::Checks<Transpose> transpose_checks() {
-  lab::Checks<Transpose> c;
-  c.fill = [](Transpose& t, std::uint64_t seed, cudaStream_t s) {
-    lab::fill_random(t.in.data(), t.in.size(), seed, s);
+  auto check = [](lab::Look& look, Transpose& t) {
+    look.compare_each(t.out, 1 << 16, lab::Tolerance{0.0, 0.0},
+                      lab::transposed(lab::RandomInput{look.seed()}, t.rows, t.cols));
   };
-  c.reset = [](Transpose& t, cudaStream_t s) { t.out.reset(s); };
-  c.check = [](lab::Look& look, Transpose& t) {
-    const std::uint64_t seed = look.seed(), rows = t.rows, cols = t.cols;
-    const std::vector<std::size_t> at = look.indices(t.out.size(), 1 << 16);
-    const std::vector<float> want = lab::values_at(at, t.out.size(), [=](std::uint64_t o) {
-      return lab::random_input(seed, (o % rows) * cols + o / rows);
-    });
-    look.compare(t.out, at, want, lab::Tolerance{0.0, 0.0});
-  };
-  c.inputs_changed = [](const Transpose& t, std::uint64_t seed, cudaStream_t s) {
-    return std::vector<std::string>{lab::changed_input("in", t.in.data(), t.in.size(), seed, s)};
-  };
-  return c;
+  return lab::declared_checks<Transpose>({{"in", &Transpose::in}}, {&Transpose::out}, check);
 }
 
 // =============================================================================================
@@ -260,29 +248,13 @@ void launch_elementwise(Gemm& g, cudaStream_t s) {
 // + |beta c_ij| checked (about 0.016 at K = 4096, on values of order 20; a missing k-tile, a stale
 // tile or a wrong element is off by 1 or more). Checked: after a timed call, where 32 rows and 32
 // columns picked only then cross (about 5 ms of host time at 4096^3); after a validated call,
-// every element up to 1e9 multiply-adds of host work, else a sample that touches every row-tile
-// and column-tile: rows 0, M-1 and two random rows, columns 0, N-1 and two random columns in full,
-// and 8192 random elements, drawn from the inputs' seed (a --replay run checks the same ones).
+// every element up to 1e9 multiply-adds of host work, else lab::lines_and_elements: four rows
+// and four columns in full (two random) and 8192 random elements, from the inputs' seed.
 std::vector<std::size_t> gemm_elements(lab::Look& look, const Gemm& g) {
-  const std::size_t M = g.M, N = g.N;
-  if (!look.everything() || static_cast<double>(M) * N * g.K <= 1e9) {
-    const std::vector<std::size_t> rows = look.indices(M, 32);  // rows first, then columns
-    return lab::crossings(rows, look.indices(N, 32), N);
-  }
-  std::mt19937_64 rng(look.seed());
-  std::uniform_int_distribution<std::size_t> any_row(0, M - 1), any_col(0, N - 1);
-  const std::size_t rows[] = {0, M - 1, any_row(rng), any_row(rng)};
-  const std::size_t cols[] = {0, N - 1, any_col(rng), any_col(rng)};
-  std::vector<std::size_t> at;
-  for (const std::size_t r : rows)
-    for (std::size_t j = 0; j < N; ++j) at.push_back(r * N + j);
-  for (const std::size_t c : cols)
-    for (std::size_t i = 0; i < M; ++i) at.push_back(i * N + c);
-  for (int s = 0; s < 8192; ++s) {
-    const std::size_t i = any_row(rng);
-    at.push_back(i * N + any_col(rng));
-  }
-  return at;
+  if (look.everything() && static_cast<double>(g.M) * g.N * g.K > 1e9)
+    return lab::lines_and_elements(look.seed(), g.M, g.N, 2, 8192);
+  const std::vector<std::size_t> rows = look.indices(g.M, 32);  // rows first, then columns
+  return lab::crossings(rows, look.indices(g.N, 32), g.N);
 }
 
 // Every call gets a new A and B (a new A alone would make every earlier answer wrong, but an
@@ -308,15 +280,8 @@ lab::Checks<Gemm> gemm_checks() {
     const std::vector<std::size_t> at = gemm_elements(look, g);
     const std::vector<lab::Dot>& dots =
         kept.get(seed, at, [&] { return lab::random_product_at(at, g.N, g.K, seed, seed + 1); });
-    std::vector<float> want(at.size());
-    double largest = 0;
-    for (std::size_t e = 0; e < at.size(); ++e) {
-      const double old =
-          g.beta == 0.0f ? 0.0 : static_cast<double>(g.beta) * lab::random_input(seed + 2, at[e]);
-      want[e] = static_cast<float>(g.alpha * dots[e].value + old);
-      largest = std::max(largest, std::fabs(g.alpha) * dots[e].magnitude + std::fabs(old));
-    }
-    look.compare(g.C, at, want, lab::sum_tolerance(g.K + 2.0, largest));
+    const lab::Rounded want = lab::alpha_beta_at(dots, at, g.alpha, g.beta, seed + 2);
+    look.compare(g.C, at, want.values, lab::sum_tolerance(g.K + 2.0, want.magnitude));
   };
   c.inputs_changed = [](const Gemm& g, std::uint64_t seed, cudaStream_t s) {
     return std::vector<std::string>{lab::changed_input("A", g.A.data(), g.A.size(), seed, s),

@@ -4,7 +4,8 @@
 /// of two lab::fill_random matrices there (lab::random_product_at), a device-made reference
 /// confirmed on the host at spread places (lab::confirm_on_host), and those products rounded to
 /// float with the magnitude their tolerance scales with (lab::rounded, for lab::sum_tolerance),
-/// and a gemv's y = alpha A x + beta y0 at checked rows (lab::random_gemv_at).
+/// a BLAS update alpha S + beta C0 (lab::alpha_beta_at), a gemv's y = alpha A x + beta y0 at
+/// checked rows (lab::random_gemv_at), and a transpose's output (lab::transposed).
 /// Header-only, so that the host arithmetic is compiled with the harness that checks with it.
 ///
 /// @code
@@ -92,6 +93,31 @@ inline Rounded rounded(const std::vector<Dot>& sums) {
   return r;
 }
 
+/// @brief The reference of a BLAS update, alpha S + beta C0, at some places of an output: S the
+/// exact sums there, C0 the output's starting values, which lab::fill_random(@p c0_seed) wrote
+/// and are regenerated here (lab::random_input), read only when beta != 0 (beta == 0: the output
+/// is write-only and starts as poison). Compare with lab::sum_tolerance(terms + 2, magnitude):
+/// the sums' terms, alpha's rounding and the beta term.
+/// @param sums the exact sums at each place (lab::random_product_at, lab::dot_product)
+/// @param at the places, as indices into the output (where C0 is regenerated)
+/// @param alpha the update's alpha
+/// @param beta the update's beta
+/// @param c0_seed the starting values' fill seed (unused when beta == 0)
+/// @return each value rounded to float, and the magnitude: the largest
+///         |alpha| S.magnitude + |beta C0| over the places
+inline Rounded alpha_beta_at(const std::vector<Dot>& sums, const std::vector<std::size_t>& at,
+                             float alpha, float beta, std::uint64_t c0_seed) {
+  Rounded r;
+  r.values.reserve(sums.size());
+  for (std::size_t e = 0; e < sums.size(); ++e) {
+    const double old =
+        beta == 0.0f ? 0.0 : static_cast<double>(beta) * random_input(c0_seed, at[e]);
+    r.values.push_back(static_cast<float>(alpha * sums[e].value + old));
+    r.magnitude = std::max(r.magnitude, std::fabs(alpha) * sums[e].magnitude + std::fabs(old));
+  }
+  return r;
+}
+
 /// @brief The reference of a gemv y = alpha A x + beta y0 at some rows, for inputs that
 /// lab::fill_random made: A (rows x cols, row-major) from @p a_seed, x from @p x_seed, the
 /// starting y from @p y_seed (read only when beta != 0), regenerated here a row of A at a time
@@ -113,16 +139,26 @@ inline Rounded random_gemv_at(const std::vector<std::size_t>& rows, int cols, fl
                               std::uint64_t y_seed = 0) {
   std::vector<float> x(cols), a(cols);
   fill_random_host(x.data(), x.size(), x_seed);
-  Rounded y;
-  y.values.reserve(rows.size());
+  std::vector<Dot> ax;
+  ax.reserve(rows.size());
   for (const std::size_t r : rows) {
     for (int k = 0; k < cols; ++k) a[k] = random_input(a_seed, r * cols + k);
-    const Dot ax = dot_product(a.data(), x.data(), a.size());
-    const double old = beta == 0.0f ? 0.0 : static_cast<double>(beta) * random_input(y_seed, r);
-    y.values.push_back(static_cast<float>(alpha * ax.value + old));
-    y.magnitude = std::max(y.magnitude, std::fabs(alpha) * ax.magnitude + std::fabs(old));
+    ax.push_back(dot_product(a.data(), x.data(), a.size()));
   }
-  return y;
+  return alpha_beta_at(ax, rows, alpha, beta, y_seed);
+}
+
+/// @brief The reference of a transpose, out = in^T: element @p o of out (cols x rows, row-major)
+/// is in[o % rows][o / rows] (in: rows x cols, row-major). A transpose moves bits and computes
+/// nothing, so out must match it exactly (lab::Tolerance{0.0, 0.0}).
+/// @param in in's value at a row-major index, e.g. lab::RandomInput{seed} for a lab::fill_random
+///        input (regenerated, never read back: the code under test could have written into it)
+/// @param rows rows of in
+/// @param cols columns of in
+/// @return out's value at an index, for Look::compare_each or lab::values_at
+template <class In>
+auto transposed(In in, std::uint64_t rows, std::uint64_t cols) {
+  return [=](std::uint64_t o) { return in((o % rows) * cols + o / rows); };
 }
 
 }  // namespace lab
