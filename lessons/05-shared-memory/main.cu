@@ -248,14 +248,8 @@ void launch_elementwise(Gemm& g, cudaStream_t s) {
 // + |beta c_ij| checked (about 0.016 at K = 4096, on values of order 20; a missing k-tile, a stale
 // tile or a wrong element is off by 1 or more). Checked: after a timed call, where 32 rows and 32
 // columns picked only then cross (about 5 ms of host time at 4096^3); after a validated call,
-// every element up to 1e9 multiply-adds of host work, else lab::lines_and_elements: four rows
-// and four columns in full (two random) and 8192 random elements, from the inputs' seed.
-std::vector<std::size_t> gemm_elements(lab::Look& look, const Gemm& g) {
-  if (look.everything() && static_cast<double>(g.M) * g.N * g.K > 1e9)
-    return lab::lines_and_elements(look.seed(), g.M, g.N, 2, 8192);
-  const std::vector<std::size_t> rows = look.indices(g.M, 32);  // rows first, then columns
-  return lab::crossings(rows, look.indices(g.N, 32), g.N);
-}
+// every element up to 1e9 multiply-adds of host work, else four rows and four columns in full
+// (two random) and 8192 random elements, from the inputs' seed (lab::product_elements).
 
 // Every call gets a new A and B (a new A alone would make every earlier answer wrong, but an
 // unchanged B could be kept from call to call in another form, rounded or split for the tensor
@@ -277,7 +271,7 @@ lab::Checks<Gemm> gemm_checks() {
   // The products are kept for the next variant of the same validation.
   c.check = [kept = lab::KeptReference<std::vector<lab::Dot>>()](lab::Look& look, Gemm& g) mutable {
     const std::uint64_t seed = look.seed();
-    const std::vector<std::size_t> at = gemm_elements(look, g);
+    const std::vector<std::size_t> at = lab::product_elements(look, g.M, g.N, g.K);
     const std::vector<lab::Dot>& dots =
         kept.get(seed, at, [&] { return lab::random_product_at(at, g.N, g.K, seed, seed + 1); });
     const lab::Rounded want = lab::alpha_beta_at(dots, at, g.alpha, g.beta, seed + 2);

@@ -293,7 +293,7 @@ lab::Checks<Gemm> checks(const lab::Variants<Gemm, GemmVariant>& gemms,
   c.check = [&gemms, &accuracy, kept = std::array<lab::KeptReference<std::vector<lab::Dot>>, 2>{}](
                 lab::Look& look, Gemm& g) mutable {
     const GemmVariant& v = gemms[look.variant()];
-    // every element up to 5e8 multiply-adds of host work (done twice here: two references)
+    // every element up to 1e9 multiply-adds of host work (done twice here: two references)
     const std::vector<std::size_t> at = lab::product_elements(look, g.M, g.N, g.K);
     auto reference = [&](bool bf16) -> const std::vector<lab::Dot>& {
       return kept[bf16].get(look.seed(), at, [&] { return products(g, look.seed(), at, bf16); });

@@ -270,9 +270,10 @@ class Look {
 
 /// @brief Which elements of a matrix product C (M x N, K deep) a check looks at, as row-major
 /// indices i * N + j. After a timed call: where 32 rows and 32 columns picked only then cross
-/// (rows drawn first). After a validated call: every element, up to 5e8 multiply-adds of host
-/// work for one reference; past that, rows 0 and M-1 in full, columns 0 and N-1 in full, and
-/// 1024 elements drawn from the inputs' seed (so that a --replay run checks the same ones).
+/// (rows drawn first). After a validated call: every element, up to 1e9 multiply-adds of host
+/// work for one reference; past that, lab::lines_and_elements: four rows and four columns in
+/// full (the first, the last and two random) and 8192 random elements, all drawn from the
+/// inputs' seed (so that a --replay run checks the same ones).
 /// @param look the look at the product (Checks::check)
 /// @param M rows of C
 /// @param N columns of C
@@ -280,19 +281,10 @@ class Look {
 /// @return the elements, in that order (repeats possible)
 inline std::vector<std::size_t> product_elements(Look& look, std::size_t M, std::size_t N,
                                                  std::size_t K) {
-  if (!look.everything() || static_cast<double>(M) * N * K <= 5e8) {
-    const std::vector<std::size_t> rows = look.indices(M, 32);  // the order of the draws
-    return crossings(rows, look.indices(N, 32), N);
-  }
-  std::vector<std::size_t> at;
-  for (const std::size_t i : {std::size_t{0}, M - 1})
-    for (std::size_t j = 0; j < N; ++j) at.push_back(i * N + j);
-  for (std::size_t i = 0; i < M; ++i)
-    for (const std::size_t j : {std::size_t{0}, N - 1}) at.push_back(i * N + j);
-  std::mt19937_64 rng(look.seed());
-  std::uniform_int_distribution<std::size_t> any(0, M * N - 1);
-  for (int s = 0; s < 1024; ++s) at.push_back(any(rng));
-  return at;
+  if (look.everything() && static_cast<double>(M) * N * K > 1e9)
+    return lines_and_elements(look.seed(), M, N, 2, 8192);
+  const std::vector<std::size_t> rows = look.indices(M, 32);  // the order of the draws
+  return crossings(rows, look.indices(N, 32), N);
 }
 
 /// @brief What the protocol needs to know about a lesson's problem (see the file's comment).
