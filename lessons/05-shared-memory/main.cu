@@ -250,7 +250,6 @@ void launch_elementwise(Gemm& g, cudaStream_t s) {
 // columns picked only then cross (about 5 ms of host time at 4096^3); after a validated call,
 // every element up to 1e9 multiply-adds of host work, else four rows and four columns in full
 // (two random) and 8192 random elements, from the inputs' seed (lab::product_elements).
-
 // Every call gets a new A and B (a new A alone would make every earlier answer wrong, but an
 // unchanged B could be kept from call to call in another form, rounded or split for the tensor
 // cores) and C as on entry. After timing, A and B still hold what the last call was given.
