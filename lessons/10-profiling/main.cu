@@ -18,6 +18,8 @@
 // Bytes: given_app moves 5 S (S = rows x cols x 4): stats reads x twice, standardize reads x and
 // writes z, scores reads z. The exercise is credited with the 2 S it must move, whatever it
 // actually moves, so its fraction of copy says how close it is to its floor.
+#include <nvtx3/nvtx3.hpp>
+
 #include "exercise.cuh"
 #include "lab/lesson.cuh"
 
@@ -135,22 +137,46 @@ struct Problem {
   long long elements() const { return static_cast<long long>(rows) * cols; }
 };
 
+// The bytes each phase moves (see the top of this file): its variant's declared work, and the
+// payload of its NVTX range.
+double table_bytes(const Problem& p) { return 4.0 * p.elements(); }  // S
+double stats_bytes(const Problem& p) { return 2 * table_bytes(p) + 8.0 * p.cols; }
+double standardize_bytes(const Problem& p) { return 2 * table_bytes(p); }
+double scores_bytes(const Problem& p) { return table_bytes(p) + 4.0 * p.rows; }
+
+// The given app annotated as a library would be. Its own NVTX domain gives its ranges a row of
+// their own in nsys, apart from the harness's (one per variant, in the default domain, around
+// these) and from any library's, and lets ncu pick them by domain: given@standardize. Each range
+// carries a name, a colour and a payload, a number the profiler shows with the range: here the
+// bytes the phase moves. Without a profiler attached an NVTX call returns at once (nanoseconds,
+// on the host), so the timed launches are the same as without them.
+struct given_domain {
+  static constexpr char const* name{"given"};
+};
+using given_range = nvtx3::scoped_range_in<given_domain>;  // pushed here, popped at the }
+
 void given_stats(Problem& p, cudaStream_t s) {
+  given_range range{"stats", nvtx3::rgb{230, 80, 0}, nvtx3::payload{stats_bytes(p)}};
   given::column_stats<<<p.cols, kThreads, 0, s>>>(p.x.data(), p.rows, p.cols, p.mean.data(), p.inv_std.data());
   LAB_CHECK_LAUNCH();
 }
 void given_standardize(Problem& p, cudaStream_t s) {
+  given_range range{"standardize", nvtx3::rgb{0, 110, 220}, nvtx3::payload{standardize_bytes(p)}};
   given::standardize<<<1024, kThreads, 0, s>>>(p.x.data(), p.elements(), p.cols, p.mean.data(),
                                                p.inv_std.data(), p.z.data());
   LAB_CHECK_LAUNCH();
 }
 void given_scores(Problem& p, cudaStream_t s) {
+  given_range range{"scores", nvtx3::rgb{40, 160, 60}, nvtx3::payload{scores_bytes(p)}};
   given::row_scores<<<(p.rows + kThreads - 1) / kThreads, kThreads, 0, s>>>(p.z.data(), p.rows, p.cols,
                                                                            p.score.data());
   LAB_CHECK_LAUNCH();
 }
 void given_app(Problem& p, cudaStream_t s) {
   given_stats(p, s);
+  // A mark is an instant, not a span: where the statistics are handed to the phases that use
+  // them (on the host's timeline, like every NVTX event: when enqueued, not when run).
+  nvtx3::mark_in<given_domain>("statistics handed over");
   given_standardize(p, s);
   given_scores(p, s);
 }
@@ -200,18 +226,10 @@ Expected reference(const Problem& p, std::uint64_t seed, const std::vector<std::
   return e;
 }
 
-// How tables are made, outputs reset and results checked (lab/declared.cuh). Every call, the
-// timed ones included, gets a new table x (every output depends on x; the scores on all of it;
-// about 0.1 ms on the device, outside the timed window), outputs poisoned, the workspace filled
-// with 0xFF bytes and the floor's partial sums zeroed. A check compares mean and inv_std of every
-// column, and the scores of every row after a validated call, of 256 rows picked only once the
-// call has finished after a timed one; then the guard zones. Variant by variant:
-//  * given_app and the exercise: all three outputs, and the guard zones;
-//  * the phases, which need the previous phases' outputs (poisoned before every call): phase 1
-//    on mean and inv_std; phases 2 and 3 run again after phase 1, on the scores they produce
-//    together;
-//  * the floor: its 64 partial sums must total twice the sum of x.
-// After timing, x still holds the last call's table.
+// Each call gets a new table x and poisoned outputs, then is checked (lab/declared.cuh says how).
+// Judged: given_app and the exercise on all three outputs and the guard zones; phase 1 on mean
+// and inv_std; phases 2 and 3, which need phase 1's outputs, run again after it, on the scores;
+// the floor on its 64 partial sums, which must total twice the sum of x.
 lab::Checks<Problem> checks() {
   auto check = [kept = lab::KeptReference<Expected>()](lab::Look& look, Problem& p) mutable {
     cudaStream_t s = look.stream();
@@ -259,7 +277,7 @@ int main(int argc, char** argv) {
   // Bytes in S = rows x cols x 4 (see the top of this file); FLOPs per element: stats 3 (add;
   // multiply-add), scores 4 (subtract, multiply; multiply-add).
   lab::Variants<Problem> variants(lesson);
-  auto S = [](const Problem& p) { return 4.0 * p.elements(); };  // the table's bytes
+  auto S = table_bytes;
   auto outputs = [](const Problem& p) { return 4.0 * (p.rows + 2.0 * p.cols); };
   variants.add({"given_app", lab::Role::Baseline, "the application as handed out (the starter)",
                 given_app, [=](const Problem& p) {
@@ -268,17 +286,17 @@ int main(int argc, char** argv) {
   variants.add({"given_stats", lab::Role::Baseline,
                 "its phase 1: column statistics, one block per column", given_stats,
                 [=](const Problem& p) {
-                  return lab::Work{2 * S(p) + 8.0 * p.cols, 3.0 * p.elements()};
+                  return lab::Work{stats_bytes(p), 3.0 * p.elements()};
                 }});
   variants.add({"given_standardize", lab::Role::Baseline,
                 "its phase 2: z = (x - mean) * inv_std, a temporary table", given_standardize,
                 [=](const Problem& p) {
-                  return lab::Work{2 * S(p), 2.0 * p.elements()};
+                  return lab::Work{standardize_bytes(p), 2.0 * p.elements()};
                 }});
   variants.add({"given_scores", lab::Role::Baseline,
                 "its phase 3: one thread per row sums its row of z squared", given_scores,
                 [=](const Problem& p) {
-                  return lab::Work{S(p) + 4.0 * p.rows, 2.0 * p.elements()};
+                  return lab::Work{scores_bytes(p), 2.0 * p.elements()};
                 }});
   variants.add({"read_twice", lab::Role::Reference,
                 "the floor: x read twice, float4 loads, nothing else", read_twice,
@@ -303,7 +321,7 @@ int main(int argc, char** argv) {
     protocol.validate_shapes({{2, 1}, {1000, 77}, {4099, 256}, {37, 1000}, {65537, 33}},
                              [](const lab::Shape& d) { return Problem(d[0], d[1]); });
     Problem p(static_cast<int>(rows), static_cast<int>(cols));
-    const double S = 4.0 * p.elements();
+    const double S = table_bytes(p);
     l.size("x: " + std::to_string(p.rows) + " x " + std::to_string(p.cols) + " floats (" +
            std::to_string(static_cast<long long>(S / (1 << 20))) + " MiB), row-major");
     protocol.validate(p, lab::dims({p.rows, p.cols}));
