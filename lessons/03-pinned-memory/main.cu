@@ -19,6 +19,7 @@ namespace {
 
 constexpr std::size_t kOddN = 1'000'003;         // validation size: not a multiple of anything
 constexpr std::size_t kGuardBytes = 4096;        // guard zone after each device array
+constexpr std::size_t kPoisoned = 1024, kRandom = 4096;  // a timed call's check (see checks())
 
 std::string size_text(double bytes) {
   if (bytes >= (1 << 20)) return lab::text("%.0f MiB", bytes / (1 << 20));
@@ -153,8 +154,7 @@ struct Trip {
   std::map<std::string, std::unique_ptr<l03::RoundTrip>> ways;  // by variant name
   double exercise_setup_ms = 0;  // make_round_trip() and setup(n), on the host clock
   float a = 2.0f, b = 1.0f;      // the kernel's coefficients, as last set
-  lab::SparseChanges<> input{64};      // what every input() holds (see checks())
-  std::vector<std::size_t> poisoned;  // outputs a timed call was given NaN at
+  lab::SparseRoundTrip<> io{64, kPoisoned, /*poison_changed=*/false};  // see checks()
 
   Trip(const lab::Variants<Trip, Way>& variants, std::size_t n) : dev(n), kernel(dev.kernel()) {
     for (const Way* v : variants.selected()) {
@@ -234,10 +234,9 @@ struct PinnedLink {
 // compared whole. Before each timed call of the exercise, outside its timed window:
 //  * the pinned link is timed first (PinnedLink), and waited for: no exercise code runs then;
 //  * new values at 64 random places of the input, drawn from the call's seed (one the exercise
-//    cannot know), the last call's places given their old values back (lab::SparseChanges): a
-//    call that does not upload the whole input is wrong there, and a fingerprint of a few
-//    elements almost never sees them;
-//  * NaN at kPoisoned random places of the output;
+//    cannot know), the last call's places given their old values back, and NaN at kPoisoned
+//    random places of the output (lab::SparseRoundTrip): a call that does not upload the whole
+//    input is wrong there, and a fingerprint of a few elements almost never sees them;
 //  * new kernel coefficients (never the last b): every output element changes, so one this call
 //    did not bring back holds an earlier call's value, which is wrong.
 // A few thousand host writes per call, where refilling both buffers would cost 2 x 256 MiB of
@@ -245,16 +244,13 @@ struct PinnedLink {
 // picked only then, against the input regenerated on the host (the input buffer is the
 // exercise's: never trusted), then the guard bytes. After timing, input() must hold what the last
 // call was given: round_trip() reads its input, it does not write it.
-constexpr std::size_t kPoisoned = 1024, kRandom = 4096;
-
 lab::Checks<Trip> checks(PinnedLink& link) {
   lab::Checks<Trip> c;
   c.fill = [](Trip& t, std::uint64_t seed, cudaStream_t s) {
     for (auto& [name, rt] : t.ways) lab::fill_random_host(rt->input(), t.n(), seed);
-    t.input.filled(t.n(), lab::RandomInput{seed});
+    t.io.filled(t.n(), lab::RandomInput{seed});
     const std::uint64_t ab = lab::derive_seed(seed, 1);
     t.set_coefficients(0.5f + lab::uniform01(ab, 0), -1.0f + 2.0f * lab::uniform01(ab, 1), s);
-    t.poisoned.clear();
   };
   c.reset = [](Trip& t, cudaStream_t s) {
     for (auto& [name, rt] : t.ways) std::memset(rt->output(), 0xff, t.n() * sizeof(float));  // NaN
@@ -263,14 +259,12 @@ lab::Checks<Trip> checks(PinnedLink& link) {
   c.between_calls = [&link](Trip&, cudaStream_t s) { link.timed.time(s); };
   c.change = [](Trip& t, std::uint64_t seed, cudaStream_t s) {
     std::uniform_real_distribution<float> unit(0.0f, 1.0f);
-    t.input.draw(seed, [&unit](std::mt19937_64& g) { return -1.0f + 2.0f * unit(g); });
-    std::mt19937_64& rng = t.input.rng();
-    t.poisoned.clear();
-    for (std::size_t k = 0; k < kPoisoned; ++k) t.poisoned.push_back(rng() % t.n());
+    t.io.draw(seed, [&unit](std::mt19937_64& g) { return -1.0f + 2.0f * unit(g); });
     for (auto& [name, rt] : t.ways) {
-      t.input.write_host(rt->input());
-      for (const std::size_t i : t.poisoned) rt->output()[i] = std::numeric_limits<float>::quiet_NaN();
+      t.io.write_input(rt->input());
+      t.io.poison_output(rt->output());
     }
+    std::mt19937_64& rng = t.io.rng();  // after the poisoned places: the coefficients
     const float a = 0.5f + unit(rng);
     float b = -1.0f + 2.0f * unit(rng);
     if (std::fabs(b - t.b) < 0.01f) b = b > 0 ? b - 0.5f : b + 0.5f;  // never the last b
@@ -279,26 +273,18 @@ lab::Checks<Trip> checks(PinnedLink& link) {
   c.check = [kept = lab::KeptReference<std::vector<float>>()](lab::Look& look, Trip& t) mutable {
     const cudaStream_t s = look.stream();
     LAB_CHECK(cudaStreamSynchronize(s));  // the contract: stream s finished = output ready
-    std::vector<std::size_t> at;  // empty after a validated call: all of them
-    if (!look.everything()) {
-      at = t.input.changed();
-      at.insert(at.end(), t.input.restored().begin(), t.input.restored().end());
-      at.insert(at.end(), t.poisoned.begin(), t.poisoned.end());
-      const std::vector<std::size_t> picked = look.indices(t.n(), kRandom);
-      at.insert(at.end(), picked.begin(), picked.end());
-    }
+    const std::vector<std::size_t> at = t.io.places(look, kPoisoned, kRandom);  // none: all of them
     const std::vector<float>& want = kept.get(look.seed(), at, [&] {
-      const auto input = t.input.on_host();
+      const auto input = t.io.input().on_host();
       auto expected = [&](std::size_t i) { return expected_output(t.a, t.b, input(i)); };
       return lab::values_at(at, t.n(), expected);
     });
     look.compare_host(t.ways.at(look.variant())->output(), at, want, lab::Tolerance{});
     LAB_CHECK(cudaDeviceSynchronize());  // whatever else it started, then the guards
-    const std::string damage = t.dev.guard_damage(s);
-    look.lesson().check(look.variant(), look.case_name() + ", bounds", damage.empty(), damage);
+    look.check_part("bounds", t.dev.guard_damage(s));
   };
   c.inputs_changed = [](const Trip& t, std::uint64_t, cudaStream_t) {
-    return std::vector<std::string>{t.input.changed_host("input()", t.ways.at("exercise")->input())};
+    return std::vector<std::string>{t.io.changed_host("input()", t.ways.at("exercise")->input())};
   };
   return c;
 }

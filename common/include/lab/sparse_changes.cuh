@@ -234,8 +234,7 @@ class SparseChanges {
 };
 
 /// @brief A round trip over the host link whose input and output both live in host memory and
-/// are too large to rewrite before every timed call (lesson 07; lesson 03 still does the same by
-/// hand and could use it: 256 MiB each way; a few
+/// are too large to rewrite before every timed call (lessons 03 and 07: 256 MiB each way; a few
 /// hundred host writes per call instead of 2 x 256 MiB of memset). Before each timed call the
 /// input changes at a few places drawn from the call's seed (SparseChanges), and the output gets
 /// NaN at a few places drawn next from the same generator (and, for an elementwise trip whose
