@@ -327,6 +327,15 @@ void GradingBuild::clear_student_files() {
   }
 }
 
+std::vector<fs::path> shown_to_builds(const fs::path& source, const fs::path& grading_dir,
+                                      const fs::path& main_build) {
+  std::vector<fs::path> shown = {fs::absolute(source), fs::absolute(grading_dir),
+                                 fs::absolute(main_build) / "_deps"};
+  if (const auto cache = read_cmake_cache(main_build); cache.count("LAB_DEPS_DIR"))
+    shown.push_back(cache.at("LAB_DEPS_DIR"));
+  return shown;
+}
+
 void GradingBuild::prepare() {
   if (prepared_) return;
   fs::create_directories(dir_);

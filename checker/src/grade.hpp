@@ -25,6 +25,16 @@ namespace fs = std::filesystem;
 /// KEY:TYPE=VALUE lines of <build>/CMakeCache.txt (empty map if there is none).
 std::map<std::string, std::string> read_cmake_cache(const fs::path& build_dir);
 
+/// What every build in a grading build folder reads or writes, shown to it inside the sandbox
+/// (SandboxPolicy::show_to_builds), even where the course lies in a folder the sandbox makes
+/// private (/tmp): the course's source, the grading build folder, the main build's fetched
+/// dependencies and, when the main build was configured with one, its offline bundle.
+/// @param source the course's source folder
+/// @param grading_dir the grading build folder
+/// @param main_build the main build folder (its CMakeCache.txt names LAB_DEPS_DIR)
+std::vector<fs::path> shown_to_builds(const fs::path& source, const fs::path& grading_dir,
+                                      const fs::path& main_build);
+
 /// Brings the starters of `lessons` in `build_dir` up to date (`cmake --build --target
 /// NN-topic-starter`, a no-op where they are): the programs that time the speedup rules'
 /// baselines with no student code must be built from the harness the students' programs are

@@ -319,9 +319,7 @@ int cmd_grade(const Common& c, const std::vector<std::string>& submissions, cons
       policy.hide_from_builds.push_back(dir);
       policy.hide_from_programs.push_back(dir);
     }
-  policy.show_to_builds = {source, gdir, bdir / "_deps"};
-  if (const auto cache = read_cmake_cache(bdir); cache.count("LAB_DEPS_DIR"))
-    policy.show_to_builds.push_back(cache.at("LAB_DEPS_DIR"));
+  policy.show_to_builds = shown_to_builds(source, gdir, bdir);
   const std::string containment = set_containment(c, "namespaces", policy);
   GradingBuild build(c.source_dir, bdir, gdir,
                      jobs > 0 ? jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
@@ -458,10 +456,14 @@ int cmd_selftest(const Common& c, const std::vector<std::string>& names, int rep
   if (seal_only) return cmd_seal(bdir, lessons);
   // Programs judged as grade judges them: as root, as uid 65534 with a /tmp of their own (a
   // mutant that tries what only root could, such as opening its own /proc/self/mem, gets the
-  // verdict a student's would).
+  // verdict a student's would). The compile_error mutants' builds see what grade's builds see:
+  // without it, a course under /tmp was hidden from them by their private /tmp.
+  if (!grading_dir.empty()) check_output_folder("--grading-dir", grading_dir);
+  const fs::path gdir = grading_dir.empty() ? bdir / "grading-selftest" : fs::absolute(grading_dir);
   SandboxPolicy policy;
   policy.private_tmp = true;
   policy.run_as_nobody = true;
+  policy.show_to_builds = shown_to_builds(c.source_dir, gdir, bdir);
   set_containment(c, "auto", policy);
   // No GPU: say so and let CTest count the test as skipped.
   const fs::path doctor = doctor_program(bdir);
@@ -489,9 +491,7 @@ int cmd_selftest(const Common& c, const std::vector<std::string>& names, int rep
   opt.syscall_filter = use_syscall_filter(c.syscall_filter, false);
   opt.pristine = pristine_baselines(c, "pristine");
   opt.jobs = jobs > 0 ? jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  if (!grading_dir.empty()) check_output_folder("--grading-dir", grading_dir);
-  GradingBuild grading(c.source_dir, bdir,
-                       grading_dir.empty() ? bdir / "grading-selftest" : fs::absolute(grading_dir), opt.jobs);
+  GradingBuild grading(c.source_dir, bdir, gdir, opt.jobs);
   const bool table = c.format == "table";
   const bool colour = table && use_colour(stdout);
 

@@ -224,6 +224,39 @@ TEST_CASE("namespaces: a build sees the folders shown to it, but not what is hid
   CHECK(contains(build_reads(home / "private.txt"), "cannot read"));
 }
 
+TEST_CASE("namespaces: a course under /tmp stays visible to its builds behind their private /tmp") {
+  if (!have_namespaces()) return;
+  TempDir dir("lab-sandbox");  // under /tmp (or $TMPDIR), as a copy of the course may be
+  const fs::path course = dir.path() / "course", main_build = course / "build" / "release",
+                 grading = course / "build" / "grading-selftest", deps = dir.path() / "deps";
+  write_text(course / "lessons" / "harness.txt", "HARNESS\n");
+  write_text(grading / "CMakeCache.txt", "GRADING\n");
+  write_text(deps / "include" / "dep.hpp", "DEP\n");
+  write_text(main_build / "CMakeCache.txt", "LAB_DEPS_DIR:PATH=" + deps.string() + "\n");
+  const std::vector<fs::path> shown = shown_to_builds(course, grading, main_build);
+  CHECK(shown == std::vector<fs::path>{course, grading, main_build / "_deps", deps});
+  auto build_reads = [&](const std::vector<fs::path>& show, const fs::path& file) {
+    SandboxPolicy policy = policy_of(Containment::namespaces);
+    policy.private_tmp = true;
+    policy.show_to_builds = show;
+    PolicyScope scope(policy);
+    TempDir work("lab-sandbox-work");
+    const fs::path out = work.path() / "out.txt";
+    ProcessOptions p;
+    p.kind = ProcessKind::build;
+    p.argv = {kEscaper, new_token(), "read", file.string()};
+    p.stdout_path = out;
+    CHECK(run_process(p).exited_ok());
+    return read_text(out);
+  };
+  for (const fs::path& file :
+       {course / "lessons" / "harness.txt", grading / "CMakeCache.txt", deps / "include" / "dep.hpp"})
+    CHECK(build_reads(shown, file) == read_text(file));
+  // What selftest's builds had before: nothing shown, so a course under /tmp was not there.
+  if (dir.path().string().rfind("/tmp/", 0) == 0)
+    CHECK(contains(build_reads({}, grading / "CMakeCache.txt"), "cannot read"));
+}
+
 TEST_CASE("namespaces: every folder anyone may write is the run's own (/var/tmp, /run/lock ...)") {
   // Issue 48: a submission left 200,001 files in /var/tmp and /run/lock, shared between students,
   // and the next student's correct lesson 11 was graded 0/10.
