@@ -1,0 +1,734 @@
+// Lesson 05, instructor's tuning sweep (issue #50): which tile shapes make the reference SGEMM
+// and transpose fastest on this GPU, measured in one process in about a minute.
+//
+//   05-shared-memory-sweep OUT.json [--sgemm-size N] [--transpose-size N]
+//
+// SGEMM: the reference solution's warp-tiled kernel (solutions/05-shared-memory/exercise.cu) with
+// its tile parameters made template parameters: block tile BM x BN x BK, warp tile WM x WN,
+// thread tile TM x TN (4 x 4 sub-blocks per lane, as the reference), one or two shared buffers,
+// float4 or scalar fragment loads from shared memory, and the launch bound's blocks per SM. Each
+// configuration is checked first (odd sizes with K, M and N tails, both float4 and scalar global
+// paths, beta 0 and not), then timed at N^3 against cuBLAS in pedantic FP32 (lesson 05's
+// reference), and checked again at the timed size.
+// Transpose: the reference's padded shared tile, generalized over tile size, threads per block
+// (hence elements per thread) and vector width of the global loads and stores, checked exactly,
+// then timed at N x N against a float4 copy of the same bytes.
+// Timing is the course's: lab::benchmark, cold L2, lead-in, 20 samples (median, min, max).
+// Prints both tables sorted by time and writes them as JSON. Exit 0 when every configuration
+// validated, 1 when one did not (it is then left out of the ranking), 77 with no GPU.
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "lab/check.hpp"
+#include "lab/cublas.hpp"
+#include "lab/data.hpp"
+#include "lab/device.hpp"
+#include "lab/harness.hpp"
+#include "lab/memory.hpp"
+#include "lab/reference.hpp"
+#include "lab/timing.hpp"
+#include "lab/validate.hpp"
+
+namespace {
+
+bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+
+// =============================================================================================
+// SGEMM: the reference's kernel, tile shapes as template parameters.
+
+// One configuration. A warp computes a WM x WN piece of the block's tile; its 32 lanes form a
+// kLaneRows x kLaneCols grid over it, and each lane owns (TM / 4) x (TN / 4) sub-blocks of 4 x 4,
+// kStrideM rows and kStrideN columns apart (the reference: 32 x 64 warps, 8 x 8 per lane, two
+// sub-blocks 16 rows and 32 columns apart), so neighbouring lanes read neighbouring float4s.
+template <int BM_, int BN_, int BK_, int WM_, int WN_, int TM_, int TN_, bool kDoubleBuffer_,
+          bool kVecShared_, int kMinBlocks_>
+struct Tiles {
+  static constexpr int BM = BM_, BN = BN_, BK = BK_, WM = WM_, WN = WN_, TM = TM_, TN = TN_;
+  static constexpr bool kDoubleBuffer = kDoubleBuffer_;  // false: one buffer, two barriers a step
+  static constexpr bool kVecShared = kVecShared_;        // false: fragments read a float at a time
+  static constexpr int kMinBlocks = kMinBlocks_;         // __launch_bounds__: caps the registers
+  static constexpr int kLaneRows = WM / TM, kLaneCols = WN / TN;
+  static constexpr int kSubM = TM / 4, kSubN = TN / 4;
+  static constexpr int kStrideM = WM / kSubM, kStrideN = WN / kSubN;
+  static constexpr int kWarpsN = BN / WN;
+  static constexpr int kThreads = (BM / WM) * kWarpsN * 32;
+  static constexpr int kVecsA = BM * BK / 4, kVecsB = BK * BN / 4;  // float4s per tile
+  static constexpr int kLoadsA = (kVecsA + kThreads - 1) / kThreads;
+  static constexpr int kLoadsB = (kVecsB + kThreads - 1) / kThreads;
+  static constexpr int kPadA = 4;  // as the reference: shifts each k-row of As by 4 banks
+  static constexpr int kBuffers = kDoubleBuffer ? 2 : 1;
+  static constexpr int kFloatsA = kBuffers * BK * (BM + kPadA);
+  static constexpr std::size_t kSmemBytes = (kFloatsA + kBuffers * BK * BN) * sizeof(float);
+  static_assert(kLaneRows * kLaneCols == 32, "a warp's lanes must tile its piece exactly");
+  static_assert(TM % 4 == 0 && TN % 4 == 0 && BK % 4 == 0, "float4 sub-blocks and loads");
+  static_assert(BM % WM == 0 && BN % WN == 0, "warps must tile the block");
+  static_assert(BK % 2 == 0, "a step must start on fragment slot 0");
+
+  static std::string name() {
+    return std::to_string(BM) + "x" + std::to_string(BN) + "x" + std::to_string(BK) + " w" +
+           std::to_string(WM) + "x" + std::to_string(WN) + " t" + std::to_string(TM) + "x" +
+           std::to_string(TN) + (kDoubleBuffer ? " db" : " 1buf") + (kVecShared ? "" : " scalar") +
+           " mb" + std::to_string(kMinBlocks);
+  }
+};
+
+// Four consecutive floats P[r][c .. c + 3], zeros past the edges (the reference's load4).
+__device__ __forceinline__ float4 load4(const float* __restrict__ P, int rows, int cols, int r,
+                                        int c, bool vec) {
+  float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  if (r >= rows) return v;
+  const float* p = P + static_cast<std::size_t>(r) * cols + c;
+  if (vec && c + 3 < cols) return *reinterpret_cast<const float4*>(p);
+  if (c < cols) v.x = p[0];
+  if (c + 1 < cols) v.y = p[1];
+  if (c + 2 < cols) v.z = p[2];
+  if (c + 3 < cols) v.w = p[3];
+  return v;
+}
+
+template <class T>
+__global__ void __launch_bounds__(T::kThreads, T::kMinBlocks)
+    sgemm_tiled(int M, int N, int K, float alpha, const float* __restrict__ A,
+                const float* __restrict__ B, float beta, float* __restrict__ C, bool vec_a,
+                bool vec_b, bool vec_c) {
+  constexpr int BM = T::BM, BN = T::BN, BK = T::BK, TM = T::TM, TN = T::TN;
+  constexpr int kThreads = T::kThreads;
+  // Dynamic shared memory: the larger tiles pass the 48 KiB a static array may take. As holds
+  // the A tile transposed (As[k][m]), as in the reference.
+  extern __shared__ __align__(16) float smem[];
+  auto As = reinterpret_cast<float(*)[BK][BM + T::kPadA]>(smem);
+  auto Bs = reinterpret_cast<float(*)[BK][BN]>(smem + T::kFloatsA);
+
+  const int tid = threadIdx.x;
+  const int warp = tid / 32, lane = tid % 32;
+  const int m0 = (warp / T::kWarpsN) * T::WM + (lane / T::kLaneCols) * 4;
+  const int n0 = (warp % T::kWarpsN) * T::WN + (lane % T::kLaneCols) * 4;
+  const int row0 = blockIdx.y * BM;
+  const int col0 = blockIdx.x * BN;
+
+  float4 a_next[T::kLoadsA], b_next[T::kLoadsB];
+  auto load_tiles = [&](int k0) {  // global memory -> registers
+#pragma unroll
+    for (int i = 0; i < T::kLoadsA; ++i) {
+      const int f = tid + i * kThreads;
+      if (T::kVecsA % kThreads == 0 || f < T::kVecsA)
+        a_next[i] = load4(A, M, K, row0 + f / (BK / 4), k0 + (f % (BK / 4)) * 4, vec_a);
+    }
+#pragma unroll
+    for (int i = 0; i < T::kLoadsB; ++i) {
+      const int f = tid + i * kThreads;
+      if (T::kVecsB % kThreads == 0 || f < T::kVecsB)
+        b_next[i] = load4(B, K, N, k0 + f / (BN / 4), col0 + (f % (BN / 4)) * 4, vec_b);
+    }
+  };
+  auto store_tiles = [&](int buf) {  // registers -> shared memory
+#pragma unroll
+    for (int i = 0; i < T::kLoadsA; ++i) {
+      const int f = tid + i * kThreads;
+      if (T::kVecsA % kThreads == 0 || f < T::kVecsA) {
+        const int m = f / (BK / 4), k = (f % (BK / 4)) * 4;
+        As[buf][k + 0][m] = a_next[i].x;
+        As[buf][k + 1][m] = a_next[i].y;
+        As[buf][k + 2][m] = a_next[i].z;
+        As[buf][k + 3][m] = a_next[i].w;
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < T::kLoadsB; ++i) {
+      const int f = tid + i * kThreads;
+      if (T::kVecsB % kThreads == 0 || f < T::kVecsB)
+        *reinterpret_cast<float4*>(&Bs[buf][f / (BN / 4)][(f % (BN / 4)) * 4]) = b_next[i];
+    }
+  };
+
+  // One k's values of A and B for this lane, in two slots (the next k's read while this k's
+  // FMAs run). Scalar mode reads the same floats one at a time: what float4 reads save.
+  float4 a_frag[2][T::kSubM], b_frag[2][T::kSubN];
+  auto read4 = [](const float* p) {
+    if constexpr (T::kVecShared) {
+      return *reinterpret_cast<const float4*>(p);
+    } else {
+      const volatile float* q = p;  // volatile: keeps the compiler from merging them into one
+      return make_float4(q[0], q[1], q[2], q[3]);
+    }
+  };
+  auto load_fragments = [&](int slot, int buf, int k) {  // shared memory -> registers
+#pragma unroll
+    for (int s = 0; s < T::kSubM; ++s) a_frag[slot][s] = read4(&As[buf][k][m0 + s * T::kStrideM]);
+#pragma unroll
+    for (int s = 0; s < T::kSubN; ++s) b_frag[slot][s] = read4(&Bs[buf][k][n0 + s * T::kStrideN]);
+  };
+
+  float acc[TM][TN];
+#pragma unroll
+  for (int i = 0; i < TM; ++i)
+#pragma unroll
+    for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
+  auto multiply = [&](int slot) {  // TM x TN FMAs: the outer product of one k's fragments
+    float a[TM], b[TN];
+#pragma unroll
+    for (int s = 0; s < T::kSubM; ++s) {
+      a[4 * s + 0] = a_frag[slot][s].x;
+      a[4 * s + 1] = a_frag[slot][s].y;
+      a[4 * s + 2] = a_frag[slot][s].z;
+      a[4 * s + 3] = a_frag[slot][s].w;
+    }
+#pragma unroll
+    for (int s = 0; s < T::kSubN; ++s) {
+      b[4 * s + 0] = b_frag[slot][s].x;
+      b[4 * s + 1] = b_frag[slot][s].y;
+      b[4 * s + 2] = b_frag[slot][s].z;
+      b[4 * s + 3] = b_frag[slot][s].w;
+    }
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+      for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+  };
+
+  // The reference's pipeline. One buffer: the last k of a step waits for every warp to finish
+  // reading the tiles before overwriting them, then waits again for the new ones.
+  const int steps = (K + BK - 1) / BK;
+  load_tiles(0);
+  store_tiles(0);
+  __syncthreads();
+  load_fragments(0, 0, 0);
+  for (int step = 0; step < steps; ++step) {
+    const int cur = T::kDoubleBuffer ? (step & 1) : 0;
+    const int next = T::kDoubleBuffer ? (cur ^ 1) : 0;
+    const bool more = step + 1 < steps;
+    if (more) load_tiles((step + 1) * BK);
+#pragma unroll
+    for (int k = 0; k < BK; ++k) {
+      if (k + 1 < BK) {
+        load_fragments((k + 1) % 2, cur, k + 1);
+      } else if (more) {
+        if (!T::kDoubleBuffer) __syncthreads();
+        store_tiles(next);
+        __syncthreads();
+        load_fragments(0, next, 0);
+      }
+      multiply(k % 2);
+    }
+  }
+
+  // C = alpha acc + beta C, a float4 at a time where the row allows it.
+#pragma unroll
+  for (int i = 0; i < TM; ++i) {
+    const int r = row0 + m0 + (i / 4) * T::kStrideM + i % 4;
+    if (r >= M) continue;
+#pragma unroll
+    for (int h = 0; h < T::kSubN; ++h) {
+      const int c = col0 + n0 + h * T::kStrideN;
+      float* p = C + static_cast<std::size_t>(r) * N + c;
+      if (vec_c && c + 3 < N) {
+        float4 out = make_float4(alpha * acc[i][h * 4 + 0], alpha * acc[i][h * 4 + 1],
+                                 alpha * acc[i][h * 4 + 2], alpha * acc[i][h * 4 + 3]);
+        if (beta != 0.0f) {
+          const float4 old = *reinterpret_cast<const float4*>(p);
+          out.x += beta * old.x;
+          out.y += beta * old.y;
+          out.z += beta * old.z;
+          out.w += beta * old.w;
+        }
+        *reinterpret_cast<float4*>(p) = out;
+      } else {
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+          if (c + j < N) p[j] = alpha * acc[i][h * 4 + j] + (beta == 0.0f ? 0.0f : beta * p[j]);
+      }
+    }
+  }
+}
+
+struct Gemm {
+  int M, N, K;
+  float alpha, beta;
+  const float* A;
+  const float* B;
+  float* C;
+};
+using GemmLaunch = std::function<void(const Gemm&, cudaStream_t)>;
+struct GemmConfig {
+  std::string name;
+  GemmLaunch launch;
+};
+
+template <class T>
+GemmConfig gemm_config() {
+  // Above 48 KiB a kernel must opt in to its dynamic shared memory; once, before any launch.
+  LAB_CHECK(cudaFuncSetAttribute(sgemm_tiled<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 static_cast<int>(T::kSmemBytes)));
+  return {T::name(), [](const Gemm& g, cudaStream_t s) {
+            const dim3 grid((g.N + T::BN - 1) / T::BN, (g.M + T::BM - 1) / T::BM);
+            sgemm_tiled<T><<<grid, T::kThreads, T::kSmemBytes, s>>>(
+                g.M, g.N, g.K, g.alpha, g.A, g.B, g.beta, g.C, g.K % 4 == 0 && aligned16(g.A),
+                g.N % 4 == 0 && aligned16(g.B), g.N % 4 == 0 && aligned16(g.C));
+            LAB_CHECK_LAUNCH();
+          }};
+}
+
+// The configurations: the reference first, then shapes that do well for FP32 SIMT GEMM on
+// Ampere and Hopper (CUTLASS's and the well-known hand-written ones): bigger block tiles for
+// more reuse per shared load, BK 16 for half the barriers, 64 x 32 warps, 8 x 16 lanes, and
+// the reference with each of its choices undone (one buffer, scalar reads, no 2-block bound).
+std::vector<GemmConfig> gemm_configs() {
+  //                      BM   BN  BK  WM  WN  TM  TN  2buf   vec   minB
+  return {gemm_config<Tiles<128, 128, 8, 32, 64, 8, 8, true, true, 2>>(),  // the reference
+          gemm_config<Tiles<128, 128, 8, 32, 64, 8, 8, false, true, 2>>(),
+          gemm_config<Tiles<128, 128, 8, 32, 64, 8, 8, true, false, 2>>(),
+          gemm_config<Tiles<128, 128, 8, 32, 64, 8, 8, true, true, 1>>(),
+          gemm_config<Tiles<128, 128, 8, 64, 32, 8, 8, true, true, 2>>(),
+          gemm_config<Tiles<128, 128, 16, 32, 64, 8, 8, true, true, 2>>(),
+          gemm_config<Tiles<128, 128, 16, 64, 32, 8, 8, true, true, 2>>(),
+          gemm_config<Tiles<128, 128, 32, 32, 64, 8, 8, true, true, 1>>(),
+          gemm_config<Tiles<128, 128, 8, 32, 32, 8, 4, true, true, 1>>(),
+          gemm_config<Tiles<128, 128, 8, 64, 64, 8, 16, true, true, 2>>(),
+          gemm_config<Tiles<128, 256, 8, 32, 64, 8, 8, true, true, 1>>(),
+          gemm_config<Tiles<256, 128, 8, 64, 32, 8, 8, true, true, 1>>(),
+          gemm_config<Tiles<128, 256, 16, 32, 64, 8, 8, true, true, 1>>(),
+          gemm_config<Tiles<256, 128, 16, 64, 32, 8, 8, true, true, 1>>(),
+          gemm_config<Tiles<128, 256, 8, 64, 64, 8, 16, true, true, 1>>(),
+          gemm_config<Tiles<256, 128, 8, 64, 64, 16, 8, true, true, 1>>(),
+          gemm_config<Tiles<128, 64, 8, 32, 64, 8, 8, true, true, 3>>(),
+          gemm_config<Tiles<64, 128, 8, 32, 64, 8, 8, true, true, 3>>(),
+          gemm_config<Tiles<64, 64, 8, 32, 64, 8, 8, true, true, 1>>()};  // reference, small
+}
+
+// cuBLAS as lesson 05 calls it (see cublas_sgemm there): row-major C = A B is column-major
+// C^T = B^T A^T.
+GemmLaunch cublas_launch(const lab::CublasHandle& cublas) {
+  return [&cublas](const Gemm& g, cudaStream_t s) {
+    LAB_CUBLAS_CHECK(cublasSgemm(cublas.on(s), CUBLAS_OP_N, CUBLAS_OP_N, g.N, g.M, g.K, &g.alpha,
+                                 g.B, g.N, g.A, g.K, &g.beta, g.C, g.N));
+  };
+}
+
+// A product's inputs and, at some places, its answer in double (computed once, shared by every
+// configuration): A, B, C on entry from seeds, as lesson 05 fills them.
+struct GemmCase {
+  GemmCase(int M, int N, int K, float alpha, float beta, std::uint64_t seed)
+      : M(M), N(N), K(K), alpha(alpha), beta(beta), seed(seed),
+        A(static_cast<std::size_t>(M) * K), B(static_cast<std::size_t>(K) * N),
+        C(static_cast<std::size_t>(M) * N) {
+    lab::Stream s;
+    lab::fill_random(A.data(), A.size(), seed, s);
+    lab::fill_random(B.data(), B.size(), seed + 1, s);
+    LAB_CHECK(cudaStreamSynchronize(s));
+    // Places: the first and last row and column in full (the tails of M and N), and random ones.
+    std::mt19937_64 draw(seed);
+    for (int j = 0; j < N; ++j) at.push_back(j), at.push_back(static_cast<std::size_t>(M - 1) * N + j);
+    for (int i = 0; i < M; ++i) at.push_back(static_cast<std::size_t>(i) * N), at.push_back(static_cast<std::size_t>(i) * N + N - 1);
+    for (int e = 0; e < 2048; ++e) at.push_back(draw() % C.size());
+    const lab::Rounded r = lab::alpha_beta_at(lab::random_product_at(at, N, K, seed, seed + 1), at,
+                                              alpha, beta, seed + 2);
+    want = r.values;
+    tolerance = lab::sum_tolerance(K + 2.0, r.magnitude);
+  }
+  std::string name() const {
+    return std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) +
+           (beta == 0.0f ? " beta=0" : "");
+  }
+  Gemm gemm() const { return {M, N, K, alpha, beta, A.data(), B.data(), C.data()}; }
+  // C as on entry: the fill when beta != 0, else NaN (C is write-only).
+  void reset(cudaStream_t s) const {
+    if (beta != 0.0f)
+      lab::fill_random(C.data(), C.size(), seed + 2, s);
+    else
+      lab::poison(C.data(), C.bytes(), s);
+  }
+  // An empty string when C holds the answer at the checked places, else what differs.
+  std::string check(cudaStream_t s) const {
+    std::vector<float> all;
+    C.download(s, all);
+    std::vector<float> got;
+    for (const std::size_t i : at) got.push_back(all[i]);
+    const lab::Comparison c = lab::allclose(got, want, tolerance);
+    return c.ok ? "" : name() + ": " + c.summary();
+  }
+
+  int M, N, K;
+  float alpha, beta;
+  std::uint64_t seed;
+  lab::DeviceBuffer<float> A, B, C;
+  std::vector<std::size_t> at;
+  std::vector<float> want;
+  lab::Tolerance tolerance;
+};
+
+// =============================================================================================
+// Transpose: the reference's padded tile, generalized. A block moves a TILE x TILE tile with
+// THREADS threads, VEC floats per global access (float, float2, float4), the tile padded by PAD
+// floats per row. The reference is <32, 256, 1, 1>: 32 x 8 threads, 4 rows per thread.
+
+template <int VEC>
+__device__ __forceinline__ void load_vec(const float* p, float (&v)[VEC]) {
+  if constexpr (VEC == 4) {
+    const float4 x = *reinterpret_cast<const float4*>(p);
+    v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
+  } else if constexpr (VEC == 2) {
+    const float2 x = *reinterpret_cast<const float2*>(p);
+    v[0] = x.x, v[1] = x.y;
+  } else {
+    v[0] = *p;
+  }
+}
+
+template <int VEC>
+__device__ __forceinline__ void store_vec(float* p, const float (&v)[VEC]) {
+  if constexpr (VEC == 4)
+    *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+  else if constexpr (VEC == 2)
+    *reinterpret_cast<float2*>(p) = make_float2(v[0], v[1]);
+  else
+    *p = v[0];
+}
+
+template <int TILE, int THREADS, int VEC, int PAD>
+__global__ void __launch_bounds__(THREADS)
+    transpose_tile(const float* __restrict__ in, float* __restrict__ out, int rows, int cols,
+                   bool vec_in, bool vec_out) {
+  constexpr int kPerRow = TILE / VEC;  // vectors per tile row
+  constexpr int kSteps = TILE * kPerRow / THREADS;
+  static_assert(kSteps * THREADS == TILE * kPerRow, "every thread moves the same number");
+  __shared__ float tile[TILE][TILE + PAD];
+  const int r0 = blockIdx.y * TILE, c0 = blockIdx.x * TILE;
+#pragma unroll
+  for (int i = 0; i < kSteps; ++i) {  // kSteps independent loads in flight per thread
+    const int v = threadIdx.x + i * THREADS;
+    const int r = r0 + v / kPerRow, c = c0 + (v % kPerRow) * VEC;
+    if (r >= rows) continue;
+    float x[VEC];
+    const float* p = in + static_cast<std::size_t>(r) * cols + c;
+    if (vec_in && c + VEC <= cols) {
+      load_vec<VEC>(p, x);
+    } else {
+#pragma unroll
+      for (int q = 0; q < VEC; ++q) x[q] = c + q < cols ? p[q] : 0.0f;
+    }
+#pragma unroll
+    for (int q = 0; q < VEC; ++q) tile[v / kPerRow][(v % kPerRow) * VEC + q] = x[q];
+  }
+  __syncthreads();
+#pragma unroll
+  for (int i = 0; i < kSteps; ++i) {
+    const int v = threadIdx.x + i * THREADS;
+    const int orow = c0 + v / kPerRow, oc = r0 + (v % kPerRow) * VEC;  // out is cols x rows
+    if (orow >= cols) continue;
+    float x[VEC];
+#pragma unroll
+    for (int q = 0; q < VEC; ++q) x[q] = tile[(v % kPerRow) * VEC + q][v / kPerRow];
+    float* p = out + static_cast<std::size_t>(orow) * rows + oc;
+    if (vec_out && oc + VEC <= rows) {
+      store_vec<VEC>(p, x);
+    } else {
+#pragma unroll
+      for (int q = 0; q < VEC; ++q)
+        if (oc + q < rows) p[q] = x[q];
+    }
+  }
+}
+
+using TransposeLaunch = std::function<void(const float*, float*, int, int, cudaStream_t)>;
+struct TransposeConfig {
+  std::string name;
+  TransposeLaunch launch;
+};
+
+template <int TILE, int THREADS, int VEC, int PAD>
+TransposeConfig transpose_config() {
+  const std::string name = std::to_string(TILE) + "x" + std::to_string(TILE) + " " +
+                           std::to_string(THREADS) + "thr " +
+                           std::to_string(TILE * TILE / THREADS) + "/thr vec" +
+                           std::to_string(VEC) + " pad" + std::to_string(PAD);
+  return {name, [](const float* in, float* out, int rows, int cols, cudaStream_t s) {
+            const dim3 grid((cols + TILE - 1) / TILE, (rows + TILE - 1) / TILE);
+            transpose_tile<TILE, THREADS, VEC, PAD><<<grid, THREADS, 0, s>>>(
+                in, out, rows, cols, cols % VEC == 0 && aligned16(in),
+                rows % VEC == 0 && aligned16(out));
+            LAB_CHECK_LAUNCH();
+          }};
+}
+
+// Tiles of 32 and 64, 2 to 16 elements per thread, float2 and float4 on both global sides. With
+// VEC floats a warp covers 32 * VEC / TILE tile rows; padding 1 keeps a 32-wide tile's vector
+// accesses conflict-free (bank = row + column), a 64-wide one's up to 2-way.
+std::vector<TransposeConfig> transpose_configs() {
+  //                        TILE THREADS VEC PAD
+  return {transpose_config<32, 256, 1, 1>(),  // the reference
+          transpose_config<32, 128, 1, 1>(), transpose_config<32, 512, 1, 1>(),
+          transpose_config<64, 256, 1, 1>(), transpose_config<64, 512, 1, 1>(),
+          transpose_config<64, 1024, 1, 1>(), transpose_config<32, 128, 2, 1>(),
+          transpose_config<32, 256, 2, 1>(), transpose_config<32, 64, 4, 1>(),
+          transpose_config<32, 128, 4, 1>(), transpose_config<32, 256, 4, 1>(),
+          transpose_config<64, 256, 2, 1>(), transpose_config<64, 128, 4, 1>(),
+          transpose_config<64, 256, 4, 1>(), transpose_config<64, 512, 4, 1>(),
+          transpose_config<64, 256, 4, 2>()};
+}
+
+// The copy ceiling as lab::ceilings measures it (a float4 grid-stride copy, 8 blocks of 256 per
+// SM), here over the transpose's own buffers.
+__global__ void copy_float4(const float4* __restrict__ in, float4* __restrict__ out,
+                            std::size_t n) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
+    out[i] = in[i];
+}
+
+// An empty string when out = in^T for in filled from @p seed, at every place (odd sizes) or at
+// 1 << 16 random ones (the timing size), else what differs.
+std::string check_transpose(const lab::DeviceBuffer<float>& out, int rows, int cols,
+                            std::uint64_t seed, bool every, cudaStream_t s) {
+  const std::size_t n = static_cast<std::size_t>(rows) * cols;
+  std::vector<float> all(n);  // only the transpose's part of the buffer
+  LAB_CHECK(cudaMemcpyAsync(all.data(), out.data(), n * sizeof(float), cudaMemcpyDeviceToHost, s));
+  LAB_CHECK(cudaStreamSynchronize(s));
+  std::mt19937_64 draw(seed);
+  const std::size_t count = every ? n : std::min<std::size_t>(n, 1 << 16);
+  std::vector<float> got, want;
+  for (std::size_t e = 0; e < count; ++e) {
+    const std::size_t o = every ? e : draw() % n;  // out[c * rows + r] = in[r * cols + c]
+    got.push_back(all[o]);
+    want.push_back(lab::random_input(seed, (o % rows) * cols + o / rows));
+  }
+  const lab::Comparison c = lab::allclose(got, want, lab::Tolerance{0.0, 0.0});
+  return c.ok ? "" : std::to_string(rows) + "x" + std::to_string(cols) + ": " + c.summary();
+}
+
+// =============================================================================================
+// Timing and the tables.
+
+// The course's method (cold L2, lead-in, warm-up), 20 samples exactly.
+lab::Stats time_it(const std::function<void(cudaStream_t)>& launch, cudaStream_t s) {
+  lab::BenchmarkOptions o;
+  o.stop.min_samples = 20;
+  o.max_samples = 20;
+  o.timeout_s = 5.0;
+  return lab::benchmark(launch, s, o).gpu_ms;
+}
+
+struct Row {
+  std::string name;
+  std::string error;  // empty: validated
+  lab::Stats ms;
+  double rate = 0;      // TFLOP/s or GB/s
+  double fraction = 0;  // of cuBLAS or of the copy
+};
+
+void print_table(const char* title, const char* unit, const char* of, std::vector<Row>& rows) {
+  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
+    if (a.error.empty() != b.error.empty()) return a.error.empty();
+    return a.ms.median < b.ms.median;
+  });
+  std::printf("\n%s\n%-36s %9s %9s %9s %9s %8s\n", title, "config", "median ms", "min", "max",
+              unit, of);
+  for (const Row& r : rows) {
+    if (!r.error.empty()) {
+      std::printf("%-36s WRONG: %s\n", r.name.c_str(), r.error.c_str());
+      continue;
+    }
+    std::printf("%-36s %9.4f %9.4f %9.4f %9.1f %8.3f\n", r.name.c_str(), r.ms.median, r.ms.min,
+                r.ms.max, r.rate, r.fraction);
+  }
+}
+
+nlohmann::json to_json(const std::vector<Row>& rows, const char* rate, const char* fraction) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Row& r : rows) {
+    nlohmann::json j = {{"config", r.name}, {"valid", r.error.empty()}};
+    if (!r.error.empty()) {
+      j["error"] = r.error;
+    } else {
+      j["median_ms"] = r.ms.median;
+      j["min_ms"] = r.ms.min;
+      j["max_ms"] = r.ms.max;
+      j["samples"] = r.ms.n;
+      j[rate] = r.rate;
+      j[fraction] = r.fraction;
+    }
+    out.push_back(j);
+  }
+  return out;
+}
+
+int parse_size(const char* flag, const char* text, int least, int most) {
+  char* end = nullptr;
+  const long v = std::strtol(text, &end, 10);
+  if (end == text || *end != '\0' || v < least || v > most) {
+    std::fprintf(stderr, "%s must be a whole number from %d to %d, not '%s'\n", flag, least, most,
+                 text);
+    std::exit(lab::kExitUsage);
+  }
+  return static_cast<int>(v);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const char* json_path = nullptr;
+  int gemm_n = 4096, transpose_n = 8192;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--sgemm-size") && i + 1 < argc) {
+      gemm_n = parse_size("--sgemm-size", argv[++i], 1, 16384);
+    } else if (!std::strcmp(argv[i], "--transpose-size") && i + 1 < argc) {
+      transpose_n = parse_size("--transpose-size", argv[++i], 1, 32768);
+    } else if (argv[i][0] != '-' && !json_path) {
+      json_path = argv[i];
+    } else {
+      json_path = nullptr;
+      break;
+    }
+  }
+  if (!json_path) {
+    std::fprintf(stderr,
+                 "usage: 05-shared-memory-sweep OUT.json [--sgemm-size N] [--transpose-size N]\n");
+    return lab::kExitUsage;
+  }
+  const std::string why = lab::gpu_unavailable_reason();
+  if (!why.empty()) {
+    std::fprintf(stderr, "%s\n", why.c_str());
+    return lab::kExitNoGpu;
+  }
+  try {
+    const lab::DeviceInfo& d = lab::device_info();
+    std::printf("%s, %d SMs; SGEMM %d^3 FP32, transpose %d x %d float32\n", d.name.c_str(), d.sms,
+                gemm_n, transpose_n, transpose_n);
+    lab::Stream stream;
+    bool all_valid = true;
+
+    // ---- SGEMM. Lesson 05's validation sizes: K, M and N tails; 300x644x260 takes the float4
+    // global paths with partial tiles; beta 0 writes a C that holds NaN.
+    lab::CublasHandle cublas;
+    LAB_CUBLAS_CHECK(cublasSetMathMode(cublas.get(), CUBLAS_PEDANTIC_MATH));
+    std::vector<GemmCase> cases;
+    cases.emplace_back(1000, 777, 515, 1.25f, -0.5f, 11);
+    cases.emplace_back(129, 67, 1031, 0.75f, 0.0f, 21);
+    cases.emplace_back(300, 644, 260, 1.0f, 0.5f, 31);
+    const GemmCase big(gemm_n, gemm_n, gemm_n, 1.0f, 0.0f, 41);  // the timing case, as lesson 05's
+    const double flops = 2.0 * gemm_n * double(gemm_n) * gemm_n;
+
+    std::vector<GemmConfig> configs = gemm_configs();
+    configs.insert(configs.begin(), {"cublas (pedantic FP32)", cublas_launch(cublas)});
+    std::vector<Row> gemm_rows;
+    double cublas_ms = 0;
+    for (const GemmConfig& cfg : configs) {
+      Row row{cfg.name, "", {}, 0, 0};
+      for (const GemmCase& c : cases) {  // checked before it is timed
+        c.reset(stream);
+        cfg.launch(c.gemm(), stream);
+        if (row.error.empty()) row.error = c.check(stream);
+      }
+      if (row.error.empty()) {
+        big.reset(stream);
+        row.ms = time_it([&](cudaStream_t s) { cfg.launch(big.gemm(), s); }, stream);
+        row.error = big.check(stream);  // the last timed call's answer
+        if (!row.error.empty()) row.error += " (after timing)";
+      }
+      if (&cfg == &configs.front()) cublas_ms = row.ms.median;  // the first row is cuBLAS
+      row.rate = flops / (row.ms.median * 1e9);
+      row.fraction = cublas_ms / row.ms.median;
+      all_valid = all_valid && row.error.empty();
+      std::printf("  %-36s %s\n", cfg.name.c_str(), row.error.empty() ? "ok" : row.error.c_str());
+      std::fflush(stdout);
+      gemm_rows.push_back(row);
+    }
+    print_table("SGEMM (fraction: cuBLAS's median time over the config's; issue #50 asks 0.90)",
+                "TFLOP/s", "of cuBLAS", gemm_rows);
+
+    // ---- Transpose: exact at lesson 05's odd shapes, then timed at N x N with a new input.
+    std::vector<Row> transpose_rows;
+    const std::size_t big_n = static_cast<std::size_t>(transpose_n) * transpose_n;
+    lab::DeviceBuffer<float> in(big_n), out(big_n);
+    const double bytes = 2.0 * 4.0 * big_n;
+    {
+      lab::fill_random(in.data(), in.size(), 51, stream);
+      const int blocks = d.sms * 8;
+      const std::size_t vectors = big_n / 4;  // the tail of a size not a multiple of 4 is not copied
+      Row row{"copy float4 (same bytes)", "", {}, 0, 1.0};
+      row.ms = time_it(
+          [&](cudaStream_t s) {
+            copy_float4<<<blocks, 256, 0, s>>>(reinterpret_cast<const float4*>(in.data()),
+                                              reinterpret_cast<float4*>(out.data()), vectors);
+            LAB_CHECK_LAUNCH();
+          },
+          stream);
+      row.rate = bytes / (row.ms.median * 1e6);
+      transpose_rows.push_back(row);
+    }
+    const double copy_ms = transpose_rows[0].ms.median, copy_gbs = transpose_rows[0].rate;
+    const int shapes[][2] = {{1000, 777}, {33, 4097}, {4097, 33}, {1, 1}};
+    for (const TransposeConfig& cfg : transpose_configs()) {
+      Row row{cfg.name, "", {}, 0, 0};
+      std::uint64_t seed = 61;
+      for (const auto& shape : shapes) {
+        const int r = shape[0], c = shape[1];
+        lab::fill_random(in.data(), static_cast<std::size_t>(r) * c, ++seed, stream);
+        lab::poison(out.data(), out.bytes(), stream);
+        cfg.launch(in.data(), out.data(), r, c, stream);
+        if (row.error.empty()) row.error = check_transpose(out, r, c, seed, true, stream);
+      }
+      if (row.error.empty()) {
+        lab::fill_random(in.data(), in.size(), ++seed, stream);
+        lab::poison(out.data(), out.bytes(), stream);
+        row.ms = time_it([&](cudaStream_t s) {
+          cfg.launch(in.data(), out.data(), transpose_n, transpose_n, s);
+        }, stream);
+        row.error = check_transpose(out, transpose_n, transpose_n, seed, false, stream);
+        if (!row.error.empty()) row.error += " (after timing)";
+      }
+      row.rate = bytes / (row.ms.median * 1e6);
+      row.fraction = copy_ms / row.ms.median;
+      all_valid = all_valid && row.error.empty();
+      std::printf("  %-36s %s\n", cfg.name.c_str(), row.error.empty() ? "ok" : row.error.c_str());
+      std::fflush(stdout);
+      transpose_rows.push_back(row);
+    }
+    print_table("Transpose (fraction: the copy's median time over the config's; issue #50 asks "
+                "0.95)", "GB/s", "of copy", transpose_rows);
+    // Lesson 05's own fraction is of lab::ceilings' copy (its own 256 MiB buffers): say it too.
+    const double ceiling = lab::ceilings().copy_gbs;
+    std::printf("\nlesson 05's copy ceiling (lab::ceilings): %.1f GB/s; this run's copy: %.1f GB/s\n",
+                ceiling, copy_gbs);
+    for (const Row& r : transpose_rows)
+      if (r.error.empty() && r.name.rfind("copy", 0) != 0) {
+        std::printf("best transpose: %s, %.3f of this copy, %.3f of lesson 05's ceiling\n",
+                    r.name.c_str(), r.fraction, r.rate / ceiling);
+        break;
+      }
+    for (const Row& r : gemm_rows)
+      if (r.error.empty() && r.name.rfind("cublas", 0) != 0) {
+        std::printf("best sgemm: %s, %.3f of cuBLAS (%.1f TFLOP/s)\n", r.name.c_str(), r.fraction,
+                    r.rate);
+        break;
+      }
+
+    nlohmann::json doc = {
+        {"device", d.name},
+        {"sms", d.sms},
+        {"method", "lab::benchmark, cold L2, 20 samples; fraction = reference median / config median"},
+        {"sgemm", {{"size", gemm_n}, {"math", "CUBLAS_PEDANTIC_MATH"},
+                   {"configs", to_json(gemm_rows, "tflops", "fraction_of_cublas")}}},
+        {"transpose", {{"size", transpose_n}, {"ceiling_copy_gbs", ceiling},
+                       {"configs", to_json(transpose_rows, "gbs", "fraction_of_copy")}}}};
+    std::ofstream file(json_path);
+    file << doc.dump(2) << "\n";
+    if (!file) {
+      std::fprintf(stderr, "cannot write %s\n", json_path);
+      return lab::kExitCudaError;
+    }
+    std::printf("wrote %s\n", json_path);
+    return all_valid ? lab::kExitOk : lab::kExitIncorrect;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return lab::kExitCudaError;
+  }
+}
