@@ -317,8 +317,14 @@ GemmLaunch cublas_launch(const lab::CublasHandle& cublas) {
 // configuration): A, B, C on entry from seeds, as lesson 05 fills them.
 struct GemmCase {
   GemmCase(int M, int N, int K, float alpha, float beta, std::uint64_t seed)
-      : M(M), N(N), K(K), alpha(alpha), beta(beta), seed(seed),
-        A(static_cast<std::size_t>(M) * K), B(static_cast<std::size_t>(K) * N),
+      : M(M),
+        N(N),
+        K(K),
+        alpha(alpha),
+        beta(beta),
+        seed(seed),
+        A(static_cast<std::size_t>(M) * K),
+        B(static_cast<std::size_t>(K) * N),
         C(static_cast<std::size_t>(M) * N) {
     lab::Stream s;
     lab::fill_random(A.data(), A.size(), seed, s);
@@ -326,8 +332,15 @@ struct GemmCase {
     LAB_CHECK(cudaStreamSynchronize(s));
     // Places: the first and last row and column in full (the tails of M and N), and random ones.
     std::mt19937_64 draw(seed);
-    for (int j = 0; j < N; ++j) at.push_back(j), at.push_back(static_cast<std::size_t>(M - 1) * N + j);
-    for (int i = 0; i < M; ++i) at.push_back(static_cast<std::size_t>(i) * N), at.push_back(static_cast<std::size_t>(i) * N + N - 1);
+    const std::size_t rows = M, cols = N;
+    for (std::size_t j = 0; j < cols; ++j) {
+      at.push_back(j);
+      at.push_back((rows - 1) * cols + j);
+    }
+    for (std::size_t i = 0; i < rows; ++i) {
+      at.push_back(i * cols);
+      at.push_back(i * cols + cols - 1);
+    }
     for (int e = 0; e < 2048; ++e) at.push_back(draw() % C.size());
     const lab::Rounded r = lab::alpha_beta_at(lab::random_product_at(at, N, K, seed, seed + 1), at,
                                               alpha, beta, seed + 2);
@@ -452,9 +465,9 @@ TransposeConfig transpose_config() {
                            std::to_string(VEC) + " pad" + std::to_string(PAD);
   return {name, [](const float* in, float* out, int rows, int cols, cudaStream_t s) {
             const dim3 grid((cols + TILE - 1) / TILE, (rows + TILE - 1) / TILE);
-            transpose_tile<TILE, THREADS, VEC, PAD><<<grid, THREADS, 0, s>>>(
-                in, out, rows, cols, cols % VEC == 0 && aligned16(in),
-                rows % VEC == 0 && aligned16(out));
+            transpose_tile<TILE, THREADS, VEC, PAD>
+                <<<grid, THREADS, 0, s>>>(in, out, rows, cols, cols % VEC == 0 && aligned16(in),
+                                          rows % VEC == 0 && aligned16(out));
             LAB_CHECK_LAUNCH();
           }};
 }
@@ -465,13 +478,13 @@ TransposeConfig transpose_config() {
 std::vector<TransposeConfig> transpose_configs() {
   //                        TILE THREADS VEC PAD
   return {transpose_config<32, 256, 1, 1>(),  // the reference
-          transpose_config<32, 128, 1, 1>(), transpose_config<32, 512, 1, 1>(),
-          transpose_config<64, 256, 1, 1>(), transpose_config<64, 512, 1, 1>(),
+          transpose_config<32, 128, 1, 1>(),  transpose_config<32, 512, 1, 1>(),
+          transpose_config<64, 256, 1, 1>(),  transpose_config<64, 512, 1, 1>(),
           transpose_config<64, 1024, 1, 1>(), transpose_config<32, 128, 2, 1>(),
-          transpose_config<32, 256, 2, 1>(), transpose_config<32, 64, 4, 1>(),
-          transpose_config<32, 128, 4, 1>(), transpose_config<32, 256, 4, 1>(),
-          transpose_config<64, 256, 2, 1>(), transpose_config<64, 128, 4, 1>(),
-          transpose_config<64, 256, 4, 1>(), transpose_config<64, 512, 4, 1>(),
+          transpose_config<32, 256, 2, 1>(),  transpose_config<32, 64, 4, 1>(),
+          transpose_config<32, 128, 4, 1>(),  transpose_config<32, 256, 4, 1>(),
+          transpose_config<64, 256, 2, 1>(),  transpose_config<64, 128, 4, 1>(),
+          transpose_config<64, 256, 4, 1>(),  transpose_config<64, 512, 4, 1>(),
           transpose_config<64, 256, 4, 2>()};
 }
 
@@ -529,8 +542,8 @@ void print_table(const char* title, const char* unit, const char* of, std::vecto
     if (a.error.empty() != b.error.empty()) return a.error.empty();
     return a.ms.median < b.ms.median;
   });
-  std::printf("\n%s\n%-36s %9s %9s %9s %9s %8s\n", title, "config", "median ms", "min", "max",
-              unit, of);
+  std::printf("\n%s\n%-36s %9s %9s %9s %9s %8s\n", title, "config", "median ms", "min", "max", unit,
+              of);
   for (const Row& r : rows) {
     if (!r.error.empty()) {
       std::printf("%-36s WRONG: %s\n", r.name.c_str(), r.error.c_str());
@@ -652,12 +665,13 @@ int main(int argc, char** argv) {
     {
       lab::fill_random(in.data(), in.size(), 51, stream);
       const int blocks = d.sms * 8;
-      const std::size_t vectors = big_n / 4;  // the tail of a size not a multiple of 4 is not copied
+      // (the tail of a size that is not a multiple of 4 is not copied: a ceiling, not a copy)
+      const std::size_t vectors = big_n / 4;
       Row row{"copy float4 (same bytes)", "", {}, 0, 1.0};
       row.ms = time_it(
           [&](cudaStream_t s) {
             copy_float4<<<blocks, 256, 0, s>>>(reinterpret_cast<const float4*>(in.data()),
-                                              reinterpret_cast<float4*>(out.data()), vectors);
+                                               reinterpret_cast<float4*>(out.data()), vectors);
             LAB_CHECK_LAUNCH();
           },
           stream);
@@ -679,9 +693,9 @@ int main(int argc, char** argv) {
       if (row.error.empty()) {
         lab::fill_random(in.data(), in.size(), ++seed, stream);
         lab::poison(out.data(), out.bytes(), stream);
-        row.ms = time_it([&](cudaStream_t s) {
-          cfg.launch(in.data(), out.data(), transpose_n, transpose_n, s);
-        }, stream);
+        row.ms = time_it(
+            [&](cudaStream_t s) { cfg.launch(in.data(), out.data(), transpose_n, transpose_n, s); },
+            stream);
         row.error = check_transpose(out, transpose_n, transpose_n, seed, false, stream);
         if (!row.error.empty()) row.error += " (after timing)";
       }
@@ -692,12 +706,13 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
       transpose_rows.push_back(row);
     }
-    print_table("Transpose (fraction: the copy's median time over the config's; issue #50 asks "
-                "0.95)", "GB/s", "of copy", transpose_rows);
+    print_table("Transpose (fraction: the copy's median time over the config's; #50 asks 0.95)",
+                "GB/s", "of copy", transpose_rows);
     // Lesson 05's own fraction is of lab::ceilings' copy (its own 256 MiB buffers): say it too.
     const double ceiling = lab::ceilings().copy_gbs;
-    std::printf("\nlesson 05's copy ceiling (lab::ceilings): %.1f GB/s; this run's copy: %.1f GB/s\n",
-                ceiling, copy_gbs);
+    std::printf(
+        "\nlesson 05's copy ceiling (lab::ceilings): %.1f GB/s; this run's copy: %.1f GB/s\n",
+        ceiling, copy_gbs);
     for (const Row& r : transpose_rows)
       if (r.error.empty() && r.name.rfind("copy", 0) != 0) {
         std::printf("best transpose: %s, %.3f of this copy, %.3f of lesson 05's ceiling\n",
@@ -714,11 +729,16 @@ int main(int argc, char** argv) {
     nlohmann::json doc = {
         {"device", d.name},
         {"sms", d.sms},
-        {"method", "lab::benchmark, cold L2, 20 samples; fraction = reference median / config median"},
-        {"sgemm", {{"size", gemm_n}, {"math", "CUBLAS_PEDANTIC_MATH"},
-                   {"configs", to_json(gemm_rows, "tflops", "fraction_of_cublas")}}},
-        {"transpose", {{"size", transpose_n}, {"ceiling_copy_gbs", ceiling},
-                       {"configs", to_json(transpose_rows, "gbs", "fraction_of_copy")}}}};
+        {"method",
+         "lab::benchmark, cold L2, 20 samples; fraction = reference median / config median"},
+        {"sgemm",
+         {{"size", gemm_n},
+          {"math", "CUBLAS_PEDANTIC_MATH"},
+          {"configs", to_json(gemm_rows, "tflops", "fraction_of_cublas")}}},
+        {"transpose",
+         {{"size", transpose_n},
+          {"ceiling_copy_gbs", ceiling},
+          {"configs", to_json(transpose_rows, "gbs", "fraction_of_copy")}}}};
     std::ofstream file(json_path);
     file << doc.dump(2) << "\n";
     if (!file) {
