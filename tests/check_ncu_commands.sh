@@ -35,7 +35,7 @@ esac
 echo "==PROF== Profiling \"$name\": 0%....50%....100% - 1 pass"
 FAKE
 chmod +x "$work/bin/ncu"
-check() { PATH="$work/bin:$PATH" FAKE=$1 LESSONS="04 10 11" "$repo/scripts/check-ncu-commands.sh" "$work/$1" > "$work/$1.out" 2>&1; }
+check() { PATH="$work/bin:$PATH" FAKE=$1 LESSONS="04 06 10 11" "$repo/scripts/check-ncu-commands.sh" "$work/$1" > "$work/$1.out" 2>&1; }
 
 root_before=$(ls -A "$repo")
 check right || { echo "blocks failed with the right kernels profiled:"; cat "$work/right.out"; exit 1; }
