@@ -330,11 +330,11 @@ int occupancy_row(lab::Lesson& l, const float* x, long long n, int max_warps) {
   const double ms = lab::benchmark(pass, l.stream(), lab::short_run(2.0, 10)).gpu_ms.median;
   const double gbs = 4.0 * n / (ms * 1e6), copy = l.ceilings().copy_gbs;
   const int warps = per_sm * Threads / 32;
-  const std::string occupancy =
-      lab::text("%d of %d (%.0f%%)", warps, max_warps, 100.0 * warps / max_warps);
-  l.note(lab::text("  %7d | %9d | %20s | %9d | %7.1f GB/s", Threads, per_sm, occupancy.c_str(),
-                   attributes.numRegs, gbs) +
-         (copy > 0 ? lab::text(", %.2f of copy", gbs / copy) : ""));
+  // The read speed first after the label, so that a text can quote it ("32 threads:").
+  l.note(lab::text("  %4d threads: %7.1f GB/s", Threads, gbs) +
+         (copy > 0 ? lab::text(" (%.2f of copy)", gbs / copy) : "") +
+         lab::text(" | %2d blocks/SM, %2d of %d warps (%.0f%%) | %d registers", per_sm, warps,
+                   max_warps, 100.0 * warps / max_warps, attributes.numRegs));
   return attributes.numRegs;
 }
 
@@ -347,8 +347,9 @@ void occupancy_note(lab::Lesson& l, const float* x, long long n) {
   LAB_CHECK(cudaDeviceGetAttribute(&registers, cudaDevAttrMaxRegistersPerMultiprocessor, device));
   l.note(lab::text("occupancy: an SM here holds %d threads (%d warps), %d blocks, %d registers;",
                    threads, threads / 32, blocks, registers));
-  l.note("  shuffle's first pass, one full wave of blocks (not a judged variant):");
-  l.note("  threads | blocks/SM | warps/SM (occupancy) | registers | read speed");
+  l.note(
+      "  shuffle's first pass over one full wave of blocks (not a judged variant), read speed"
+      " | blocks per SM, warps per SM (occupancy) | registers per thread:");
   occupancy_row<32>(l, x, n, threads / 32);  // 1 warp a block: the block limit binds
   occupancy_row<128>(l, x, n, threads / 32);
   const int used = occupancy_row<256>(l, x, n, threads / 32);  // the shuffle variant's block
