@@ -60,36 +60,56 @@ int grid_for(long long items, long long per_block, int blocks_per_sm) {
   return static_cast<int>(std::clamp<long long>(want, 1, 1LL * blocks_per_sm * device_info().sms));
 }
 
+namespace {
+
+// NVML, loaded at run time (linking it would stop the program from even starting on a machine
+// without a driver, as in CI), and this GPU's handle in it: nullptr when either is missing.
+// NVML stays loaded: unloading it is not worth the risk of a dangling handle.
+void* nvml_symbol(const char* name) {
+  static void* const nvml = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  return nvml ? dlsym(nvml, name) : nullptr;
+}
+
+void* nvml_this_gpu() {
+  using Init = int (*)();
+  using ByPci = int (*)(const char*, void**);
+  auto init = reinterpret_cast<Init>(nvml_symbol("nvmlInit_v2"));
+  auto by_pci = reinterpret_cast<ByPci>(nvml_symbol("nvmlDeviceGetHandleByPciBusId_v2"));
+  char pci[32] = {};
+  int dev = 0;
+  void* handle = nullptr;
+  if (init && by_pci && init() == 0 && cudaGetDevice(&dev) == cudaSuccess &&
+      cudaDeviceGetPCIBusId(pci, sizeof pci, dev) == cudaSuccess && by_pci(pci, &handle) == 0)
+    return handle;
+  return nullptr;
+}
+
+}  // namespace
+
 int other_gpu_processes() {
-  // NVML is loaded at run time: linking it would stop the program from even starting on a
-  // machine without a driver (CI).
-  void* nvml = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!nvml) return -1;
   struct ProcessInfo {  // nvmlProcessInfo_t (v2 layout, used by the _v3 query)
     unsigned int pid;
     unsigned long long used_gpu_memory;
     unsigned int gpu_instance_id;
     unsigned int compute_instance_id;
   };
-  using Init = int (*)();
-  using ByPci = int (*)(const char*, void**);
   using Procs = int (*)(void*, unsigned int*, ProcessInfo*);
-  auto init = reinterpret_cast<Init>(dlsym(nvml, "nvmlInit_v2"));
-  auto by_pci = reinterpret_cast<ByPci>(dlsym(nvml, "nvmlDeviceGetHandleByPciBusId_v2"));
-  auto procs = reinterpret_cast<Procs>(dlsym(nvml, "nvmlDeviceGetComputeRunningProcesses_v3"));
-  int result = -1;
-  char pci[32] = {};
-  int dev = 0;
-  void* handle = nullptr;
-  if (init && by_pci && procs && init() == 0 && cudaGetDevice(&dev) == cudaSuccess &&
-      cudaDeviceGetPCIBusId(pci, sizeof pci, dev) == cudaSuccess && by_pci(pci, &handle) == 0) {
-    ProcessInfo list[64];
-    unsigned int count = 64;
-    // Our own context is one of them; in a container the pids may be the host's, so count.
-    if (procs(handle, &count, list) == 0) result = count > 0 ? static_cast<int>(count) - 1 : -1;
-  }
-  // NVML stays loaded: unloading it is not worth the risk of a dangling handle.
-  return result;
+  auto procs = reinterpret_cast<Procs>(nvml_symbol("nvmlDeviceGetComputeRunningProcesses_v3"));
+  void* handle = procs ? nvml_this_gpu() : nullptr;
+  ProcessInfo list[64];
+  unsigned int count = 64;
+  // Our own context is one of them; in a container the pids may be the host's, so count.
+  if (!handle || procs(handle, &count, list) != 0) return -1;
+  return count > 0 ? static_cast<int>(count) - 1 : -1;
+}
+
+int persistence_mode() {
+  using Mode = int (*)(void*, int*);  // nvmlDeviceGetPersistenceMode, nvmlEnableState_t
+  auto mode = reinterpret_cast<Mode>(nvml_symbol("nvmlDeviceGetPersistenceMode"));
+  void* handle = mode ? nvml_this_gpu() : nullptr;
+  int enabled = 0;
+  if (handle && mode(handle, &enabled) == 0) return enabled != 0 ? 1 : 0;
+  return -1;
 }
 
 namespace {

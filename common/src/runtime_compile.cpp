@@ -28,24 +28,31 @@ std::string program_log(nvrtcProgram prog) {
   return log;
 }
 
-}  // namespace
-
-std::vector<char> nvrtc_compile(const std::string& source, const std::vector<std::string>& options,
-                                const std::string& arch, bool lto) {
+// @p source compiled with @p options for "--gpu-architecture=@p target"; the caller destroys it.
+nvrtcProgram compiled(const std::string& source, std::vector<std::string> options,
+                      const std::string& target) {
   nvrtcProgram prog = nullptr;
   LAB_NVRTC_CHECK(nvrtcCreateProgram(&prog, source.c_str(), "operator.cu", 0, nullptr, nullptr));
-  std::vector<std::string> all = options;
-  all.push_back("--gpu-architecture=" + arch);
-  if (lto) all.push_back("-dlto");
+  options.push_back("--gpu-architecture=" + target);
   std::vector<const char*> argv;
-  for (const std::string& o : all) argv.push_back(o.c_str());
+  for (const std::string& o : options) argv.push_back(o.c_str());
   const nvrtcResult r = nvrtcCompileProgram(prog, static_cast<int>(argv.size()), argv.data());
   if (r != NVRTC_SUCCESS) {
     const std::string log = program_log(prog);
     nvrtcDestroyProgram(&prog);
-    throw std::runtime_error("NVRTC could not compile the operator for " + arch + " (" +
+    throw std::runtime_error("NVRTC could not compile the operator for " + target + " (" +
                              nvrtcGetErrorString(r) + "):\n" + log);
   }
+  return prog;
+}
+
+}  // namespace
+
+std::vector<char> nvrtc_compile(const std::string& source, const std::vector<std::string>& options,
+                                const std::string& arch, bool lto) {
+  std::vector<std::string> all = options;
+  if (lto) all.push_back("-dlto");
+  nvrtcProgram prog = compiled(source, all, arch);
   std::size_t size = 0;
   std::vector<char> out;
   if (lto) {
@@ -59,6 +66,19 @@ std::vector<char> nvrtc_compile(const std::string& source, const std::vector<std
   }
   LAB_NVRTC_CHECK(nvrtcDestroyProgram(&prog));
   return out;
+}
+
+std::string nvrtc_ptx(const std::string& source, const std::vector<std::string>& options,
+                      const std::string& arch) {
+  // The virtual architecture of the same number: NVRTC then stops at PTX ("sm_90a" -> "compute_90a").
+  nvrtcProgram prog = compiled(source, options, "compute_" + arch.substr(3));
+  std::size_t size = 0;
+  LAB_NVRTC_CHECK(nvrtcGetPTXSize(prog, &size));
+  std::string ptx(size, '\0');  // size counts the terminating zero
+  LAB_NVRTC_CHECK(nvrtcGetPTX(prog, &ptx[0]));
+  LAB_NVRTC_CHECK(nvrtcDestroyProgram(&prog));
+  ptx.resize(size > 0 ? size - 1 : 0);
+  return ptx;
 }
 
 std::vector<char> nvjitlink(const std::vector<char>& ltoir, const std::string& arch) {

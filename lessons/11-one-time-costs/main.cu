@@ -5,8 +5,9 @@
 // yet: this program runs itself again (lab::run_self, lab/child_process.hpp) --processes times
 // per measurement and reports the median with the fastest and slowest process (the child roles
 // below say what each times: the context and first launches, compiling and loading the operator,
-// cuBLAS); and, in this process, cudaMalloc and cudaFree against a stream-ordered pool that gives
-// its memory back at every synchronization (release threshold 0) and one that keeps it.
+// the driver compiling its PTX with and without its JIT cache, cuBLAS); and, in this process,
+// cudaMalloc and cudaFree against a stream-ordered pool that gives its memory back at every
+// synchronization (release threshold 0) and one that keeps it.
 //
 // Part B, the exercise: a runtime-compiled operator, out = smooth(f(x)) (exercise.cuh), where f
 // is an expression and the options (-DALPHA=...) change it, against prebuilt (the same kernels
@@ -320,6 +321,21 @@ void child_compile(const std::string& arch) {
   LAB_CU_CHECK(d.library_unload(library));
 }
 
+// Child: the driver compiling PTX (its JIT), under the CUDA_CACHE_* variables the parent set:
+// program 0 as PTX for this GPU's virtual architecture, loaded with cuModuleLoadData. Under
+// CUDA_MODULE_LOADING=EAGER (the parent sets it) the load compiles every kernel, so the call timed
+// holds the whole JIT, or the cache's lookup instead of it.
+void child_ptx_jit(const std::string& arch) {
+  LAB_CHECK(cudaFree(nullptr));
+  const exercise::Program p = programs()[0].program;
+  const std::string ptx = lab::nvrtc_ptx(p.source, p.options, arch);  // not timed
+  CUmodule module = nullptr;
+  lab::HostTimer t;
+  LAB_CU_CHECK(lab::driver().module_load_data(&module, ptx.c_str()));
+  lab::report("ptx_load_ms", t.elapsed_ms());
+  LAB_CU_CHECK(lab::driver().module_unload(module));
+}
+
 // Child: a cuBLAS handle and its first calls.
 void child_cublas() {
   LAB_CHECK(cudaFree(nullptr));
@@ -382,12 +398,58 @@ void child_first_call(const std::string& dir, const std::string& arch,
   lab::report_first_call(first_call_ms, wrong_in(b, seed, stream));
 }
 
+// The driver's JIT cache, three rows: the same PTX loaded in new processes with the cache off,
+// in an empty folder (the driver compiles and writes its entry) and in the folder the last of those
+// filled (it reads the entry). The cache's key holds the PTX, the driver's version, the GPU's
+// architecture and the JIT options: any of them new, and the driver compiles again. A program
+// built with a cubin for this GPU (the course's builds: CMAKE_CUDA_ARCHITECTURES 90 or native)
+// never gets here: the driver takes the matching cubin over any PTX beside it, unless
+// CUDA_FORCE_PTX_JIT=1. The folder is this run's own (@p dir), never the default
+// ~/.nv/ComputeCache: an entry an earlier run left there would make the empty-folder row a warm
+// one, and the harness would add to (and evict from) the cache of every program of the user's.
+void driver_jit_cache(lab::Lesson& l, int processes, const std::string& arch, const fs::path& dir) {
+  const lab::ChildArgs role = {"ptx-jit", arch};
+  const lab::Environment eager = {{"CUDA_MODULE_LOADING", "EAGER"}, {"CUDA_CACHE_DISABLE", "1"}};
+  const lab::Environment cached = {{"CUDA_MODULE_LOADING", "EAGER"},
+                                   {"CUDA_CACHE_DISABLE", "0"},
+                                   {"CUDA_CACHE_PATH", dir.string()}};
+  auto row = [](const std::string& label, const std::string& metric) {
+    return std::vector<lab::ProcessReading>{{label, metric, "ptx_load_ms", "ms"}};
+  };
+  const std::string what = "measuring the driver's JIT";
+  lab::measure_in_processes(
+      l, processes, role, eager,
+      row("cuModuleLoadData (" + arch + " PTX: the driver JITs), cache off", "ptx_jit_off_ms"),
+      what);
+  lab::measure_in_processes(
+      l, processes,
+      [&] {  // an empty folder for every process
+        fs::remove_all(dir);
+        fs::create_directories(dir);
+        return lab::run_self(role, cached);
+      },
+      row("  its cache in an empty folder (compiles, writes)", "ptx_jit_cold_ms"), what);
+  lab::measure_in_processes(l, processes, role, cached,
+                            row("  its cache in the folder filled (reads)", "ptx_jit_warm_ms"),
+                            what);
+  std::size_t files = 0;
+  for (const fs::directory_entry& e : fs::recursive_directory_iterator(dir))
+    files += e.is_regular_file() ? 1 : 0;
+  l.note("  (the driver's cache folder holds " + std::to_string(files) + " files)");
+}
+
 // Part A in the parent: each child role in `processes` new processes, each reading recorded as its
 // median with the fastest and slowest process as its range (lab::measure_in_processes).
 
-void one_time_costs(lab::Lesson& l, int processes, const std::string& arch, std::size_t big_bytes) {
+void one_time_costs(lab::Lesson& l, int processes, const std::string& arch, std::size_t big_bytes,
+                    const fs::path& jit_dir) {
   l.note("one-time costs, each in " + std::to_string(processes) +
          " new processes: median (fastest .. slowest process)");
+  // Persistence mode on: the driver keeps the GPU set up between processes, so no context pays
+  // for that (README, "Persistence mode"). An administrator's setting: only read here.
+  const int persistence = lab::persistence_mode();
+  const char* mode = persistence < 0 ? "unknown (NVML cannot say)" : persistence ? "on" : "off";
+  l.note(std::string("persistence mode: ") + mode);
   for (const char* loading : {"LAZY", "EAGER"}) {
     const std::string m = std::string(loading) == "LAZY" ? "lazy" : "eager";
     const lab::ChildRun last = lab::measure_in_processes(
@@ -414,6 +476,7 @@ void one_time_costs(lab::Lesson& l, int processes, const std::string& arch, std:
        {"cuLibraryLoadData (nvJitLink's cubin)", "library_load_us", "us"},
        {"  its first launch + sync", "library_first_launch_us", "us"}},
       "measuring compilation");
+  driver_jit_cache(l, processes, arch, jit_dir);
   lab::measure_in_processes(l, processes, {"cublas"}, {},
                             {{"cublasCreate", "cublas_create_ms", "ms"},
                              {"  first cublasSgemm 512^3 + sync", "cublas_first_sgemm_ms", "ms"},
@@ -543,6 +606,7 @@ int main(int argc, char** argv) {
         argc, argv,
         {{"context", 0, [](const ChildArgs&) { child_context(); }},
          {"compile", 1, [](const ChildArgs& a) { child_compile(a[0]); }},
+         {"ptx-jit", 1, [](const ChildArgs& a) { child_ptx_jit(a[0]); }},
          {"cublas", 0, [](const ChildArgs&) { child_cublas(); }},
          {"first-call", 5,
           [](const ChildArgs& a) { child_first_call(a[0], a[1], a[2], std::stoull(a[3]), a[4]); }},
@@ -562,7 +626,8 @@ int main(int argc, char** argv) {
                 "new processes per one-time measurement and per cache test", 5, 2, {1, 50});
   lesson.option("--one-time-costs", &one_time_opt,
                 "1: measure part A, the one-time costs of context, loading, NVRTC, nvJitLink, "
-                "cuBLAS and allocation; 0: only the exercise (the checker passes 0)");
+                "the driver's JIT and its cache, cuBLAS and allocation; 0: only the exercise "
+                "(the checker passes 0)");
   lesson.option("--keep-cache", &keep_opt,
                 "1: keep this run's cache folders (under lab11-cache/ in the working directory) "
                 "to look at; 0: remove them at the end, and each cache test's once it is over");
@@ -681,6 +746,6 @@ int main(int argc, char** argv) {
     }
 
     // 4. Part A: the one-time costs themselves.
-    if (!l.profiling() && one_time_opt != 0) one_time_costs(l, P, arch, big.x.bytes());
+    if (!l.profiling() && one_time_opt != 0) one_time_costs(l, P, arch, big.x.bytes(), root / "driver-jit");
   });
 }

@@ -46,6 +46,12 @@ int grid_for(long long items, long long per_block, int blocks_per_sm);
 ///         time if the driver provides it), or -1 when that cannot be known
 int other_gpu_processes();
 
+/// @brief This GPU's persistence mode (an administrator's setting: `nvidia-smi -pm`): when on,
+/// the driver keeps the GPU initialized with no process using it, so a new process's first
+/// context does not pay for bringing it up again.
+/// @return 1 on, 0 off, -1 when NVML cannot say (no driver, or not supported: it is Linux only)
+int persistence_mode();
+
 /// @brief Speeds measured on this GPU in this process: every performance threshold is a ratio to
 /// one of these (or to another variant), so it means the same on any GPU.
 struct Ceilings {

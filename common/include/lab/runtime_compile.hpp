@@ -27,6 +27,17 @@ namespace lab {
 std::vector<char> nvrtc_compile(const std::string& source, const std::vector<std::string>& options,
                                 const std::string& arch, bool lto = false);
 
+/// @brief Compiles @p source with NVRTC to PTX for @p arch's virtual architecture (compute_90 for
+/// sm_90): text that the driver compiles for the GPU when it is loaded (cuModuleLoadData), the
+/// driver's JIT, which keeps what it compiled in its own disk cache (lesson 11).
+/// @param source CUDA C++
+/// @param options NVRTC's options (the architecture is added)
+/// @param arch e.g. "sm_90" or "sm_90a"
+/// @return the PTX, without a terminating zero (c_str() is what cuModuleLoadData takes)
+/// @throws std::runtime_error with NVRTC's log when it cannot compile
+std::string nvrtc_ptx(const std::string& source, const std::vector<std::string>& options,
+                      const std::string& arch);
+
 /// @brief Links LTO-IR into a cubin with nvJitLink (what a library does when it links
 /// runtime-compiled code with code it ships as LTO-IR).
 /// @param ltoir from nvrtc_compile(..., true)
