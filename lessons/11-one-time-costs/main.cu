@@ -419,7 +419,7 @@ void driver_jit_cache(lab::Lesson& l, int processes, const std::string& arch, co
   const std::string what = "measuring the driver's JIT";
   lab::measure_in_processes(
       l, processes, role, eager,
-      row("cuModuleLoadData (" + arch + " PTX: the driver JITs), cache off", "ptx_jit_off_ms"),
+      row("cuModuleLoadData (PTX for " + arch + ": the driver JITs), cache off", "ptx_jit_off_ms"),
       what);
   lab::measure_in_processes(
       l, processes,
