@@ -199,6 +199,17 @@ TEST_CASE("namespaces: a hidden folder cannot be read or written; the work folde
   CHECK(fs::exists(work / "result.json"));
 }
 
+// What a build started under the current policy reads from @p file (the escaper's "read": the
+// file's text, or why it cannot), through @p out, which the checker writes outside the namespace.
+static std::string build_reads(const fs::path& file, const fs::path& out) {
+  ProcessOptions p;
+  p.kind = ProcessKind::build;
+  p.argv = {kEscaper, new_token(), "read", file.string()};
+  p.stdout_path = out;
+  CHECK(run_process(p).exited_ok());
+  return read_text(out);
+}
+
 TEST_CASE("namespaces: a build sees the folders shown to it, but not what is hidden inside them") {
   if (!have_namespaces()) return;
   TempDir dir("lab-sandbox");
@@ -211,17 +222,9 @@ TEST_CASE("namespaces: a build sees the folders shown to it, but not what is hid
   policy.show_to_builds = {course};
   PolicyScope scope(policy);
   const fs::path out = dir.path() / "out.txt";  // written by the checker, outside the namespace
-  auto build_reads = [&](const fs::path& file) {
-    ProcessOptions p;
-    p.kind = ProcessKind::build;
-    p.argv = {kEscaper, new_token(), "read", file.string()};
-    p.stdout_path = out;
-    CHECK(run_process(p).exited_ok());
-    return read_text(out);
-  };
-  CHECK(build_reads(course / "lessons" / "harness.txt") == "HARNESS\n");
-  CHECK(contains(build_reads(course / "solutions" / "answer.txt"), "cannot read"));
-  CHECK(contains(build_reads(home / "private.txt"), "cannot read"));
+  CHECK(build_reads(course / "lessons" / "harness.txt", out) == "HARNESS\n");
+  CHECK(contains(build_reads(course / "solutions" / "answer.txt", out), "cannot read"));
+  CHECK(contains(build_reads(home / "private.txt", out), "cannot read"));
 }
 
 TEST_CASE("namespaces: a course under /tmp stays visible to its builds behind their private /tmp") {
@@ -235,26 +238,21 @@ TEST_CASE("namespaces: a course under /tmp stays visible to its builds behind th
   write_text(main_build / "CMakeCache.txt", "LAB_DEPS_DIR:PATH=" + deps.string() + "\n");
   const std::vector<fs::path> shown = shown_to_builds(course, grading, main_build);
   CHECK(shown == std::vector<fs::path>{course, grading, main_build / "_deps", deps});
-  auto build_reads = [&](const std::vector<fs::path>& show, const fs::path& file) {
+  TempDir work("lab-sandbox-work");
+  const fs::path out = work.path() / "out.txt";
+  auto reads_with = [&](const std::vector<fs::path>& show, const fs::path& file) {
     SandboxPolicy policy = policy_of(Containment::namespaces);
     policy.private_tmp = true;
     policy.show_to_builds = show;
     PolicyScope scope(policy);
-    TempDir work("lab-sandbox-work");
-    const fs::path out = work.path() / "out.txt";
-    ProcessOptions p;
-    p.kind = ProcessKind::build;
-    p.argv = {kEscaper, new_token(), "read", file.string()};
-    p.stdout_path = out;
-    CHECK(run_process(p).exited_ok());
-    return read_text(out);
+    return build_reads(file, out);
   };
   for (const fs::path& file :
        {course / "lessons" / "harness.txt", grading / "CMakeCache.txt", deps / "include" / "dep.hpp"})
-    CHECK(build_reads(shown, file) == read_text(file));
+    CHECK(reads_with(shown, file) == read_text(file));
   // What selftest's builds had before: nothing shown, so a course under /tmp was not there.
   if (dir.path().string().rfind("/tmp/", 0) == 0)
-    CHECK(contains(build_reads({}, grading / "CMakeCache.txt"), "cannot read"));
+    CHECK(contains(reads_with({}, grading / "CMakeCache.txt"), "cannot read"));
 }
 
 TEST_CASE("namespaces: every folder anyone may write is the run's own (/var/tmp, /run/lock ...)") {
