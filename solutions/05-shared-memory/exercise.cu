@@ -1,21 +1,31 @@
-// Lesson 05, the reference solution: a transpose without bank conflicts, and a warp-tiled SGEMM.
+// Lesson 05, the reference solution: a transpose through a padded shared tile, and a warp-tiled
+// SGEMM.
+// Its tile shapes are the fastest of the instructor's tuning sweep on an H200 (tuning/sweep.cu,
+// results in tuning/h200-sweep.txt; NOTES.md has the tables).
 //
-// transpose: the starter's tile with one float of padding per row, tile[32][33]. Word (r, c) of
-// the tile is at r * 33 + c, bank (r + c) % 32, so a column (c fixed, r = 0..31) covers all 32
-// banks: the column read that was replayed 32 times is one shared-memory access. Both global
-// sides stay coalesced, and the kernel runs near the copy ceiling.
+// transpose: the starter's idea, a tile through shared memory with one float of padding per row,
+// made bigger and wider: a 64 x 64 tile, tile[64][65], moved by 256 threads with float4 global
+// loads and stores (16 floats per thread each way). Word (r, c) of the tile is at r * 65 + c,
+// bank (r + c) % 32, so the column reads no longer hit one bank 32 times; a float4 row of 16
+// lanes spans 64 words, two per bank, so every shared access is a 2-way conflict. Wider global
+// accesses and more bytes in flight per thread outweigh that: in the sweep this tile ran at 1.005
+// of a float4 copy, the [32][33] tile with scalar accesses at 0.665.
 //
 // sgemm: the README's register-blocked block tile (128 x 128 for big matrices, 256 threads, 8 x 8
-// outputs per thread, K in steps of BK = 8, A stored transposed in shared memory, two shared
-// buffers), with three changes aimed at the inner loop, which is all that matters at 4096^3:
+// outputs per thread, K in steps of BK = 8, A stored transposed in shared memory), with changes
+// aimed at the inner loop, which is all that matters at 4096^3:
 //  * warp tiles: each warp computes a 32 x 64 piece of C, its lanes a 4 x 8 grid over it. For one
 //    k a warp then reads 4 distinct float4s of A and 8 of B from shared memory, each load one
 //    128-byte wavefront; a warp piece of 16 x 128 needs 2 wavefronts for each B load.
 //  * fragments in two register slots: the values of A and B for k + 1 are read from shared
 //    memory while the 64 FMAs of k run, so a warp never waits on a shared load it just issued;
-//  * across steps the same: the last k of a step first stores the prefetched global tiles into
-//    the other buffer, passes the barrier and reads k = 0 of the new tiles, and only then does
-//    its own FMAs, which hide the barrier and that first read.
+//  * across steps the same: the last k of a step stores the prefetched global tiles (between two
+//    barriers) and reads k = 0 of the new tiles, and only then does its own FMAs, which hide the
+//    barriers and that first read.
+//  * one shared buffer, not two: the next tiles already wait in registers while a step computes,
+//    so a second buffer would only save one barrier per step. In the sweep (4096^3, H200) one
+//    buffer ran at 0.894 of cuBLAS, two at 0.865. The sweep measures, it does not explain; a
+//    guess: without a buffer index every shared address is a constant offset from the lane's.
 // Sizes that are not multiples of the tiles take the same path: loads past M, N or K give zeros
 // (a zero in A or B adds nothing to a dot product), stores past M or N are skipped. float4 global
 // loads and stores only where the row length and the pointer allow them.
@@ -29,26 +39,61 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // transpose
 
-constexpr int kTile = 32;
-constexpr int kBlockRows = 8;
+constexpr int kTile = 64;
+constexpr int kTransposeThreads = 256;
+constexpr int kVecsPerRow = kTile / 4;                              // float4s in a tile row
+constexpr int kVecsPerThread = kTile * kVecsPerRow / kTransposeThreads;  // 4 each way
+static_assert(kVecsPerThread * kTransposeThreads == kTile * kVecsPerRow);
 
-__global__ void __launch_bounds__(kTile* kBlockRows)
-    transpose_padded(const float* __restrict__ in, float* __restrict__ out, int rows, int cols) {
-  __shared__ float tile[kTile][kTile + 1];  // +1: a column spans all 32 banks
-  const int tx = threadIdx.x, ty = threadIdx.y;
-  const int c = blockIdx.x * kTile + tx;
-  const int r0 = blockIdx.y * kTile + ty;
+bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+
+// vec_in: cols % 4 == 0 and in 16-byte aligned, so a float4 of a row is aligned (and the same
+// for out with rows). Without it, or at the right edge, a thread moves its 4 floats one by one.
+__global__ void __launch_bounds__(kTransposeThreads)
+    transpose_padded(const float* __restrict__ in, float* __restrict__ out, int rows, int cols,
+                     bool vec_in, bool vec_out) {
+  __shared__ float tile[kTile][kTile + 1];  // +1: a column no longer sits in one bank
+  const int r0 = blockIdx.y * kTile, c0 = blockIdx.x * kTile;
 #pragma unroll
-  for (int j = 0; j < kTile; j += kBlockRows)  // 4 independent loads in flight per thread
-    if (r0 + j < rows && c < cols)
-      tile[ty + j][tx] = in[static_cast<std::size_t>(r0 + j) * cols + c];
+  for (int i = 0; i < kVecsPerThread; ++i) {  // 4 independent float4 loads in flight per thread
+    const int v = threadIdx.x + i * kTransposeThreads;
+    const int tr = v / kVecsPerRow, tc = (v % kVecsPerRow) * 4;  // place in the tile
+    const int r = r0 + tr, c = c0 + tc;
+    if (r >= rows) continue;
+    const float* p = in + static_cast<std::size_t>(r) * cols + c;
+    float4 x;
+    if (vec_in && c + 4 <= cols) {
+      x = *reinterpret_cast<const float4*>(p);
+    } else {  // zeros past the right edge: never stored, as out has no row for them
+      x.x = c < cols ? p[0] : 0.0f;
+      x.y = c + 1 < cols ? p[1] : 0.0f;
+      x.z = c + 2 < cols ? p[2] : 0.0f;
+      x.w = c + 3 < cols ? p[3] : 0.0f;
+    }
+    tile[tr][tc + 0] = x.x;
+    tile[tr][tc + 1] = x.y;
+    tile[tr][tc + 2] = x.z;
+    tile[tr][tc + 3] = x.w;
+  }
   __syncthreads();
-  const int oc = blockIdx.y * kTile + tx;
-  const int or0 = blockIdx.x * kTile + ty;
 #pragma unroll
-  for (int j = 0; j < kTile; j += kBlockRows)
-    if (or0 + j < cols && oc < rows)
-      out[static_cast<std::size_t>(or0 + j) * rows + oc] = tile[tx][ty + j];
+  for (int i = 0; i < kVecsPerThread; ++i) {
+    const int v = threadIdx.x + i * kTransposeThreads;
+    const int tc = v / kVecsPerRow, tr = (v % kVecsPerRow) * 4;  // 4 tile rows of one column
+    const int orow = c0 + tc, oc = r0 + tr;                      // out is cols x rows
+    if (orow >= cols) continue;
+    const float4 x = make_float4(tile[tr + 0][tc], tile[tr + 1][tc], tile[tr + 2][tc],
+                                 tile[tr + 3][tc]);
+    float* p = out + static_cast<std::size_t>(orow) * rows + oc;
+    if (vec_out && oc + 4 <= rows) {
+      *reinterpret_cast<float4*>(p) = x;
+    } else {
+      if (oc < rows) p[0] = x.x;
+      if (oc + 1 < rows) p[1] = x.y;
+      if (oc + 2 < rows) p[2] = x.z;
+      if (oc + 3 < rows) p[3] = x.w;
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -66,8 +111,6 @@ constexpr int kLaneRows = 4;
 constexpr int kLaneCols = 8;
 static_assert(kLaneRows * kLaneCols == 32 && kWarpM == 2 * 4 * kLaneRows &&
               kWarpN == 2 * 4 * kLaneCols);
-
-bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
 // Four consecutive floats P[r][c .. c + 3] of a rows x cols row-major matrix, zeros past its
 // edges. vec: cols % 4 == 0 and P 16-byte aligned, so with c % 4 == 0 a float4 load is aligned.
@@ -100,8 +143,8 @@ __global__ void __launch_bounds__((BM / kWarpM) * (BN / kWarpN) * 32, BM == 128 
   // As holds the A tile transposed (As[k][m]), so a lane's 4 rows of A for one k are one float4.
   // The +4 padding shifts each k-row by 4 banks: the transposing stores below, 16 rows by 2
   // k-groups per warp, then hit 32 different banks. Rows stay 16-byte aligned.
-  __shared__ __align__(16) float As[2][kBK][BM + 4];
-  __shared__ __align__(16) float Bs[2][kBK][BN];
+  __shared__ __align__(16) float As[kBK][BM + 4];
+  __shared__ __align__(16) float Bs[kBK][BN];
 
   const int tid = threadIdx.x;
   const int warp = tid / 32, lane = tid % 32;
@@ -125,31 +168,31 @@ __global__ void __launch_bounds__((BM / kWarpM) * (BN / kWarpN) * 32, BM == 128 
       b_next[i] = load4(B, K, N, k0 + f / (BN / 4), col0 + (f % (BN / 4)) * 4, vec_b);
     }
   };
-  auto store_tiles = [&](int buf) {  // registers -> shared memory
+  auto store_tiles = [&] {  // registers -> shared memory
 #pragma unroll
     for (int i = 0; i < kLoadsA; ++i) {
       const int f = tid + i * kThreads;
       const int m = f / (kBK / 4), k = (f % (kBK / 4)) * 4;
-      As[buf][k + 0][m] = a_next[i].x;
-      As[buf][k + 1][m] = a_next[i].y;
-      As[buf][k + 2][m] = a_next[i].z;
-      As[buf][k + 3][m] = a_next[i].w;
+      As[k + 0][m] = a_next[i].x;
+      As[k + 1][m] = a_next[i].y;
+      As[k + 2][m] = a_next[i].z;
+      As[k + 3][m] = a_next[i].w;
     }
 #pragma unroll
     for (int i = 0; i < kLoadsB; ++i) {
       const int f = tid + i * kThreads;
-      *reinterpret_cast<float4*>(&Bs[buf][f / (BN / 4)][(f % (BN / 4)) * 4]) = b_next[i];
+      *reinterpret_cast<float4*>(&Bs[f / (BN / 4)][(f % (BN / 4)) * 4]) = b_next[i];
     }
   };
 
   // The 8 values of A and 8 of B that one k brings to this lane, in two slots: slot (k + 1) % 2
   // is read from shared memory while the FMAs use slot k % 2.
   float4 a_frag[2][2], b_frag[2][2];
-  auto load_fragments = [&](int slot, int buf, int k) {  // shared memory -> registers
-    a_frag[slot][0] = *reinterpret_cast<const float4*>(&As[buf][k][m0]);
-    a_frag[slot][1] = *reinterpret_cast<const float4*>(&As[buf][k][m0 + kWarpM / 2]);
-    b_frag[slot][0] = *reinterpret_cast<const float4*>(&Bs[buf][k][n0]);
-    b_frag[slot][1] = *reinterpret_cast<const float4*>(&Bs[buf][k][n0 + kWarpN / 2]);
+  auto load_fragments = [&](int slot, int k) {  // shared memory -> registers
+    a_frag[slot][0] = *reinterpret_cast<const float4*>(&As[k][m0]);
+    a_frag[slot][1] = *reinterpret_cast<const float4*>(&As[k][m0 + kWarpM / 2]);
+    b_frag[slot][0] = *reinterpret_cast<const float4*>(&Bs[k][n0]);
+    b_frag[slot][1] = *reinterpret_cast<const float4*>(&Bs[k][n0 + kWarpN / 2]);
   };
 
   // acc[i][j]: row m0 + i (i < 4) or m0 + kWarpM / 2 + i - 4, column n0 + j (j < 4) or
@@ -172,26 +215,25 @@ __global__ void __launch_bounds__((BM / kWarpM) * (BN / kWarpN) * 32, BM == 128 
 
   const int steps = (K + kBK - 1) / kBK;
   load_tiles(0);
-  store_tiles(0);
+  store_tiles();
   __syncthreads();
-  load_fragments(0, 0, 0);
+  load_fragments(0, 0);
   for (int step = 0; step < steps; ++step) {
-    const int cur = step & 1;
-    const bool more = step + 1 < steps;  // the same in every thread: the barrier below is safe
+    const bool more = step + 1 < steps;  // the same in every thread: the barriers below are safe
     if (more) load_tiles((step + 1) * kBK);  // in flight during the 8 k's below
 
 #pragma unroll
     for (int k = 0; k < kBK; ++k) {
       if (k + 1 < kBK) {
-        load_fragments((k + 1) % 2, cur, k + 1);
+        load_fragments((k + 1) % 2, k + 1);
       } else if (more) {
-        // The other buffer was last read before the barrier of the previous step (its k = 0 was
-        // read after it, from `cur`), so it may be overwritten now. The barrier makes the new
-        // tiles whole before anyone reads them, and it comes after every read of `cur` in this
-        // step, which the next step's stores will overwrite: one barrier per step is enough.
-        store_tiles(cur ^ 1);
+        // One buffer, two barriers: the first waits until every warp has read its last
+        // fragments of these tiles (k = kBK - 1, read during k = kBK - 2) before they are
+        // overwritten; the second makes the new tiles whole before anyone reads them.
         __syncthreads();
-        load_fragments(0, cur ^ 1, 0);
+        store_tiles();
+        __syncthreads();
+        load_fragments(0, 0);
       }
       multiply(k % 2);
     }
@@ -254,9 +296,10 @@ int sm_count() {
 namespace exercise {
 
 void transpose(const float* in, float* out, int rows, int cols, cudaStream_t stream) {
-  const dim3 block(kTile, kBlockRows);
   const dim3 grid((cols + kTile - 1) / kTile, (rows + kTile - 1) / kTile);
-  transpose_padded<<<grid, block, 0, stream>>>(in, out, rows, cols);
+  const bool vec_in = cols % 4 == 0 && aligned16(in);
+  const bool vec_out = rows % 4 == 0 && aligned16(out);
+  transpose_padded<<<grid, kTransposeThreads, 0, stream>>>(in, out, rows, cols, vec_in, vec_out);
   LAB_CHECK_LAUNCH();
 }
 
