@@ -236,8 +236,12 @@ int cmd_run(const Common& c, const std::vector<std::string>& names, const std::s
             const std::string& keep) {
   const fs::path bdir = build_dir_of(c);
   const auto lessons = lessons_of(c, names, overrides);
-  // A student's own machine: no one else's files to hide, but no stray process left behind.
-  set_containment(c, "auto", {});
+  // A student's own machine: no one else's files to hide, but no stray process left behind, and
+  // a /tmp of the run's own: what else runs here (a build, another run) cannot reach a program's
+  // files, nor show in lesson 11's audit of the files its processes wrote.
+  SandboxPolicy policy;
+  policy.private_tmp = true;
+  set_containment(c, "auto", policy);
   JudgeOptions j;
   j.build = build;
   j.quick = quick;

@@ -138,6 +138,21 @@ TEST_CASE("run: the solution passes (exit 0), the starter fails with its hint (e
   const Cli unpinned = course().run({"run", "--build", "solution"}, {"LAB_FAKE_EXPECT_GPU=1"});
   CHECK(unpinned.code == 1);  // the stand-in sees GPU 0, not 1: it exits 3, an error
 
+  // Where namespaces are had, a program of `run` has a /tmp of its own: what else runs on the
+  // machine (a build, another run) neither reaches its files nor shows in lesson 11's write audit.
+  std::string why;
+  if (namespaces_available(why)) {
+    const fs::path host_file = fs::path("/tmp") / ("lab-cli-host-file-" + std::to_string(::getpid()));
+    std::ofstream(host_file) << "left by another program\n";
+    const std::string unseen = "LAB_FAKE_UNSEEN=" + host_file.string();
+    const Cli own_tmp = course().run({"run", "--build", "solution"}, {unseen});
+    INFO(own_tmp.out << own_tmp.err);
+    CHECK(own_tmp.code == 0);
+    const Cli host_tmp = course().run({"--containment=weak", "run", "--build", "solution"}, {unseen});
+    CHECK(host_tmp.code == 1);  // weak mode: the host's /tmp, so the stand-in sees the file
+    fs::remove(host_file);
+  }
+
   const Cli unknown = course().run({"run", "07"});
   CHECK(unknown.code == 2);
   CHECK(contains(unknown.err, "lab-check: no lesson \"07\" (lessons: 90-fake, 91-other)"));

@@ -194,7 +194,10 @@ FirstCallTimes CacheTests::run(int rounds, const FirstCall& call, const Yardstic
   }
   lesson_.check("exercise", "new processes wrote only in their cache folder", written_.empty(),
                 "written outside the cache folder it was given: " + written_ +
-                    " (keep the cache in that folder: the harness tests what it finds there)");
+                    " (keep the cache in that folder: the harness tests what it finds there; a file "
+                    "another program of yours wrote meanwhile counts too: run this lesson alone, or "
+                    "with lab-check run, whose programs have /tmp and the other shared folders to "
+                    "themselves)");
   return times;
 }
 

@@ -204,7 +204,9 @@ TEST_CASE("a process that writes outside its folder fails the write audit") {
   CHECK(audit->message == "written outside the cache folder it was given: " +
                               (cache.elsewhere / "side-cache").string() +
                               " (keep the cache in that folder: the harness tests what it finds "
-                              "there)");
+                              "there; a file another program of yours wrote meanwhile counts too: "
+                              "run this lesson alone, or with lab-check run, whose programs have "
+                              "/tmp and the other shared folders to themselves)");
 }
 
 TEST_CASE("with nothing on disk the damage is skipped, and the times say so") {

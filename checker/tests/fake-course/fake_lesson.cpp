@@ -30,6 +30,7 @@
 // Built with -DFAKE_COURSE (checker/tests/fake-course), the default mode and the exercise's time
 // come from the student's exercise.cu instead: const char* exercise_mode(); double exercise_ms().
 // With LAB_FAKE_EXPECT_GPU=X it exits 3 unless it sees GPU X alone (CUDA_VISIBLE_DEVICES=X, PCI order).
+// With LAB_FAKE_UNSEEN=PATH it exits 3 if it can see PATH (a file the test left in the host's /tmp).
 // Where the checker asks for a trace (LAB_TRACE_FILE), it also plays the tracer: with the times it
 // reported, or --trace-exercise-ms / --trace-baseline-ms for the exercise's / the baseline's; --trace none|early|garbage writes none, one
 // without its end line, or a damaged one.
@@ -274,6 +275,10 @@ int main(int argc, char** argv) {
                    visible ? visible : "(unset)", order ? order : "(unset)", gpu);
       return 3;
     }
+  }
+  if (const char* unseen = std::getenv("LAB_FAKE_UNSEEN"); unseen && access(unseen, F_OK) == 0) {
+    std::fprintf(stderr, "sees %s, a file of the host's /tmp\n", unseen);
+    return 3;
   }
   // Lesson 11's exercise may write files: one that puts its own library where the checker staged
   // its tracer, for the next run to load. This one answers wrong in a run that finds its own file.
