@@ -82,3 +82,15 @@ TEST_CASE("column_stats: each column's mean and 1 / std (population) from its su
   CHECK(stats.inv_std[1] == doctest::Approx(1.0 / std::sqrt(0.75)));
   CHECK(std::isinf(lab::column_stats({{8.0}, {16.0}}, 4).inv_std[0]));  // a constant column
 }
+
+TEST_CASE("standardized_square_sums: each listed row's sum of squared z-scores, in that order") {
+  // Two columns over 2 rows, x = {{1, 10}, {4, 14}}, with mean {2, 12} and inv_std {1, 0.5}:
+  // row 0 is (-1)^2 + (-1)^2 = 2, row 1 is 2^2 + 1^2 = 5. Rows come in any order, repeats kept.
+  const std::vector<float> x{1, 10, 4, 14};
+  auto value = [&x](std::uint64_t i) { return x[i]; };
+  const lab::ColumnStats stats{{2.0, 12.0}, {1.0, 0.5}};
+  CHECK(lab::standardized_square_sums({1, 0, 1}, 2, value, stats) == std::vector<double>{5, 2, 5});
+  // Each column is standardized by its own statistics: swapped, row 1 is (-4)^2 + 12^2.
+  const lab::ColumnStats swapped{{12.0, 2.0}, {0.5, 1.0}};
+  CHECK(lab::standardized_square_sums({1}, 2, value, swapped) == std::vector<double>{160});
+}

@@ -25,6 +25,7 @@
 #include "lab/guard.hpp"
 #include "lab/harness.hpp"
 #include "lab/memory.hpp"
+#include "lab/outputs.cuh"
 #include "lab/protocol.cuh"
 #include "lab/read_only.cuh"
 #include "lab/record.hpp"
@@ -344,6 +345,47 @@ TEST_CASE("an output checked in one step: compared, its guard zone read, recorde
   CHECK_FALSE(checks[0].ok);
   CHECK(checks[1].name == "whole");
   CHECK_FALSE(checks[1].ok);
+}
+
+TEST_CASE("outputs in guarded buffers judged as one check: by their own names, all or at places") {
+  lab::Stream s;
+  lab::Lesson lesson("99-outputs", "OutputsCheck on the device");
+  lesson.declare("exercise", lab::Role::Exercise, "yours");
+  std::vector<std::string> args = {"/x/solution"};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  const lab::Tolerance exact{0, 0};
+  lesson.run(1, argv.data(), [&](lab::Lesson& l) {
+    lab::GuardedBuffer<float> mean(3, "mean"), score(100, "score");
+    mean.reset(s);
+    score.reset(s);
+    const std::vector<float> m = {1, 2, 3};
+    std::vector<float> sc(100);
+    for (std::size_t i = 0; i < sc.size(); ++i) sc[i] = static_cast<float>(i);
+    LAB_CHECK(cudaMemcpy(mean.data(), m.data(), mean.bytes(), cudaMemcpyHostToDevice));
+    LAB_CHECK(cudaMemcpy(score.data(), sc.data(), score.bytes(), cudaMemcpyHostToDevice));
+    auto look = [&](const std::string& case_name) {
+      return lab::Look(l, "exercise", case_name, 1, s, nullptr);
+    };
+    lab::OutputsCheck right(look("right"));
+    right.compare(mean, m, exact).compare(score, std::vector<float>{10, 30}, exact, {10, 30});
+    CHECK(right.guard(mean).guard(score).record().ok);
+    // score read at 10 and 30 only: 30 is not 31, named by score's own index.
+    lab::OutputsCheck wrong(look("wrong"));
+    wrong.compare(mean, m, exact).compare(score, std::vector<float>{10, 31}, exact, {10, 30});
+    CHECK(wrong.record().note ==
+          "score: 1 of 2 elements differ; first at [30]: got 30, expected 31");
+    write_at<<<1, 1, 0, s>>>(mean.data(), 3, 1.0f);  // mean's guard zone
+    LAB_CHECK_LAUNCH();
+    lab::OutputsCheck past(look("past the end"));
+    past.compare(mean, m, exact).guard(score).guard(mean);
+    CHECK(past.record().note.find("wrote past the end of mean") == 0);
+  });
+  const auto& checks = lesson.result().variants.at(0).checks;
+  REQUIRE(checks.size() == 3);
+  CHECK(checks[0].ok);
+  CHECK_FALSE(checks[1].ok);
+  CHECK_FALSE(checks[2].ok);
 }
 
 TEST_CASE("a changed read-only input is found on the device, with its first changed element") {

@@ -206,17 +206,9 @@ Expected reference(const Problem& p, std::uint64_t seed, const std::vector<std::
   const Table x{seed, p.cols};
   const lab::ColumnSums sums = lab::column_sums(p.rows, p.cols, x, s);
   const lab::ColumnStats st = lab::column_stats(sums, p.rows);
-  Expected e{{st.mean.begin(), st.mean.end()}, {st.inv_std.begin(), st.inv_std.end()}, {},
-             std::accumulate(sums.sum.begin(), sums.sum.end(), 0.0)};
-  for (const std::size_t r : rows) {
-    double s2 = 0;
-    for (int c = 0; c < p.cols; ++c) {
-      const double z = (x(r * p.cols + c) - st.mean[c]) * st.inv_std[c];
-      s2 += z * z;
-    }
-    e.score.push_back(static_cast<float>(s2));
-  }
-  return e;
+  const std::vector<double> score = lab::standardized_square_sums(rows, p.cols, x, st);
+  return {{st.mean.begin(), st.mean.end()}, {st.inv_std.begin(), st.inv_std.end()},
+          {score.begin(), score.end()}, std::accumulate(sums.sum.begin(), sums.sum.end(), 0.0)};
 }
 
 // Each call gets a new table x and poisoned outputs, then is checked (lab/declared.cuh says how).
@@ -241,15 +233,10 @@ lab::Checks<Problem> checks() {
     const bool scores = v != "given_stats";
     if (!stats) given_app(p, s);  // phases 1, 2 and 3 in order, as given_app runs them
     // The statistics, then the scores (read at `rows` only); the first that differs decides.
-    lab::OutputsCheck o(look.lesson(), v, look.case_name());
-    if (stats)
-      o.compare("mean", [&] { return p.mean.download(s); }, e.mean, tol)
-          .compare("inv_std", [&] { return p.inv_std.download(s); }, e.inv_std, tol);
-    if (scores)
-      o.compare("score", [&] { return lab::gather(p.score.data(), rows, s); }, e.score,
-                tol, rows);
-    if (stats && scores)
-      o.guard(p.mean, s).guard(p.inv_std, s).guard(p.score, s).guard(p.workspace, s);
+    lab::OutputsCheck o(look);
+    if (stats) o.compare(p.mean, e.mean, tol).compare(p.inv_std, e.inv_std, tol);
+    if (scores) o.compare(p.score, e.score, tol, rows);
+    if (stats && scores) o.guard(p.mean).guard(p.inv_std).guard(p.score).guard(p.workspace);
     o.record();
   };
   auto table = [](const Problem& p, std::uint64_t seed) { return Table{seed, p.cols}; };

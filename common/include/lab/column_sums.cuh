@@ -2,13 +2,16 @@
 /// @brief lab::column_sums: a reference's column sums and sums of squares, in double, over a
 /// row-major table regenerated on the device from its generator (never read back: the code under
 /// test could have written into it), for a check of column statistics (mean, spread) at every
-/// call of a table far too large to add up on the host each time. Device code: include it from
-/// a .cu file.
+/// call of a table far too large to add up on the host each time; lab::standardized_square_sums,
+/// the scores of a standardization at the rows a check looks at. Device code: include it from a
+/// .cu file.
 ///
 /// @code
-/// const lab::ColumnSums sums = lab::column_sums(rows, cols, Table{seed, cols}, stream);
+/// const Table table{seed, cols};  // the generator the fill used
+/// const lab::ColumnSums sums = lab::column_sums(rows, cols, table, stream);
 /// const double mean0 = sums.sum[0] / rows;
 /// const lab::ColumnStats stats = lab::column_stats(sums, rows);  // mean and 1/std per column
+/// const std::vector<double> score = lab::standardized_square_sums(at, cols, table, stats);
 /// @endcode
 #pragma once
 
@@ -96,6 +99,30 @@ inline ColumnStats column_stats(const ColumnSums& sums, int rows) {
     stats.inv_std.push_back(1.0 / std::sqrt(sums.squares[c] / rows - mean * mean));
   }
   return stats;
+}
+
+/// @brief Each listed row's sum of squared standardized values, in double, from the table's
+/// generator on the host (a row's score after a standardization z = (x - mean) * inv_std of the
+/// columns): the reference at the rows a check looks at, where the whole table is too large.
+/// @param rows the rows (from Look::indices)
+/// @param cols columns of the table
+/// @param value x at a row-major index r * cols + c (the generator its fill used)
+/// @param stats each column's mean and 1 / std (lab::column_stats)
+/// @return for each listed row r, in order, the sum over c of ((x[r][c] - mean[c]) inv_std[c])^2
+template <class Value>
+std::vector<double> standardized_square_sums(const std::vector<std::size_t>& rows, int cols,
+                                             const Value& value, const ColumnStats& stats) {
+  std::vector<double> out;
+  out.reserve(rows.size());
+  for (const std::size_t r : rows) {
+    double sum = 0;
+    for (int c = 0; c < cols; ++c) {
+      const double z = (value(r * cols + c) - stats.mean[c]) * stats.inv_std[c];
+      sum += z * z;
+    }
+    out.push_back(sum);
+  }
+  return out;
 }
 
 }  // namespace lab

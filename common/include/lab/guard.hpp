@@ -48,6 +48,8 @@ class GuardedBuffer {
   std::size_t size() const noexcept { return count_; }
   /// @return the elements' size in bytes
   std::size_t bytes() const noexcept { return count_ * sizeof(T); }
+  /// @return what error messages call it, e.g. "y"
+  const std::string& name() const noexcept { return name_; }
 
   /// @brief Fills the elements with 0xFF bytes (lab::poison): a float never written stays NaN.
   /// @param stream where to enqueue it

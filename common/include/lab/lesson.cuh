@@ -33,7 +33,7 @@
 #include "lab/guard.hpp"
 #include "lab/harness.hpp"
 #include "lab/memory.hpp"
-#include "lab/outputs.hpp"
+#include "lab/outputs.cuh"
 #include "lab/presets.hpp"
 #include "lab/protocol.cuh"
 #include "lab/ratio.hpp"

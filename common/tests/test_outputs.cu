@@ -1,12 +1,13 @@
 // lab::OutputsCheck without a GPU: several outputs of one call judged as one check, the first
-// output that differs deciding, guard zones read only once every output is right.
+// output that differs deciding, guard zones read only once every output is right. Outputs read
+// from lab::GuardedBuffers (by name, all or at places): test_gpu.cu.
 #include <doctest/doctest.h>
 
 #include <string>
 #include <vector>
 
 #include "lab/harness.hpp"
-#include "lab/outputs.hpp"
+#include "lab/outputs.cuh"
 #include "lab/variant.hpp"
 
 namespace {
@@ -21,6 +22,10 @@ struct Fixture {
     variants.add({"given", lab::Role::Baseline, "a given", [](Problem&, cudaStream_t) {},
                   [](const Problem&) { return lab::Work{1, 1}; }});
   }
+  // A look at the variant's outputs after a validated call, recorded under @p case_name.
+  lab::Look look(const std::string& case_name) {
+    return lab::Look(lesson, "given", case_name, 1, nullptr, nullptr);
+  }
   const std::vector<lab::CheckResult>& checks() const {
     return lesson.result().variants.at(0).checks;
   }
@@ -33,7 +38,7 @@ using Floats = std::vector<float>;
 
 TEST_CASE("outputs that are all right and intact guards make one passing check") {
   Fixture f;
-  lab::OutputsCheck o(f.lesson, "given", "10x3");
+  lab::OutputsCheck o(f.look("10x3"));
   o.compare("mean", [] { return Floats{1, 2}; }, Floats{1, 2}, kExact)
       .compare("score", [] { return Floats{3}; }, Floats{3}, kExact, {7});
   o.guard("").guard("");
@@ -47,7 +52,7 @@ TEST_CASE("outputs that are all right and intact guards make one passing check")
 TEST_CASE("the first output that differs decides, names itself, and nothing after it is read") {
   Fixture f;
   bool later_read = false;
-  lab::OutputsCheck o(f.lesson, "given", "10x3");
+  lab::OutputsCheck o(f.look("10x3"));
   o.compare("mean", [] { return Floats{1, 2}; }, Floats{1, 2}, kExact)
       .compare("score", [] { return Floats{3, 5}; }, Floats{3, 4}, kExact, {7, 9})
       .compare("inv_std", [&] {
@@ -67,7 +72,7 @@ TEST_CASE("the first output that differs decides, names itself, and nothing afte
 TEST_CASE("right outputs with a changed guard zone fail with the first zone's damage") {
   Fixture f;
   int buffers_read = 0;
-  lab::OutputsCheck o(f.lesson, "given", "2x1");
+  lab::OutputsCheck o(f.look("2x1"));
   o.compare("mean", [] { return Floats{1}; }, Floats{1}, kExact);
   o.guard("").guard("wrote past the end of score").guard("wrote past the end of workspace");
   CHECK_FALSE(o.ok());

@@ -1,15 +1,17 @@
-/// @file outputs.hpp
-/// @brief lab::OutputsCheck: several outputs of one call judged as one check. Each output is
-/// compared through Lesson::compare under "<case>, <output>" (so a --replay run can make the same
-/// comparison), in order, until one differs: that one decides, and the check's note names it.
-/// Once every output is right, the guard zones are read, in order; the first that changed fails
-/// the check with what was written there. Then the check is recorded once, under the case.
+/// @file outputs.cuh
+/// @brief lab::OutputsCheck: several outputs of one call judged as one check, for a look at a
+/// variant's outputs (Checks::check). Each output is compared through Lesson::compare under
+/// "<case>, <output>" (so a --replay run can make the same comparison), in order, until one
+/// differs: that one decides, and the check's note names it. Once every output is right, the
+/// guard zones are read, in order; the first that changed fails the check with what was written
+/// there. Then the check is recorded once, under the case. Device code (lab::gather): include it
+/// from a .cu file.
 ///
 /// @code
-/// lab::OutputsCheck o(look.lesson(), look.variant(), look.case_name());
-/// o.compare("mean", [&] { return p.mean.download(s); }, want_mean, tol);
-/// o.compare("score", [&] { return lab::gather(p.score.data(), rows, s); }, want_score, tol, rows);
-/// o.guard(p.mean, s).guard(p.score, s);
+/// lab::OutputsCheck o(look);
+/// o.compare(p.mean, want_mean, tol);          // all of mean, under its own name
+/// o.compare(p.score, want_score, tol, rows);  // score at `rows` only
+/// o.guard(p.mean).guard(p.score);
 /// o.record();
 /// @endcode
 #pragma once
@@ -21,6 +23,7 @@
 
 #include "lab/guard.hpp"
 #include "lab/harness.hpp"
+#include "lab/protocol.cuh"
 #include "lab/validate.hpp"
 
 namespace lab {
@@ -28,11 +31,12 @@ namespace lab {
 /// @brief One check over several outputs of a call (see the file's comment).
 class OutputsCheck {
  public:
-  /// @param lesson the lesson
-  /// @param variant a declared variant
-  /// @param case_name what the check is recorded under
-  OutputsCheck(Lesson& lesson, std::string variant, std::string case_name)
-      : lesson_(lesson), variant_(std::move(variant)), case_name_(std::move(case_name)) {}
+  /// @param look the look at a variant's outputs: its lesson, variant, case and stream
+  explicit OutputsCheck(const Look& look)
+      : lesson_(look.lesson()),
+        variant_(look.variant()),
+        case_name_(look.case_name()),
+        stream_(look.stream()) {}
 
   /// @return true while every output compared so far is right and no guard zone changed
   bool ok() const { return c_.ok && damage_.empty(); }
@@ -57,6 +61,20 @@ class OutputsCheck {
     return *this;
   }
 
+  /// @brief compare() of an output in a lab::GuardedBuffer, under the buffer's own name: all of
+  /// it, or the elements at @p at only (lab::gather), read on the look's stream.
+  /// @param out the output
+  /// @param want the reference: one per element, or one per place of @p at
+  /// @param tol the tolerance
+  /// @param at the places looked at (Look::indices), or empty: every element
+  /// @return *this
+  template <class T>
+  OutputsCheck& compare(const GuardedBuffer<T>& out, const std::vector<T>& want, Tolerance tol,
+                        const std::vector<std::size_t>& at = {}) {
+    auto got = [&] { return at.empty() ? out.download(stream_) : gather(out.data(), at, stream_); };
+    return compare(out.name(), got, want, tol, at);
+  }
+
   /// @brief A guard zone's verdict, kept when every output is right and no earlier zone changed.
   /// @param damage GuardedBuffer::damage's answer: "" for an intact zone
   /// @return *this
@@ -66,13 +84,12 @@ class OutputsCheck {
   }
 
   /// @brief An output's (or a workspace's) guard zone, read only when every output is right and
-  /// no earlier zone changed (waits for @p stream).
+  /// no earlier zone changed (waits for the look's stream).
   /// @param buffer the buffer
-  /// @param stream the lesson's stream
   /// @return *this
   template <class T>
-  OutputsCheck& guard(const GuardedBuffer<T>& buffer, cudaStream_t stream) {
-    return ok() ? guard(buffer.damage(stream)) : *this;
+  OutputsCheck& guard(const GuardedBuffer<T>& buffer) {
+    return ok() ? guard(buffer.damage(stream_)) : *this;
   }
 
   /// @brief Records the check under the case (Lesson::check): the first output that differs,
@@ -100,6 +117,7 @@ class OutputsCheck {
   Lesson& lesson_;
   std::string variant_;
   std::string case_name_;
+  cudaStream_t stream_;
   Comparison c_;        // the last comparison made
   std::string what_;    // the output it was of
   std::string damage_;  // the first changed guard zone's verdict
