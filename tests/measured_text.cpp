@@ -8,7 +8,9 @@
 //     The solution reaches 2,959 GB/s, 1.01 of the copy ceiling.
 //     <!-- m: 2,959 GB/s = h100 solution.exercise.gbs; 1.01 = h100 solution.exercise.of_copy -->
 //
-// A measured source is a run folder of measurements/ and a reference into its result files:
+// A measured source is a run folder of measurements/ (or the path of a deeper folder of result
+// files, such as an A/B round's side: h200-protocol-ab/round3/after) and a reference into its
+// result files:
 //   BUILD.VARIANT[.FIELD]    a variant's median (the default) or FIELD: a key of time_ms (min,
 //                            q1, q3, median_low, ...), enqueue_us, gbs, gflops, of_copy, intensity
 //   BUILD.metric.NAME        a metric's value
@@ -378,7 +380,13 @@ class Sources {
   const GpuFolder& folder(const std::string& gpu) const {
     for (const GpuFolder& g : gpus_)
       if (g.name == gpu) return g;
-    throw std::runtime_error("no run folder `" + gpu + "` (there are: " + gpu_names() + ")");
+    // A deeper folder of result files (an A/B round's side, unjudged runs) is cited by its path
+    // below measurements/; it has no README of its own, so no stamps, which only the tables use.
+    const fs::path dir = kRepo / "measurements" / gpu;
+    if (gpu.find('/') != std::string::npos && gpu.find("..") == std::string::npos && fs::is_directory(dir))
+      return nested_.try_emplace(gpu, GpuFolder{gpu, dir, {}, {}}).first->second;
+    throw std::runtime_error("no run folder `" + gpu + "` (there are: " + gpu_names() +
+                             ", or a deeper folder's path below measurements/)");
   }
   const json& file(const std::string& gpu, const std::string& lesson, const std::string& build) {
     const fs::path path = folder(gpu).result(lesson, build);
@@ -387,6 +395,7 @@ class Sources {
     return it->second;
   }
   std::vector<GpuFolder> gpus_;
+  mutable std::map<std::string, GpuFolder> nested_;  // the deeper folders cited so far, by path
   std::map<std::string, json> files_;
 };
 
@@ -562,6 +571,16 @@ TEST_CASE("a wrong number, a missing source and an unsourced number each fail; r
   CHECK(problems("It takes " + right + ".<!-- m: " + right + " = h999 solution.exercise -->")[0].find("no run folder `h999`") !=
         std::string::npos);
   CHECK(problems("It takes 1 ms.<!-- m: 2 ms = h100 solution.exercise -->")[0].find("the block has no 2 ms") != std::string::npos);
+  // A deeper folder of result files, by its path below measurements/ (an A/B round's side); no
+  // path out of measurements/, and no folder that is not there.
+  const std::string ab = "h200-protocol-ab/round3/after";
+  CHECK(problems("At 32 threads 1428.2 GB/s.<!-- m: 1428.2 GB/s = " + ab + " 08.solution.txt \"32 threads:\" -->").empty());
+  CHECK(problems("Prebuilt: 419.09 us.<!-- m: 419.09 us = " + ab + " 11.solution.prebuilt -->").empty());
+  CHECK(problems("Prebuilt: 429.09 us.<!-- m: 429.09 us = " + ab + " 11.solution.prebuilt -->").size() == 1);
+  CHECK(problems("Took 1.182 ms.<!-- m: 1.182 ms = h100/../h100 solution.interleaved -->")[0].find("no run folder") !=
+        std::string::npos);
+  CHECK(problems("Took 1.182 ms.<!-- m: 1.182 ms = h200-protocol-ab/round9 solution.interleaved -->")[0].find(
+            "no run folder") != std::string::npos);
   // The other half: a number that looks measured needs a source or a word that says it is none.
   p = problems("The H100 reads 3,000 GB/s.\n");
   REQUIRE(p.size() == 1);
