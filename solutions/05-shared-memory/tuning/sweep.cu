@@ -2,6 +2,7 @@
 // and transpose fastest on this GPU, measured in one process in about a minute.
 //
 //   05-shared-memory-sweep OUT.json [--sgemm-size N] [--transpose-size N]
+//   05-shared-memory-sweep --bank-model   (the transposes' shared-memory bank model; no GPU)
 //
 // SGEMM: the reference solution's warp-tiled kernel (solutions/05-shared-memory/exercise.cu) with
 // its tile parameters made template parameters: block tile BM x BN x BK, warp tile WM x WN,
@@ -11,8 +12,9 @@
 // paths, beta 0 and not), then timed at N^3 against cuBLAS in pedantic FP32 (lesson 05's
 // reference), and checked again at the timed size.
 // Transpose: the reference's padded shared tile, generalized over tile size, threads per block
-// (hence elements per thread) and vector width of the global loads and stores, checked exactly,
-// then timed at N x N against a float4 copy of the same bytes.
+// (hence elements per thread) and vector width of the global loads and stores, and an unpadded
+// XOR-swizzled float4 tile, each checked exactly, then timed at N x N against a float4 copy of
+// the same bytes; beside each, the bank conflicts of its shared accesses by a model of the banks.
 // Timing is the course's: lab::benchmark, cold L2, lead-in, 20 samples (median, min, max).
 // Prints both tables sorted by time and writes them as JSON. Exit 0 when every configuration
 // validated, 1 when one did not (it is then left out of the ranking), 77 with no GPU.
@@ -24,6 +26,7 @@
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -301,7 +304,18 @@ std::vector<GemmConfig> gemm_configs() {
           gemm_config<Tiles<256, 128, 8, 64, 64, 16, 8, true, true, 1>>(),
           gemm_config<Tiles<128, 64, 8, 32, 64, 8, 8, true, true, 3>>(),
           gemm_config<Tiles<64, 128, 8, 32, 64, 8, 8, true, true, 3>>(),
-          gemm_config<Tiles<64, 64, 8, 32, 64, 8, 8, true, true, 1>>()};  // reference, small
+          gemm_config<Tiles<64, 64, 8, 32, 64, 8, 8, true, true, 1>>(),  // reference, small
+          // One buffer (the H200 run's best, 0.894) with the next best choices of that run, which
+          // it timed only with two: BK 16 (0.884 against BK 8's 0.865), 64 x 32 warps (even with
+          // 32 x 64), the launch bound of 1 against 2, the 128 x 256 tile (best of the larger
+          // tiles at BK 16), and the reference's 64 x 64 fallback for small grids, which has one
+          // buffer now.
+          gemm_config<Tiles<128, 128, 16, 32, 64, 8, 8, false, true, 2>>(),
+          gemm_config<Tiles<128, 128, 16, 64, 32, 8, 8, false, true, 2>>(),
+          gemm_config<Tiles<128, 128, 8, 64, 32, 8, 8, false, true, 2>>(),
+          gemm_config<Tiles<128, 128, 16, 32, 64, 8, 8, false, true, 1>>(),
+          gemm_config<Tiles<128, 256, 16, 32, 64, 8, 8, false, true, 1>>(),
+          gemm_config<Tiles<64, 64, 8, 32, 64, 8, 8, false, true, 1>>()};
 }
 
 // cuBLAS as lesson 05 calls it (see cublas_sgemm there): row-major C = A B is column-major
@@ -382,6 +396,28 @@ struct GemmCase {
 // Transpose: the reference's padded tile, generalized. A block moves a TILE x TILE tile with
 // THREADS threads, VEC floats per global access (float, float2, float4), the tile padded by PAD
 // floats per row. The reference is <32, 256, 1, 1>: 32 x 8 threads, 4 rows per thread.
+//
+// Or, with SWIZZLE, an unpadded tile whose columns are XOR-ed by the row, and lanes that move
+// their VEC floats in a rotated order. Why, for the 64 x 64 float4 tile (the sweep's fastest,
+// but padded a 2-way conflict on every shared access). A word's bank is its address mod 32.
+//  - Padded [64][65]: element (r, c) in bank (r + c) mod 32. A warp stores 2 tile rows R, R + 1
+//    (lane = 16 h + j: row R + h, float4 j, columns 4j + q for q = 0..3, one scalar store per q):
+//    lanes j and j + 8 are 32 columns apart, one bank: 2-way. The column reads (lane reads rows
+//    4j + q of column C) have the same 32-row stride: 2-way. Rotating the order of the 4 stores
+//    cannot fix both sides here: the stores need the quarters' first q to differ mod 4, the
+//    reads the same plus h (C = 2m + h), and 0+1+2+3 and 0+1+2+3+2 differ mod 4.
+//  - Swizzled [64][64]: element (r, c) at word 64 r + (c ^ r), a permutation of each row (r and c
+//    < 64). Rows start on bank 0, so the bank is (c ^ r) mod 32: bits 2-4 are (c >> 2) ^ (r >> 2),
+//    bits 0-1 are (c ^ r) & 3. A lane of quarter k = lane / 8 (k = 2h + j / 8) moves element
+//    q = t ^ rho at its step t, rho = k ^ h (element() below; XOR: its own inverse).
+//    Stores: c = 4j + q, r = R + h. Bits 2-4: j ^ (R >> 2), all 8 values over a quarter's 8
+//    lanes; bits 0-1: q ^ h ^ (R & 3) = t ^ k ^ (R & 3), another value for each quarter. 32
+//    lanes, 32 banks.
+//    Reads: r = 4j + q, c = C = 2m + h. Bits 2-4: (C >> 2) ^ j, all 8 over a quarter; bits 0-1:
+//    (C & 3) ^ q = (2m & 3) ^ h ^ t ^ rho = (2m & 3) ^ t ^ k, one per quarter. 32 banks.
+//  - Swizzled [32][32] (8 float4 per row, a warp on 4 rows: h = k): rho = 0, the XOR alone does.
+// bank_model() counts the conflicts of a block's shared accesses with the kernel's own index
+// functions, and the sweep prints it beside every transpose configuration.
 
 template <int VEC>
 __device__ __forceinline__ void load_vec(const float* p, float (&v)[VEC]) {
@@ -406,15 +442,52 @@ __device__ __forceinline__ void store_vec(float* p, const float (&v)[VEC]) {
     *p = v[0];
 }
 
-template <int TILE, int THREADS, int VEC, int PAD>
+// x[q] for a q known only at run time, as selects (an indexed register array would go to local
+// memory). With a q known at compile time it is just x[q].
+template <int VEC>
+__device__ __forceinline__ float pick(const float (&x)[VEC], int q) {
+  float out = x[0];
+#pragma unroll
+  for (int j = 1; j < VEC; ++j) out = q == j ? x[j] : out;
+  return out;
+}
+
+// Where the tile keeps its elements, shared by the kernel and bank_model(). Vector v of a block
+// (v = threadIdx.x + i * THREADS) is tile row v / kPerRow, columns (v % kPerRow) * VEC + 0..VEC-1
+// when it is loaded, and tile column v / kPerRow, rows (v % kPerRow) * VEC + 0..VEC-1 when the
+// output vector is built.
+template <int TILE, int VEC, int PAD, bool SWIZZLE>
+struct TileLayout {
+  static constexpr int kPerRow = TILE / VEC;  // vectors per tile row
+  static constexpr int kWords = TILE * (TILE + PAD);
+  static_assert(!SWIZZLE || (PAD == 0 && VEC == 4 && (TILE == 32 || TILE == 64)),
+                "the swizzle is worked out for unpadded float4 tiles of 32 and 64");
+  // The element of its vector a lane moves at step t (see the comment above).
+  __host__ __device__ static constexpr int element(int lane, int t) {
+    return SWIZZLE ? t ^ (((lane / 8) ^ (lane / kPerRow)) & (VEC - 1)) : t;
+  }
+  __host__ __device__ static constexpr int word(int r, int c) {
+    return r * (TILE + PAD) + (SWIZZLE ? c ^ r : c);
+  }
+  __host__ __device__ static constexpr int store_word(int v, int q) {
+    return word(v / kPerRow, (v % kPerRow) * VEC + q);
+  }
+  __host__ __device__ static constexpr int read_word(int v, int q) {
+    return word((v % kPerRow) * VEC + q, v / kPerRow);
+  }
+};
+
+template <int TILE, int THREADS, int VEC, int PAD, bool SWIZZLE>
 __global__ void __launch_bounds__(THREADS)
     transpose_tile(const float* __restrict__ in, float* __restrict__ out, int rows, int cols,
                    bool vec_in, bool vec_out) {
-  constexpr int kPerRow = TILE / VEC;  // vectors per tile row
+  using Layout = TileLayout<TILE, VEC, PAD, SWIZZLE>;
+  constexpr int kPerRow = Layout::kPerRow;
   constexpr int kSteps = TILE * kPerRow / THREADS;
   static_assert(kSteps * THREADS == TILE * kPerRow, "every thread moves the same number");
-  __shared__ float tile[TILE][TILE + PAD];
+  __shared__ float tile[Layout::kWords];
   const int r0 = blockIdx.y * TILE, c0 = blockIdx.x * TILE;
+  const int lane = threadIdx.x % 32;
 #pragma unroll
   for (int i = 0; i < kSteps; ++i) {  // kSteps independent loads in flight per thread
     const int v = threadIdx.x + i * THREADS;
@@ -429,7 +502,10 @@ __global__ void __launch_bounds__(THREADS)
       for (int q = 0; q < VEC; ++q) x[q] = c + q < cols ? p[q] : 0.0f;
     }
 #pragma unroll
-    for (int q = 0; q < VEC; ++q) tile[v / kPerRow][(v % kPerRow) * VEC + q] = x[q];
+    for (int t = 0; t < VEC; ++t) {
+      const int q = Layout::element(lane, t);
+      tile[Layout::store_word(v, q)] = pick(x, q);
+    }
   }
   __syncthreads();
 #pragma unroll
@@ -437,9 +513,11 @@ __global__ void __launch_bounds__(THREADS)
     const int v = threadIdx.x + i * THREADS;
     const int orow = c0 + v / kPerRow, oc = r0 + (v % kPerRow) * VEC;  // out is cols x rows
     if (orow >= cols) continue;
-    float x[VEC];
+    float y[VEC], x[VEC];  // y[t]: the element read at step t; x: in order
 #pragma unroll
-    for (int q = 0; q < VEC; ++q) x[q] = tile[(v % kPerRow) * VEC + q][v / kPerRow];
+    for (int t = 0; t < VEC; ++t) y[t] = tile[Layout::read_word(v, Layout::element(lane, t))];
+#pragma unroll
+    for (int q = 0; q < VEC; ++q) x[q] = pick(y, Layout::element(lane, q));  // an XOR: inverse
     float* p = out + static_cast<std::size_t>(orow) * rows + oc;
     if (vec_out && oc + VEC <= rows) {
       store_vec<VEC>(p, x);
@@ -451,41 +529,102 @@ __global__ void __launch_bounds__(THREADS)
   }
 }
 
+// The bank model of a full tile: for each warp-wide shared store and read of transpose_tile, the
+// wavefronts it takes (the most distinct words any one bank serves; one word read by several
+// lanes is one), and the extra ones per needed one (ncu's shared_bank_conflicts, lesson 05's
+// transpose_conflicts rule: at most 1.0). Edge tiles, where some lanes skip, are left out.
+struct BankModel {
+  double store = 0, read = 0;  // extra wavefronts per warp-wide access
+  bool permutation = true;     // every element of the tile has a word of its own
+};
+
+template <int TILE, int THREADS, int VEC, int PAD, bool SWIZZLE>
+BankModel bank_model() {
+  using Layout = TileLayout<TILE, VEC, PAD, SWIZZLE>;
+  constexpr int kSteps = TILE * Layout::kPerRow / THREADS;
+  auto wavefronts = [](const std::vector<int>& words) {
+    std::vector<std::vector<int>> per_bank(32);
+    for (const int w : words)
+      if (std::find(per_bank[w % 32].begin(), per_bank[w % 32].end(), w) == per_bank[w % 32].end())
+        per_bank[w % 32].push_back(w);
+    std::size_t most = 0;
+    for (const auto& b : per_bank) most = std::max(most, b.size());
+    return static_cast<int>(most);
+  };
+  BankModel m;
+  std::vector<int> owner(Layout::kWords, 0);  // how many elements the store side put there
+  int accesses = 0, extra_store = 0, extra_read = 0;
+  for (int warp = 0; warp < THREADS / 32; ++warp)
+    for (int i = 0; i < kSteps; ++i)
+      for (int t = 0; t < VEC; ++t) {
+        std::vector<int> stores, reads;
+        for (int lane = 0; lane < 32; ++lane) {
+          const int v = warp * 32 + lane + i * THREADS, q = Layout::element(lane, t);
+          stores.push_back(Layout::store_word(v, q));
+          reads.push_back(Layout::read_word(v, q));
+          const int w = stores.back();
+          if (w < 0 || w >= Layout::kWords || ++owner[w] > 1) m.permutation = false;
+        }
+        extra_store += wavefronts(stores) - 1;
+        extra_read += wavefronts(reads) - 1;
+        ++accesses;
+      }
+  m.store = double(extra_store) / accesses;
+  m.read = double(extra_read) / accesses;
+  return m;
+}
+
 using TransposeLaunch = std::function<void(const float*, float*, int, int, cudaStream_t)>;
 struct TransposeConfig {
   std::string name;
   TransposeLaunch launch;
+  BankModel model;
 };
 
-template <int TILE, int THREADS, int VEC, int PAD>
+template <int TILE, int THREADS, int VEC, int PAD, bool SWIZZLE = false>
 TransposeConfig transpose_config() {
   const std::string name = std::to_string(TILE) + "x" + std::to_string(TILE) + " " +
                            std::to_string(THREADS) + "thr " +
                            std::to_string(TILE * TILE / THREADS) + "/thr vec" +
-                           std::to_string(VEC) + " pad" + std::to_string(PAD);
-  return {name, [](const float* in, float* out, int rows, int cols, cudaStream_t s) {
+                           std::to_string(VEC) + (SWIZZLE ? " xor" : " pad" + std::to_string(PAD));
+  return {name,
+          [](const float* in, float* out, int rows, int cols, cudaStream_t s) {
             const dim3 grid((cols + TILE - 1) / TILE, (rows + TILE - 1) / TILE);
-            transpose_tile<TILE, THREADS, VEC, PAD>
+            transpose_tile<TILE, THREADS, VEC, PAD, SWIZZLE>
                 <<<grid, THREADS, 0, s>>>(in, out, rows, cols, cols % VEC == 0 && aligned16(in),
                                           rows % VEC == 0 && aligned16(out));
             LAB_CHECK_LAUNCH();
-          }};
+          },
+          bank_model<TILE, THREADS, VEC, PAD, SWIZZLE>()};
 }
 
 // Tiles of 32 and 64, 2 to 16 elements per thread, float2 and float4 on both global sides. With
 // VEC floats a warp covers 32 * VEC / TILE tile rows; padding 1 keeps a 32-wide tile's vector
-// accesses conflict-free (bank = row + column), a 64-wide one's up to 2-way.
+// accesses conflict-free (bank = row + column), a 64-wide one's up to 2-way. Then the swizzled
+// float4 tiles ("xor"): conflict-free at 64 wide too, at 128, 256 and 512 threads as the padded
+// ones, and at 32 wide beside the reference's 32x32 128thr vec4 pad1.
 std::vector<TransposeConfig> transpose_configs() {
   //                        TILE THREADS VEC PAD
   return {transpose_config<32, 256, 1, 1>(),  // the reference
-          transpose_config<32, 128, 1, 1>(),  transpose_config<32, 512, 1, 1>(),
-          transpose_config<64, 256, 1, 1>(),  transpose_config<64, 512, 1, 1>(),
-          transpose_config<64, 1024, 1, 1>(), transpose_config<32, 128, 2, 1>(),
-          transpose_config<32, 256, 2, 1>(),  transpose_config<32, 64, 4, 1>(),
-          transpose_config<32, 128, 4, 1>(),  transpose_config<32, 256, 4, 1>(),
-          transpose_config<64, 256, 2, 1>(),  transpose_config<64, 128, 4, 1>(),
-          transpose_config<64, 256, 4, 1>(),  transpose_config<64, 512, 4, 1>(),
-          transpose_config<64, 256, 4, 2>()};
+          transpose_config<32, 128, 1, 1>(),
+          transpose_config<32, 512, 1, 1>(),
+          transpose_config<64, 256, 1, 1>(),
+          transpose_config<64, 512, 1, 1>(),
+          transpose_config<64, 1024, 1, 1>(),
+          transpose_config<32, 128, 2, 1>(),
+          transpose_config<32, 256, 2, 1>(),
+          transpose_config<32, 64, 4, 1>(),
+          transpose_config<32, 128, 4, 1>(),
+          transpose_config<32, 256, 4, 1>(),
+          transpose_config<64, 256, 2, 1>(),
+          transpose_config<64, 128, 4, 1>(),
+          transpose_config<64, 256, 4, 1>(),
+          transpose_config<64, 512, 4, 1>(),
+          transpose_config<64, 256, 4, 2>(),
+          transpose_config<64, 256, 4, 0, true>(),
+          transpose_config<64, 128, 4, 0, true>(),
+          transpose_config<64, 512, 4, 0, true>(),
+          transpose_config<32, 128, 4, 0, true>()};
 }
 
 // The copy ceiling as lab::ceilings measures it (a float4 grid-stride copy, 8 blocks of 256 per
@@ -535,7 +674,16 @@ struct Row {
   lab::Stats ms;
   double rate = 0;      // TFLOP/s or GB/s
   double fraction = 0;  // of cuBLAS or of the copy
+  std::optional<BankModel> model;  // a transpose's bank model
 };
+
+// "conflicts per access by the bank model: stores 0, reads 1" (see bank_model()).
+std::string describe(const BankModel& m) {
+  char text[120];
+  std::snprintf(text, sizeof text, "conflicts per access by the bank model: stores %g, reads %g%s",
+                m.store, m.read, m.permutation ? "" : " (NOT a permutation of the tile)");
+  return text;
+}
 
 void print_table(const char* title, const char* unit, const char* of, std::vector<Row>& rows) {
   std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
@@ -568,6 +716,10 @@ nlohmann::json to_json(const std::vector<Row>& rows, const char* rate, const cha
       j[rate] = r.rate;
       j[fraction] = r.fraction;
     }
+    if (r.model)
+      j["bank_model"] = {{"store_conflicts_per_access", r.model->store},
+                         {"read_conflicts_per_access", r.model->read},
+                         {"permutation", r.model->permutation}};
     out.push_back(j);
   }
   return out;
@@ -589,8 +741,11 @@ int parse_size(const char* flag, const char* text, int least, int most) {
 int main(int argc, char** argv) {
   const char* json_path = nullptr;
   int gemm_n = 4096, transpose_n = 8192;
+  bool model_only = false;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--sgemm-size") && i + 1 < argc) {
+    if (!std::strcmp(argv[i], "--bank-model")) {
+      model_only = true;
+    } else if (!std::strcmp(argv[i], "--sgemm-size") && i + 1 < argc) {
       gemm_n = parse_size("--sgemm-size", argv[++i], 1, 16384);
     } else if (!std::strcmp(argv[i], "--transpose-size") && i + 1 < argc) {
       transpose_n = parse_size("--transpose-size", argv[++i], 1, 32768);
@@ -601,9 +756,18 @@ int main(int argc, char** argv) {
       break;
     }
   }
+  if (model_only) {  // the transposes' bank model alone: host arithmetic, no GPU needed
+    bool all_permutations = true;
+    for (const TransposeConfig& cfg : transpose_configs()) {
+      std::printf("  %-36s %s\n", cfg.name.c_str(), describe(cfg.model).c_str());
+      all_permutations = all_permutations && cfg.model.permutation;
+    }
+    return all_permutations ? lab::kExitOk : lab::kExitIncorrect;
+  }
   if (!json_path) {
     std::fprintf(stderr,
-                 "usage: 05-shared-memory-sweep OUT.json [--sgemm-size N] [--transpose-size N]\n");
+                 "usage: 05-shared-memory-sweep OUT.json [--sgemm-size N] [--transpose-size N]\n"
+                 "       05-shared-memory-sweep --bank-model\n");
     return lab::kExitUsage;
   }
   const std::string why = lab::gpu_unavailable_reason();
@@ -634,7 +798,7 @@ int main(int argc, char** argv) {
     std::vector<Row> gemm_rows;
     double cublas_ms = 0;
     for (const GemmConfig& cfg : configs) {
-      Row row{cfg.name, "", {}, 0, 0};
+      Row row{cfg.name, "", {}, 0, 0, std::nullopt};
       for (const GemmCase& c : cases) {  // checked before it is timed
         c.reset(stream);
         cfg.launch(c.gemm(), stream);
@@ -667,7 +831,7 @@ int main(int argc, char** argv) {
       const int blocks = d.sms * 8;
       // (the tail of a size that is not a multiple of 4 is not copied: a ceiling, not a copy)
       const std::size_t vectors = big_n / 4;
-      Row row{"copy float4 (same bytes)", "", {}, 0, 1.0};
+      Row row{"copy float4 (same bytes)", "", {}, 0, 1.0, std::nullopt};
       row.ms = time_it(
           [&](cudaStream_t s) {
             copy_float4<<<blocks, 256, 0, s>>>(reinterpret_cast<const float4*>(in.data()),
@@ -681,7 +845,7 @@ int main(int argc, char** argv) {
     const double copy_ms = transpose_rows[0].ms.median, copy_gbs = transpose_rows[0].rate;
     const int shapes[][2] = {{1000, 777}, {33, 4097}, {4097, 33}, {1, 1}};
     for (const TransposeConfig& cfg : transpose_configs()) {
-      Row row{cfg.name, "", {}, 0, 0};
+      Row row{cfg.name, "", {}, 0, 0, cfg.model};
       std::uint64_t seed = 61;
       for (const auto& shape : shapes) {
         const int r = shape[0], c = shape[1];
@@ -702,7 +866,8 @@ int main(int argc, char** argv) {
       row.rate = bytes / (row.ms.median * 1e6);
       row.fraction = copy_ms / row.ms.median;
       all_valid = all_valid && row.error.empty();
-      std::printf("  %-36s %s\n", cfg.name.c_str(), row.error.empty() ? "ok" : row.error.c_str());
+      std::printf("  %-36s %s; %s\n", cfg.name.c_str(), row.error.empty() ? "ok" : row.error.c_str(),
+                  describe(cfg.model).c_str());
       std::fflush(stdout);
       transpose_rows.push_back(row);
     }
