@@ -397,25 +397,29 @@ struct GemmCase {
 // THREADS threads, VEC floats per global access (float, float2, float4), the tile padded by PAD
 // floats per row. The reference is <32, 256, 1, 1>: 32 x 8 threads, 4 rows per thread.
 //
-// Or, with SWIZZLE, an unpadded tile whose columns are XOR-ed by the row, and lanes that move
-// their VEC floats in a rotated order. Why, for the 64 x 64 float4 tile (the sweep's fastest,
-// but padded a 2-way conflict on every shared access). A word's bank is its address mod 32.
-//  - Padded [64][65]: element (r, c) in bank (r + c) mod 32. A warp stores 2 tile rows R, R + 1
-//    (lane = 16 h + j: row R + h, float4 j, columns 4j + q for q = 0..3, one scalar store per q):
-//    lanes j and j + 8 are 32 columns apart, one bank: 2-way. The column reads (lane reads rows
-//    4j + q of column C) have the same 32-row stride: 2-way. Rotating the order of the 4 stores
-//    cannot fix both sides here: the stores need the quarters' first q to differ mod 4, the
-//    reads the same plus h (C = 2m + h), and 0+1+2+3 and 0+1+2+3+2 differ mod 4.
+// Or (Arrange below) lanes that move their VEC floats in a rotated order, in the padded tile or in
+// an unpadded one whose columns are XOR-ed by the row. Why, for the 64 x 64 float4 tile (the
+// sweep's fastest, but padded a 2-way conflict on every shared access). A bank is a word mod 32.
+// A warp stores 2 tile rows R, R + 1 (R even): lane = 16 h + j stores row R + h, float4 j,
+// columns 4j + q (q = 0..3, one scalar store each), and reads back rows 4j + q of tile column
+// C = 2m + h. The lane is in quarter k = lane / 8 = 2h + j / 8; it moves element q at its step t.
+//  - Padded [64][65], q = t (plain): element (r, c) in bank (r + c) mod 32; lanes j and j + 8 are
+//    32 columns (stores) or rows (reads) apart, one bank: 2-way on every access.
+//  - Padded, q = (t + rho) mod 4 with rho = k - h (rotated).
+//    Stores: bank = R + h + 4j + q; over a quarter's 8 lanes (j mod 8 = 0..7) the 8 banks that
+//    are t + rho + h = t + k (+ R) mod 4, another residue for each quarter: 32 banks. Reads:
+//    bank = 4j + q + 2m + h, the same residues t + k (+ 2m): 32 banks.
 //  - Swizzled [64][64]: element (r, c) at word 64 r + (c ^ r), a permutation of each row (r and c
 //    < 64). Rows start on bank 0, so the bank is (c ^ r) mod 32: bits 2-4 are (c >> 2) ^ (r >> 2),
-//    bits 0-1 are (c ^ r) & 3. A lane of quarter k = lane / 8 (k = 2h + j / 8) moves element
-//    q = t ^ rho at its step t, rho = k ^ h (element() below; XOR: its own inverse).
+//    bits 0-1 are (c ^ r) & 3. XOR alone cannot help (j and j + 8 differ in bit 5 of c only); the
+//    order q = t ^ rho with rho = k ^ h (an XOR: its own inverse) does.
 //    Stores: c = 4j + q, r = R + h. Bits 2-4: j ^ (R >> 2), all 8 values over a quarter's 8
 //    lanes; bits 0-1: q ^ h ^ (R & 3) = t ^ k ^ (R & 3), another value for each quarter. 32
 //    lanes, 32 banks.
 //    Reads: r = 4j + q, c = C = 2m + h. Bits 2-4: (C >> 2) ^ j, all 8 over a quarter; bits 0-1:
 //    (C & 3) ^ q = (2m & 3) ^ h ^ t ^ rho = (2m & 3) ^ t ^ k, one per quarter. 32 banks.
-//  - Swizzled [32][32] (8 float4 per row, a warp on 4 rows: h = k): rho = 0, the XOR alone does.
+//  - 32-wide tiles (8 float4 per row, a warp on 4 rows: h = k): rho = 0, the padding or the XOR
+//    alone does.
 // bank_model() counts the conflicts of a block's shared accesses with the kernel's own index
 // functions, and the sweep prints it beside every transpose configuration.
 
@@ -456,36 +460,55 @@ __device__ __forceinline__ float pick(const float (&x)[VEC], int q) {
 // (v = threadIdx.x + i * THREADS) is tile row v / kPerRow, columns (v % kPerRow) * VEC + 0..VEC-1
 // when it is loaded, and tile column v / kPerRow, rows (v % kPerRow) * VEC + 0..VEC-1 when the
 // output vector is built.
-template <int TILE, int VEC, int PAD, bool SWIZZLE>
+enum class Arrange { plain, rotated, swizzled };
+
+template <int TILE, int VEC, int PAD, Arrange A>
 struct TileLayout {
   static constexpr int kPerRow = TILE / VEC;  // vectors per tile row
   static constexpr int kWords = TILE * (TILE + PAD);
-  static_assert(!SWIZZLE || (PAD == 0 && VEC == 4 && (TILE == 32 || TILE == 64)),
-                "the swizzle is worked out for unpadded float4 tiles of 32 and 64");
-  // The element of its vector a lane moves at step t (see the comment above).
+  static constexpr bool kSwizzled = A == Arrange::swizzled;
+  static_assert(A == Arrange::plain || (VEC == 4 && (TILE == 32 || TILE == 64)),
+                "the rotations are worked out for float4 tiles of 32 and 64");
+  static_assert(!kSwizzled || PAD == 0, "the swizzle replaces the padding");
+  // rho: k - h (rotated) or k ^ h (swizzled), k = lane / 8, h = lane / kPerRow (comment above).
+  __host__ __device__ static constexpr int rotation(int lane) {
+    return kSwizzled ? ((lane / 8) ^ (lane / kPerRow)) & (VEC - 1)
+                     : (lane / 8 - lane / kPerRow) & (VEC - 1);
+  }
+  // The element of its vector a lane moves at step t, and the step that moves element q.
   __host__ __device__ static constexpr int element(int lane, int t) {
-    return SWIZZLE ? t ^ (((lane / 8) ^ (lane / kPerRow)) & (VEC - 1)) : t;
+    if (A == Arrange::plain) return t;
+    return kSwizzled ? t ^ rotation(lane) : (t + rotation(lane)) & (VEC - 1);
   }
-  __host__ __device__ static constexpr int word(int r, int c) {
-    return r * (TILE + PAD) + (SWIZZLE ? c ^ r : c);
+  __host__ __device__ static constexpr int step_of(int lane, int q) {
+    if (A == Arrange::plain) return q;
+    return kSwizzled ? q ^ rotation(lane) : (q - rotation(lane)) & (VEC - 1);
   }
-  __host__ __device__ static constexpr int store_word(int v, int q) {
-    return word(v / kPerRow, (v % kPerRow) * VEC + q);
+  struct Place {
+    int row, col;  // of tile[TILE][TILE + PAD]
+    __host__ __device__ constexpr int word() const { return row * (TILE + PAD) + col; }
+  };
+  // Where element (r, c) of the tile is kept: the column permuted within its row by the swizzle.
+  __host__ __device__ static constexpr Place place(int r, int c) {
+    return {r, kSwizzled ? c ^ r : c};
   }
-  __host__ __device__ static constexpr int read_word(int v, int q) {
-    return word((v % kPerRow) * VEC + q, v / kPerRow);
+  __host__ __device__ static constexpr Place stored_at(int v, int q) {
+    return place(v / kPerRow, (v % kPerRow) * VEC + q);
+  }
+  __host__ __device__ static constexpr Place read_from(int v, int q) {
+    return place((v % kPerRow) * VEC + q, v / kPerRow);
   }
 };
 
-template <int TILE, int THREADS, int VEC, int PAD, bool SWIZZLE>
+template <int TILE, int THREADS, int VEC, int PAD, Arrange A>
 __global__ void __launch_bounds__(THREADS)
     transpose_tile(const float* __restrict__ in, float* __restrict__ out, int rows, int cols,
                    bool vec_in, bool vec_out) {
-  using Layout = TileLayout<TILE, VEC, PAD, SWIZZLE>;
+  using Layout = TileLayout<TILE, VEC, PAD, A>;
   constexpr int kPerRow = Layout::kPerRow;
   constexpr int kSteps = TILE * kPerRow / THREADS;
   static_assert(kSteps * THREADS == TILE * kPerRow, "every thread moves the same number");
-  __shared__ float tile[Layout::kWords];
+  __shared__ float tile[TILE][TILE + PAD];
   const int r0 = blockIdx.y * TILE, c0 = blockIdx.x * TILE;
   const int lane = threadIdx.x % 32;
 #pragma unroll
@@ -504,7 +527,8 @@ __global__ void __launch_bounds__(THREADS)
 #pragma unroll
     for (int t = 0; t < VEC; ++t) {
       const int q = Layout::element(lane, t);
-      tile[Layout::store_word(v, q)] = pick(x, q);
+      const auto at = Layout::stored_at(v, q);
+      tile[at.row][at.col] = pick(x, q);
     }
   }
   __syncthreads();
@@ -515,9 +539,12 @@ __global__ void __launch_bounds__(THREADS)
     if (orow >= cols) continue;
     float y[VEC], x[VEC];  // y[t]: the element read at step t; x: in order
 #pragma unroll
-    for (int t = 0; t < VEC; ++t) y[t] = tile[Layout::read_word(v, Layout::element(lane, t))];
+    for (int t = 0; t < VEC; ++t) {
+      const auto at = Layout::read_from(v, Layout::element(lane, t));
+      y[t] = tile[at.row][at.col];
+    }
 #pragma unroll
-    for (int q = 0; q < VEC; ++q) x[q] = pick(y, Layout::element(lane, q));  // an XOR: inverse
+    for (int q = 0; q < VEC; ++q) x[q] = pick(y, Layout::step_of(lane, q));
     float* p = out + static_cast<std::size_t>(orow) * rows + oc;
     if (vec_out && oc + VEC <= rows) {
       store_vec<VEC>(p, x);
@@ -538,9 +565,9 @@ struct BankModel {
   bool permutation = true;     // every element of the tile has a word of its own
 };
 
-template <int TILE, int THREADS, int VEC, int PAD, bool SWIZZLE>
+template <int TILE, int THREADS, int VEC, int PAD, Arrange A>
 BankModel bank_model() {
-  using Layout = TileLayout<TILE, VEC, PAD, SWIZZLE>;
+  using Layout = TileLayout<TILE, VEC, PAD, A>;
   constexpr int kSteps = TILE * Layout::kPerRow / THREADS;
   auto wavefronts = [](const std::vector<int>& words) {
     std::vector<std::vector<int>> per_bank(32);
@@ -560,8 +587,8 @@ BankModel bank_model() {
         std::vector<int> stores, reads;
         for (int lane = 0; lane < 32; ++lane) {
           const int v = warp * 32 + lane + i * THREADS, q = Layout::element(lane, t);
-          stores.push_back(Layout::store_word(v, q));
-          reads.push_back(Layout::read_word(v, q));
+          stores.push_back(Layout::stored_at(v, q).word());
+          reads.push_back(Layout::read_from(v, q).word());
           const int w = stores.back();
           if (w < 0 || w >= Layout::kWords || ++owner[w] > 1) m.permutation = false;
         }
@@ -581,50 +608,45 @@ struct TransposeConfig {
   BankModel model;
 };
 
-template <int TILE, int THREADS, int VEC, int PAD, bool SWIZZLE = false>
+template <int TILE, int THREADS, int VEC, int PAD, Arrange A = Arrange::plain>
 TransposeConfig transpose_config() {
-  const std::string name = std::to_string(TILE) + "x" + std::to_string(TILE) + " " +
-                           std::to_string(THREADS) + "thr " +
-                           std::to_string(TILE * TILE / THREADS) + "/thr vec" +
-                           std::to_string(VEC) + (SWIZZLE ? " xor" : " pad" + std::to_string(PAD));
+  const std::string name =
+      std::to_string(TILE) + "x" + std::to_string(TILE) + " " + std::to_string(THREADS) + "thr " +
+      std::to_string(TILE * TILE / THREADS) + "/thr vec" + std::to_string(VEC) +
+      (A == Arrange::swizzled ? " xor" : " pad" + std::to_string(PAD)) +
+      (A == Arrange::rotated ? " rot" : "");
   return {name,
           [](const float* in, float* out, int rows, int cols, cudaStream_t s) {
             const dim3 grid((cols + TILE - 1) / TILE, (rows + TILE - 1) / TILE);
-            transpose_tile<TILE, THREADS, VEC, PAD, SWIZZLE>
+            transpose_tile<TILE, THREADS, VEC, PAD, A>
                 <<<grid, THREADS, 0, s>>>(in, out, rows, cols, cols % VEC == 0 && aligned16(in),
                                           rows % VEC == 0 && aligned16(out));
             LAB_CHECK_LAUNCH();
           },
-          bank_model<TILE, THREADS, VEC, PAD, SWIZZLE>()};
+          bank_model<TILE, THREADS, VEC, PAD, A>()};
 }
 
 // Tiles of 32 and 64, 2 to 16 elements per thread, float2 and float4 on both global sides. With
 // VEC floats a warp covers 32 * VEC / TILE tile rows; padding 1 keeps a 32-wide tile's vector
-// accesses conflict-free (bank = row + column), a 64-wide one's up to 2-way. Then the swizzled
-// float4 tiles ("xor"): conflict-free at 64 wide too, at 128, 256 and 512 threads as the padded
-// ones, and at 32 wide beside the reference's 32x32 128thr vec4 pad1.
+// accesses conflict-free (bank = row + column), a 64-wide one's up to 2-way. Then the float4
+// tiles made conflict-free at 64 wide too (the comment above transpose_tile), at 128, 256 and
+// 512 threads as the padded ones: swizzled ("xor"; also at 32 wide beside the reference's
+// 32x32 128thr vec4 pad1) and padded with the rotated order ("pad1 rot").
 std::vector<TransposeConfig> transpose_configs() {
-  //                        TILE THREADS VEC PAD
+  constexpr Arrange kXor = Arrange::swizzled, kRot = Arrange::rotated;
+  //                        TILE THREADS VEC PAD [Arrange]
   return {transpose_config<32, 256, 1, 1>(),  // the reference
-          transpose_config<32, 128, 1, 1>(),
-          transpose_config<32, 512, 1, 1>(),
-          transpose_config<64, 256, 1, 1>(),
-          transpose_config<64, 512, 1, 1>(),
-          transpose_config<64, 1024, 1, 1>(),
-          transpose_config<32, 128, 2, 1>(),
-          transpose_config<32, 256, 2, 1>(),
-          transpose_config<32, 64, 4, 1>(),
-          transpose_config<32, 128, 4, 1>(),
-          transpose_config<32, 256, 4, 1>(),
-          transpose_config<64, 256, 2, 1>(),
-          transpose_config<64, 128, 4, 1>(),
-          transpose_config<64, 256, 4, 1>(),
-          transpose_config<64, 512, 4, 1>(),
-          transpose_config<64, 256, 4, 2>(),
-          transpose_config<64, 256, 4, 0, true>(),
-          transpose_config<64, 128, 4, 0, true>(),
-          transpose_config<64, 512, 4, 0, true>(),
-          transpose_config<32, 128, 4, 0, true>()};
+          transpose_config<32, 128, 1, 1>(),       transpose_config<32, 512, 1, 1>(),
+          transpose_config<64, 256, 1, 1>(),       transpose_config<64, 512, 1, 1>(),
+          transpose_config<64, 1024, 1, 1>(),      transpose_config<32, 128, 2, 1>(),
+          transpose_config<32, 256, 2, 1>(),       transpose_config<32, 64, 4, 1>(),
+          transpose_config<32, 128, 4, 1>(),       transpose_config<32, 256, 4, 1>(),
+          transpose_config<64, 256, 2, 1>(),       transpose_config<64, 128, 4, 1>(),
+          transpose_config<64, 256, 4, 1>(),       transpose_config<64, 512, 4, 1>(),
+          transpose_config<64, 256, 4, 2>(),       transpose_config<64, 256, 4, 0, kXor>(),
+          transpose_config<64, 128, 4, 0, kXor>(), transpose_config<64, 512, 4, 0, kXor>(),
+          transpose_config<32, 128, 4, 0, kXor>(), transpose_config<64, 256, 4, 1, kRot>(),
+          transpose_config<64, 128, 4, 1, kRot>(), transpose_config<64, 512, 4, 1, kRot>()};
 }
 
 // The copy ceiling as lab::ceilings measures it (a float4 grid-stride copy, 8 blocks of 256 per
@@ -672,8 +694,8 @@ struct Row {
   std::string name;
   std::string error;  // empty: validated
   lab::Stats ms;
-  double rate = 0;      // TFLOP/s or GB/s
-  double fraction = 0;  // of cuBLAS or of the copy
+  double rate = 0;                 // TFLOP/s or GB/s
+  double fraction = 0;             // of cuBLAS or of the copy
   std::optional<BankModel> model;  // a transpose's bank model
 };
 
@@ -866,8 +888,8 @@ int main(int argc, char** argv) {
       row.rate = bytes / (row.ms.median * 1e6);
       row.fraction = copy_ms / row.ms.median;
       all_valid = all_valid && row.error.empty();
-      std::printf("  %-36s %s; %s\n", cfg.name.c_str(), row.error.empty() ? "ok" : row.error.c_str(),
-                  describe(cfg.model).c_str());
+      std::printf("  %-36s %s; %s\n", cfg.name.c_str(),
+                  row.error.empty() ? "ok" : row.error.c_str(), describe(cfg.model).c_str());
       std::fflush(stdout);
       transpose_rows.push_back(row);
     }
