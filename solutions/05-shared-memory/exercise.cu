@@ -4,13 +4,13 @@
 // results in tuning/h200-sweep.txt; NOTES.md has the tables).
 //
 // transpose: the starter's idea, a tile through shared memory with one float of padding per row,
-// made wider: tile[32][33] moved by 128 threads with float4 global loads and stores (8 floats per
-// thread each way). Word (r, c) of the tile is at r * 33 + c, bank (r + c) % 32: the column reads
-// no longer hit one bank 32 times, and a warp's 8 lanes per tile row (4 words apart) and 4 rows
-// (one bank apart) reach 32 different banks, so no shared access conflicts. In the sweep this ran
-// at 0.943 of a float4 copy, the [32][33] tile with scalar accesses at 0.665. A 64 x 64 tile with
-// 256 threads ran at 1.005, but its 16 lanes per row put two words in each bank: every shared
-// access a 2-way conflict, which the lesson's rule on bank conflicts (at most 1.0) meets exactly.
+// made bigger: tile[64][65] moved by 256 threads with float4 global loads and stores (16 floats
+// per thread each way, 4 loads in flight). Word (r, c) of the tile is at r * 65 + c, bank
+// (r + c) % 32: the column reads no longer hit one bank 32 times. A warp moves 4 rows x 8 float4,
+// one half of each row, not 2 whole rows: its lanes' words are 4 apart along a row and 1 bank
+// apart across rows, 32 different banks, so no shared access conflicts (2 whole rows of 16 lanes
+// would put lanes 32 words apart, one bank: a 2-way conflict on every access). In the sweep this
+// ran at about the copy's speed; tile[32][33] with 128 threads at 0.943, with scalar accesses 0.665.
 //
 // sgemm: the README's register-blocked block tile (128 x 128 for big matrices, 256 threads, 8 x 8
 // outputs per thread, K in steps of BK = 8, A stored transposed in shared memory), with changes
@@ -40,11 +40,17 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // transpose
 
-constexpr int kTile = 32;
-constexpr int kTransposeThreads = 128;
+constexpr int kTile = 64;
+constexpr int kTransposeThreads = 256;
 constexpr int kVecsPerRow = kTile / 4;                              // float4s in a tile row
-constexpr int kVecsPerThread = kTile * kVecsPerRow / kTransposeThreads;  // 2 each way
+constexpr int kVecsPerThread = kTile * kVecsPerRow / kTransposeThreads;  // 4 each way
 static_assert(kVecsPerThread * kTransposeThreads == kTile * kVecsPerRow);
+
+// Where float4 number v of the tile (v = threadIdx.x + i * kTransposeThreads) goes: warp w of the
+// 32 vectors from 32 w moves rows 4 (w / 2) + 0..3, float4s 8 (w % 2) + 0..7 of each (a half row,
+// 128 bytes: still coalesced). Lane l: row + l / 8, float4 + l % 8.
+__device__ __forceinline__ int tile_row(int v) { return v / 64 * 4 + v % 32 / 8; }
+__device__ __forceinline__ int tile_vec(int v) { return v / 32 % 2 * 8 + v % 8; }
 
 bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
@@ -58,7 +64,7 @@ __global__ void __launch_bounds__(kTransposeThreads)
 #pragma unroll
   for (int i = 0; i < kVecsPerThread; ++i) {  // independent float4 loads in flight per thread
     const int v = threadIdx.x + i * kTransposeThreads;
-    const int tr = v / kVecsPerRow, tc = (v % kVecsPerRow) * 4;  // place in the tile
+    const int tr = tile_row(v), tc = tile_vec(v) * 4;  // place in the tile
     const int r = r0 + tr, c = c0 + tc;
     if (r >= rows) continue;
     const float* p = in + static_cast<std::size_t>(r) * cols + c;
@@ -80,7 +86,7 @@ __global__ void __launch_bounds__(kTransposeThreads)
 #pragma unroll
   for (int i = 0; i < kVecsPerThread; ++i) {
     const int v = threadIdx.x + i * kTransposeThreads;
-    const int tc = v / kVecsPerRow, tr = (v % kVecsPerRow) * 4;  // 4 tile rows of one column
+    const int tc = tile_row(v), tr = tile_vec(v) * 4;  // 4 tile rows of one column
     const int orow = c0 + tc, oc = r0 + tr;                      // out is cols x rows
     if (orow >= cols) continue;
     const float4 x = make_float4(tile[tr + 0][tc], tile[tr + 1][tc], tile[tr + 2][tc],

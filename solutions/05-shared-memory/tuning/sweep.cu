@@ -420,6 +420,13 @@ struct GemmCase {
 //    (C & 3) ^ q = (2m & 3) ^ h ^ t ^ rho = (2m & 3) ^ t ^ k, one per quarter. 32 banks.
 //  - 32-wide tiles (8 float4 per row, a warp on 4 rows: h = k): rho = 0, the padding or the XOR
 //    alone does.
+//  - Padded [64][65], segmented: no rotation, another warp shape. A warp takes the first or the
+//    second half of VEC rows (32 words of each, one segment) instead of the whole of 2 rows:
+//    lane = 8 h + j (h = 0..3, j = 0..7) moves row R + h, float4 S + j (S = 0 or 8). Stores:
+//    bank = R + h + 4 (S + j) + q = R + h + 4 j + q (mod 32), 4 j + h all 32 values; reads
+//    (rows 4 (S + j) + q of column C + h): bank = 4 j + q + C + h (mod 32), the same. Each lane
+//    still moves whole float4s, each row segment is 128 contiguous bytes (coalesced), and the
+//    element order stays plain: the 32-wide tile's warp shape inside a 64-wide tile.
 // bank_model() counts the conflicts of a block's shared accesses with the kernel's own index
 // functions, and the sweep prints it beside every transpose configuration.
 
@@ -457,19 +464,33 @@ __device__ __forceinline__ float pick(const float (&x)[VEC], int q) {
 }
 
 // Where the tile keeps its elements, shared by the kernel and bank_model(). Vector v of a block
-// (v = threadIdx.x + i * THREADS) is tile row v / kPerRow, columns (v % kPerRow) * VEC + 0..VEC-1
-// when it is loaded, and tile column v / kPerRow, rows (v % kPerRow) * VEC + 0..VEC-1 when the
-// output vector is built.
-enum class Arrange { plain, rotated, swizzled };
+// (v = threadIdx.x + i * THREADS) is tile row row_of(v), columns vector_of(v) * VEC + 0..VEC-1
+// when it is loaded, and tile column row_of(v), rows vector_of(v) * VEC + 0..VEC-1 when the
+// output vector is built (row_of(v) = v / kPerRow, vector_of(v) = v % kPerRow but segmented).
+enum class Arrange { plain, rotated, swizzled, segmented };
 
 template <int TILE, int VEC, int PAD, Arrange A>
 struct TileLayout {
   static constexpr int kPerRow = TILE / VEC;  // vectors per tile row
   static constexpr int kWords = TILE * (TILE + PAD);
   static constexpr bool kSwizzled = A == Arrange::swizzled;
-  static_assert(A == Arrange::plain || (VEC == 4 && (TILE == 32 || TILE == 64)),
+  static_assert(A == Arrange::plain || A == Arrange::segmented ||
+                    (VEC == 4 && (TILE == 32 || TILE == 64)),
                 "the rotations are worked out for float4 tiles of 32 and 64");
   static_assert(!kSwizzled || PAD == 0, "the swizzle replaces the padding");
+  static constexpr bool kSegmented = A == Arrange::segmented;
+  static constexpr int kPerSegment = 32 / VEC;      // vectors in 32 words of a row
+  static constexpr int kSegments = TILE / 32;       // segments per row
+  static_assert(!kSegmented || TILE % 32 == 0, "segments are 32 words");
+  // The tile row and the vector within it of block vector v (v = threadIdx.x + i * THREADS).
+  __host__ __device__ static constexpr int row_of(int v) {
+    if (!kSegmented) return v / kPerRow;
+    return (v / 32 / kSegments) * VEC + v % 32 / kPerSegment;
+  }
+  __host__ __device__ static constexpr int vector_of(int v) {
+    if (!kSegmented) return v % kPerRow;
+    return (v / 32 % kSegments) * kPerSegment + v % kPerSegment;
+  }
   // rho: k - h (rotated) or k ^ h (swizzled), k = lane / 8, h = lane / kPerRow (comment above).
   __host__ __device__ static constexpr int rotation(int lane) {
     return kSwizzled ? ((lane / 8) ^ (lane / kPerRow)) & (VEC - 1)
@@ -477,11 +498,11 @@ struct TileLayout {
   }
   // The element of its vector a lane moves at step t, and the step that moves element q.
   __host__ __device__ static constexpr int element(int lane, int t) {
-    if (A == Arrange::plain) return t;
+    if (A == Arrange::plain || kSegmented) return t;
     return kSwizzled ? t ^ rotation(lane) : (t + rotation(lane)) & (VEC - 1);
   }
   __host__ __device__ static constexpr int step_of(int lane, int q) {
-    if (A == Arrange::plain) return q;
+    if (A == Arrange::plain || kSegmented) return q;
     return kSwizzled ? q ^ rotation(lane) : (q - rotation(lane)) & (VEC - 1);
   }
   struct Place {
@@ -493,10 +514,10 @@ struct TileLayout {
     return {r, kSwizzled ? c ^ r : c};
   }
   __host__ __device__ static constexpr Place stored_at(int v, int q) {
-    return place(v / kPerRow, (v % kPerRow) * VEC + q);
+    return place(row_of(v), vector_of(v) * VEC + q);
   }
   __host__ __device__ static constexpr Place read_from(int v, int q) {
-    return place((v % kPerRow) * VEC + q, v / kPerRow);
+    return place(vector_of(v) * VEC + q, row_of(v));
   }
 };
 
@@ -514,7 +535,7 @@ __global__ void __launch_bounds__(THREADS)
 #pragma unroll
   for (int i = 0; i < kSteps; ++i) {  // kSteps independent loads in flight per thread
     const int v = threadIdx.x + i * THREADS;
-    const int r = r0 + v / kPerRow, c = c0 + (v % kPerRow) * VEC;
+    const int r = r0 + Layout::row_of(v), c = c0 + Layout::vector_of(v) * VEC;
     if (r >= rows) continue;
     float x[VEC];
     const float* p = in + static_cast<std::size_t>(r) * cols + c;
@@ -535,7 +556,7 @@ __global__ void __launch_bounds__(THREADS)
 #pragma unroll
   for (int i = 0; i < kSteps; ++i) {
     const int v = threadIdx.x + i * THREADS;
-    const int orow = c0 + v / kPerRow, oc = r0 + (v % kPerRow) * VEC;  // out is cols x rows
+    const int orow = c0 + Layout::row_of(v), oc = r0 + Layout::vector_of(v) * VEC;  // out: cols x rows
     if (orow >= cols) continue;
     float y[VEC], x[VEC];  // y[t]: the element read at step t; x: in order
 #pragma unroll
@@ -614,7 +635,7 @@ TransposeConfig transpose_config() {
       std::to_string(TILE) + "x" + std::to_string(TILE) + " " + std::to_string(THREADS) + "thr " +
       std::to_string(TILE * TILE / THREADS) + "/thr vec" + std::to_string(VEC) +
       (A == Arrange::swizzled ? " xor" : " pad" + std::to_string(PAD)) +
-      (A == Arrange::rotated ? " rot" : "");
+      (A == Arrange::rotated ? " rot" : "") + (A == Arrange::segmented ? " seg" : "");
   return {name,
           [](const float* in, float* out, int rows, int cols, cudaStream_t s) {
             const dim3 grid((cols + TILE - 1) / TILE, (rows + TILE - 1) / TILE);
@@ -634,6 +655,7 @@ TransposeConfig transpose_config() {
 // 32x32 128thr vec4 pad1) and padded with the rotated order ("pad1 rot").
 std::vector<TransposeConfig> transpose_configs() {
   constexpr Arrange kXor = Arrange::swizzled, kRot = Arrange::rotated;
+  constexpr Arrange kSeg = Arrange::segmented;
   //                        TILE THREADS VEC PAD [Arrange]
   return {transpose_config<32, 256, 1, 1>(),  // the reference
           transpose_config<32, 128, 1, 1>(),       transpose_config<32, 512, 1, 1>(),
@@ -646,7 +668,10 @@ std::vector<TransposeConfig> transpose_configs() {
           transpose_config<64, 256, 4, 2>(),       transpose_config<64, 256, 4, 0, kXor>(),
           transpose_config<64, 128, 4, 0, kXor>(), transpose_config<64, 512, 4, 0, kXor>(),
           transpose_config<32, 128, 4, 0, kXor>(), transpose_config<64, 256, 4, 1, kRot>(),
-          transpose_config<64, 128, 4, 1, kRot>(), transpose_config<64, 512, 4, 1, kRot>()};
+          transpose_config<64, 128, 4, 1, kRot>(), transpose_config<64, 512, 4, 1, kRot>(),
+          transpose_config<64, 256, 4, 1, kSeg>(), transpose_config<64, 128, 4, 1, kSeg>(),
+          transpose_config<64, 512, 4, 1, kSeg>(), transpose_config<64, 256, 2, 1, kSeg>(),
+          transpose_config<32, 128, 4, 1, kSeg>()};
 }
 
 // The copy ceiling as lab::ceilings measures it (a float4 grid-stride copy, 8 blocks of 256 per
