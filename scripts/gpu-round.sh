@@ -54,7 +54,7 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw --format=csv | te
 case $phase in
   build)
     step configure cmake --preset release
-    step build cmake --build --preset release -- -k 0  # keep going: every failure in one log
+    step build cmake --build build/release -- -k 0  # everything, the tests too; keep going: every failure in one log
     step ctest ctest --preset release --output-on-failure -E checker.selftest
     for dir in lessons/[0-9][0-9]-*/; do
       lesson=$(basename "$dir")
