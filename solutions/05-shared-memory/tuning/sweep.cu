@@ -12,9 +12,11 @@
 // paths, beta 0 and not), then timed at N^3 against cuBLAS in pedantic FP32 (lesson 05's
 // reference), and checked again at the timed size.
 // Transpose: the reference's padded shared tile, generalized over tile size, threads per block
-// (hence elements per thread) and vector width of the global loads and stores, and an unpadded
-// XOR-swizzled float4 tile, each checked exactly, then timed at N x N against a float4 copy of
-// the same bytes; beside each, the bank conflicts of its shared accesses by a model of the banks.
+// (hence elements per thread) and vector width of the global loads and stores; the 64 x 64 float4
+// tile made conflict-free three ways (a per-lane rotated element order, an unpadded XOR-swizzled
+// tile, a warp on 4 half rows: `seg`, the reference since session 29), each checked exactly, then
+// timed at N x N against a float4 copy of the same bytes; beside each, the bank conflicts of its
+// shared accesses by a model of the banks.
 // Timing is the course's: lab::benchmark, cold L2, lead-in, 20 samples (median, min, max).
 // Prints both tables sorted by time and writes them as JSON. Exit 0 when every configuration
 // validated, 1 when one did not (it is then left out of the ranking), 77 with no GPU.
