@@ -404,7 +404,8 @@ struct GemmCase {
 // =============================================================================================
 // Transpose: the reference's padded tile, generalized. A block moves a TILE x TILE tile with
 // THREADS threads, VEC floats per global access (float, float2, float4), the tile padded by PAD
-// floats per row. The reference is <32, 256, 1, 1>: 32 x 8 threads, 4 rows per thread.
+// floats per row. Config 1, <32, 256, 1, 1> (32 x 8 threads, 4 rows per thread), was the
+// reference until session 28; the reference now is <64, 256, 4, 1, segmented> (below).
 //
 // Or (Arrange below) lanes that move their VEC floats in a rotated order, in the padded tile or in
 // an unpadded one whose columns are XOR-ed by the row. Why, for the 64 x 64 float4 tile (the
@@ -660,13 +661,14 @@ TransposeConfig transpose_config() {
 // VEC floats a warp covers 32 * VEC / TILE tile rows; padding 1 keeps a 32-wide tile's vector
 // accesses conflict-free (bank = row + column), a 64-wide one's up to 2-way. Then the float4
 // tiles made conflict-free at 64 wide too (the comment above transpose_tile), at 128, 256 and
-// 512 threads as the padded ones: swizzled ("xor"; also at 32 wide beside the reference's
-// 32x32 128thr vec4 pad1) and padded with the rotated order ("pad1 rot").
+// 512 threads as the padded ones: swizzled ("xor"; also at 32 wide beside session 28's reference,
+// 32x32 128thr vec4 pad1), padded with the rotated order ("pad1 rot"), and padded with a warp on
+// 4 half rows ("pad1 seg"; the reference is its 256-thread row).
 std::vector<TransposeConfig> transpose_configs() {
   constexpr Arrange kXor = Arrange::swizzled, kRot = Arrange::rotated;
   constexpr Arrange kSeg = Arrange::segmented;
   //                        TILE THREADS VEC PAD [Arrange]
-  return {transpose_config<32, 256, 1, 1>(),  // the reference
+  return {transpose_config<32, 256, 1, 1>(),  // the reference until session 28
           transpose_config<32, 128, 1, 1>(),       transpose_config<32, 512, 1, 1>(),
           transpose_config<64, 256, 1, 1>(),       transpose_config<64, 512, 1, 1>(),
           transpose_config<64, 1024, 1, 1>(),      transpose_config<32, 128, 2, 1>(),
@@ -678,7 +680,8 @@ std::vector<TransposeConfig> transpose_configs() {
           transpose_config<64, 128, 4, 0, kXor>(), transpose_config<64, 512, 4, 0, kXor>(),
           transpose_config<32, 128, 4, 0, kXor>(), transpose_config<64, 256, 4, 1, kRot>(),
           transpose_config<64, 128, 4, 1, kRot>(), transpose_config<64, 512, 4, 1, kRot>(),
-          transpose_config<64, 256, 4, 1, kSeg>(), transpose_config<64, 128, 4, 1, kSeg>(),
+          transpose_config<64, 256, 4, 1, kSeg>(),  // the reference
+          transpose_config<64, 128, 4, 1, kSeg>(),
           transpose_config<64, 512, 4, 1, kSeg>(), transpose_config<64, 256, 2, 1, kSeg>(),
           transpose_config<32, 128, 4, 1, kSeg>()};
 }
