@@ -3,9 +3,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
@@ -27,6 +29,20 @@
 #include "write_all.hpp"
 
 namespace lab {
+namespace {
+
+// LAB_TIMELINE=1 in the environment: each phase of the run on stderr, in seconds since the
+// program was loaded (CUDA's start, the ceilings, each measurement, the lesson's own checks in
+// between), to see where a program's time goes; nothing else changes.
+const auto loaded_at = std::chrono::steady_clock::now();
+void timeline(const std::string& what) {
+  static const bool on = std::getenv("LAB_TIMELINE") != nullptr;
+  if (!on) return;
+  const std::chrono::duration<double> t = std::chrono::steady_clock::now() - loaded_at;
+  std::fprintf(stderr, "[timeline] %8.3f s  %s\n", t.count(), what.c_str());
+}
+
+}  // namespace
 
 struct Lesson::State {
   std::string title;
@@ -396,8 +412,10 @@ const Measurement* Lesson::measure(const std::string& variant, Work work,
       verify(s, "timed call " + name);
     };
   nvtx3::scoped_range range{variant};
+  timeline("measure " + variant);
   Measurement m = benchmark(launch, stream(), options);
   LAB_CHECK(cudaDeviceSynchronize());
+  timeline("measured " + variant + " (" + std::to_string(m.samples_ms.size()) + " samples)");
   if (profile) return nullptr;  // a profiled run's times are the profiler's, not a measurement
   if (share_s > 0 && m.stop_reason == "timeout") {
     m.stop_reason = "budget";
@@ -686,9 +704,12 @@ int Lesson::run(int argc, char** argv, const std::function<void(Lesson&)>& body)
 
   int code = kExitOk;
   try {
+    timeline("run");
     r.device = device_info();
     s.stream = std::make_unique<Stream>();
+    timeline("CUDA started");
     if (!s.profile && !s.no_ceilings) r.ceilings = lab::ceilings();
+    timeline("ceilings measured");
     if (s.restrict_syscalls) {
       other_gpu_processes();  // loads and opens NVML now, for the question asked at the end
       std::string why;
@@ -696,6 +717,7 @@ int Lesson::run(int argc, char** argv, const std::function<void(Lesson&)>& body)
         throw std::runtime_error("the system calls could not be restricted (--restrict-syscalls): " + why);
     }
     body(*this);
+    timeline("lesson done");
     r.complete = true;
   } catch (const std::exception& e) {
     // A CUDA error inside a kernel (illegal address...) poisons the context: stop here, keep
@@ -728,6 +750,7 @@ int Lesson::run(int argc, char** argv, const std::function<void(Lesson&)>& body)
     std::cerr << r.lesson << ": " << e.what() << "\n";
     return kExitCudaError;
   }
+  timeline("result written");
   return code;
 }
 

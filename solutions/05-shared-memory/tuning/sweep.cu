@@ -55,12 +55,14 @@ bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 
 // kStrideM rows and kStrideN columns apart (the reference: 32 x 64 warps, 8 x 8 per lane, two
 // sub-blocks 16 rows and 32 columns apart), so neighbouring lanes read neighbouring float4s.
 template <int BM_, int BN_, int BK_, int WM_, int WN_, int TM_, int TN_, bool kDoubleBuffer_,
-          bool kVecShared_, int kMinBlocks_>
+          bool kVecShared_, int kMinBlocks_, int kGroup_ = 1>
 struct Tiles {
   static constexpr int BM = BM_, BN = BN_, BK = BK_, WM = WM_, WN = WN_, TM = TM_, TN = TN_;
   static constexpr bool kDoubleBuffer = kDoubleBuffer_;  // false: one buffer, two barriers a step
   static constexpr bool kVecShared = kVecShared_;        // false: fragments read a float at a time
   static constexpr int kMinBlocks = kMinBlocks_;         // __launch_bounds__: caps the registers
+  static constexpr int kGroup = kGroup_;  // block rows a grouped tile order walks together
+  static constexpr int kStages = 0;       // B through registers (Piped: a ring of cp.async)
   static constexpr int kLaneRows = WM / TM, kLaneCols = WN / TN;
   static constexpr int kSubM = TM / 4, kSubN = TN / 4;
   static constexpr int kStrideM = WM / kSubM, kStrideN = WN / kSubN;
@@ -82,9 +84,28 @@ struct Tiles {
     return std::to_string(BM) + "x" + std::to_string(BN) + "x" + std::to_string(BK) + " w" +
            std::to_string(WM) + "x" + std::to_string(WN) + " t" + std::to_string(TM) + "x" +
            std::to_string(TN) + (kDoubleBuffer ? " db" : " 1buf") + (kVecShared ? "" : " scalar") +
-           " mb" + std::to_string(kMinBlocks);
+           " mb" + std::to_string(kMinBlocks) + (kGroup > 1 ? " g" + std::to_string(kGroup) : "");
   }
 };
+
+// The block tile a block computes: (column, row) of the grid, in launch order or grouped. The
+// launch order runs along rows of tiles: at 4096^3 (a 32 x 32 grid) the 264 blocks resident at
+// once on an H200 cover 8 block rows, so they read 8 row panels of A and all 32 column panels of
+// B. Grouped, consecutive blocks walk a column of G tiles first, then the next column: with G 16
+// they read 16 panels of A and about 17 of B, 33 instead of 40, so more of their reads hit in L2.
+template <int G>
+__device__ __forceinline__ int2 tile_of_block() {
+  if constexpr (G == 1) {
+    return make_int2(blockIdx.x, blockIdx.y);
+  } else {
+    const int id = blockIdx.x + blockIdx.y * gridDim.x;
+    const int per_group = G * gridDim.x;  // tiles in G full rows
+    const int first_row = id / per_group * G;
+    const int rows = min(static_cast<int>(gridDim.y) - first_row, G);
+    const int in_group = id % per_group;
+    return make_int2(in_group / rows, first_row + in_group % rows);
+  }
+}
 
 // Four consecutive floats P[r][c .. c + 3], zeros past the edges (the reference's load4).
 __device__ __forceinline__ float4 load4(const float* __restrict__ P, int rows, int cols, int r,
@@ -98,6 +119,66 @@ __device__ __forceinline__ float4 load4(const float* __restrict__ P, int rows, i
   if (c + 2 < cols) v.z = p[2];
   if (c + 3 < cols) v.w = p[3];
   return v;
+}
+
+// acc += the outer product of one k's fragments: TM x TN FMAs.
+template <class T>
+__device__ __forceinline__ void outer_product(float (&acc)[T::TM][T::TN],
+                                              const float4 (&a_frag)[T::kSubM],
+                                              const float4 (&b_frag)[T::kSubN]) {
+  float a[T::TM], b[T::TN];
+#pragma unroll
+  for (int s = 0; s < T::kSubM; ++s) {
+    a[4 * s + 0] = a_frag[s].x;
+    a[4 * s + 1] = a_frag[s].y;
+    a[4 * s + 2] = a_frag[s].z;
+    a[4 * s + 3] = a_frag[s].w;
+  }
+#pragma unroll
+  for (int s = 0; s < T::kSubN; ++s) {
+    b[4 * s + 0] = b_frag[s].x;
+    b[4 * s + 1] = b_frag[s].y;
+    b[4 * s + 2] = b_frag[s].z;
+    b[4 * s + 3] = b_frag[s].w;
+  }
+#pragma unroll
+  for (int i = 0; i < T::TM; ++i)
+#pragma unroll
+    for (int j = 0; j < T::TN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+}
+
+// C = alpha acc + beta C for a lane whose first output is (r0, c0), a float4 at a time where the
+// row allows it.
+template <class T>
+__device__ __forceinline__ void store_c(const float (&acc)[T::TM][T::TN], int M, int N,
+                                        float alpha, float beta, float* __restrict__ C, int r0,
+                                        int c0, bool vec_c) {
+#pragma unroll
+  for (int i = 0; i < T::TM; ++i) {
+    const int r = r0 + (i / 4) * T::kStrideM + i % 4;
+    if (r >= M) continue;
+#pragma unroll
+    for (int h = 0; h < T::kSubN; ++h) {
+      const int c = c0 + h * T::kStrideN;
+      float* p = C + static_cast<std::size_t>(r) * N + c;
+      if (vec_c && c + 3 < N) {
+        float4 out = make_float4(alpha * acc[i][h * 4 + 0], alpha * acc[i][h * 4 + 1],
+                                 alpha * acc[i][h * 4 + 2], alpha * acc[i][h * 4 + 3]);
+        if (beta != 0.0f) {
+          const float4 old = *reinterpret_cast<const float4*>(p);
+          out.x += beta * old.x;
+          out.y += beta * old.y;
+          out.z += beta * old.z;
+          out.w += beta * old.w;
+        }
+        *reinterpret_cast<float4*>(p) = out;
+      } else {
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+          if (c + j < N) p[j] = alpha * acc[i][h * 4 + j] + (beta == 0.0f ? 0.0f : beta * p[j]);
+      }
+    }
+  }
 }
 
 template <class T>
@@ -117,8 +198,9 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks)
   const int warp = tid / 32, lane = tid % 32;
   const int m0 = (warp / T::kWarpsN) * T::WM + (lane / T::kLaneCols) * 4;
   const int n0 = (warp % T::kWarpsN) * T::WN + (lane % T::kLaneCols) * 4;
-  const int row0 = blockIdx.y * BM;
-  const int col0 = blockIdx.x * BN;
+  const int2 tile = tile_of_block<T::kGroup>();
+  const int row0 = tile.y * BM;
+  const int col0 = tile.x * BN;
 
   float4 a_next[T::kLoadsA], b_next[T::kLoadsB];
   auto load_tiles = [&](int k0) {  // global memory -> registers
@@ -173,32 +255,8 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks)
     for (int s = 0; s < T::kSubN; ++s) b_frag[slot][s] = read4(&Bs[buf][k][n0 + s * T::kStrideN]);
   };
 
-  float acc[TM][TN];
-#pragma unroll
-  for (int i = 0; i < TM; ++i)
-#pragma unroll
-    for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
-  auto multiply = [&](int slot) {  // TM x TN FMAs: the outer product of one k's fragments
-    float a[TM], b[TN];
-#pragma unroll
-    for (int s = 0; s < T::kSubM; ++s) {
-      a[4 * s + 0] = a_frag[slot][s].x;
-      a[4 * s + 1] = a_frag[slot][s].y;
-      a[4 * s + 2] = a_frag[slot][s].z;
-      a[4 * s + 3] = a_frag[slot][s].w;
-    }
-#pragma unroll
-    for (int s = 0; s < T::kSubN; ++s) {
-      b[4 * s + 0] = b_frag[slot][s].x;
-      b[4 * s + 1] = b_frag[slot][s].y;
-      b[4 * s + 2] = b_frag[slot][s].z;
-      b[4 * s + 3] = b_frag[slot][s].w;
-    }
-#pragma unroll
-    for (int i = 0; i < TM; ++i)
-#pragma unroll
-      for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
-  };
+  float acc[TM][TN] = {};
+  auto multiply = [&](int slot) { outer_product<T>(acc, a_frag[slot], b_frag[slot]); };
 
   // The reference's pipeline. One buffer: the last k of a step waits for every warp to finish
   // reading the tiles before overwriting them, then waits again for the new ones.
@@ -226,33 +284,156 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks)
     }
   }
 
-  // C = alpha acc + beta C, a float4 at a time where the row allows it.
+  store_c<T>(acc, M, N, alpha, beta, C, row0 + m0, col0 + n0, vec_c);
+}
+
+// The same tiles with B brought in by cp.async (sm_80 and later): a ring of kStages B tiles that
+// the copy engine of the SM fills while the warps compute, so B needs no registers for staging
+// and no shared stores of its own; A still goes through registers, to be stored transposed, into
+// two buffers. One barrier a step. B's k-rows are contiguous in global memory and in the tile, so
+// 16-byte copies serve all of B except the right edge and unaligned matrices, which copy a float
+// at a time; copies past K or N fill zeros (a copy of 0 source bytes).
+template <class T, int kStages_>
+struct Piped : T {
+  static constexpr int kStages = kStages_;
+  static constexpr int kFloatsA = 2 * T::BK * (T::BM + T::kPadA);
+  static constexpr std::size_t kSmemBytes =
+      (kFloatsA + kStages * T::BK * T::BN) * sizeof(float);
+  static_assert(kStages >= 2, "a ring of at least two B tiles");
+  static_assert(!T::kDoubleBuffer && T::kVecShared, "A has two buffers here; float4 reads");
+  static std::string name() {  // "... 1buf ..." of the tiles becomes "... cpB3 ..."
+    std::string n = T::name();
+    return n.replace(n.find(" 1buf"), 5, " cpB" + std::to_string(kStages));
+  }
+};
+
+__device__ __forceinline__ unsigned shared_address(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+// 16 bytes, or bytes (0 to 4) of a float and zeros for the rest.
+__device__ __forceinline__ void copy16_async(float* dst, const float* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(shared_address(dst)), "l"(src));
+}
+__device__ __forceinline__ void copy4_async(float* dst, const float* src, int bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(shared_address(dst)),
+               "l"(src), "r"(bytes));
+}
+__device__ __forceinline__ void commit_async() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int kPending>
+__device__ __forceinline__ void wait_async() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
+}
+
+template <class T>
+__global__ void __launch_bounds__(T::kThreads, T::kMinBlocks)
+    sgemm_piped(int M, int N, int K, float alpha, const float* __restrict__ A,
+                const float* __restrict__ B, float beta, float* __restrict__ C, bool vec_a,
+                bool vec_b, bool vec_c) {
+  constexpr int BM = T::BM, BN = T::BN, BK = T::BK, TM = T::TM, TN = T::TN, S = T::kStages;
+  constexpr int kThreads = T::kThreads;
+  extern __shared__ __align__(16) float smem[];
+  auto As = reinterpret_cast<float(*)[BK][BM + T::kPadA]>(smem);
+  auto Bs = reinterpret_cast<float(*)[BK][BN]>(smem + T::kFloatsA);
+
+  const int tid = threadIdx.x;
+  const int warp = tid / 32, lane = tid % 32;
+  const int m0 = (warp / T::kWarpsN) * T::WM + (lane / T::kLaneCols) * 4;
+  const int n0 = (warp % T::kWarpsN) * T::WN + (lane % T::kLaneCols) * 4;
+  const int2 tile = tile_of_block<T::kGroup>();
+  const int row0 = tile.y * BM;
+  const int col0 = tile.x * BN;
+  const int steps = (K + BK - 1) / BK;
+
+  auto copy_b = [&](int step) {  // B tile of a step -> its ring slot, asynchronously
+    if (step < steps) {
+      const int k0 = step * BK;
 #pragma unroll
-  for (int i = 0; i < TM; ++i) {
-    const int r = row0 + m0 + (i / 4) * T::kStrideM + i % 4;
-    if (r >= M) continue;
+      for (int i = 0; i < T::kLoadsB; ++i) {
+        const int f = tid + i * kThreads;
+        if (T::kVecsB % kThreads == 0 || f < T::kVecsB) {
+          const int r = f / (BN / 4), c = (f % (BN / 4)) * 4;
+          float* dst = &Bs[step % S][r][c];
+          const int gr = k0 + r, gc = col0 + c;
+          const float* src = B + static_cast<std::size_t>(gr) * N + gc;
+          if (vec_b && gr < K && gc + 3 < N) {
+            copy16_async(dst, src);
+          } else {
 #pragma unroll
-    for (int h = 0; h < T::kSubN; ++h) {
-      const int c = col0 + n0 + h * T::kStrideN;
-      float* p = C + static_cast<std::size_t>(r) * N + c;
-      if (vec_c && c + 3 < N) {
-        float4 out = make_float4(alpha * acc[i][h * 4 + 0], alpha * acc[i][h * 4 + 1],
-                                 alpha * acc[i][h * 4 + 2], alpha * acc[i][h * 4 + 3]);
-        if (beta != 0.0f) {
-          const float4 old = *reinterpret_cast<const float4*>(p);
-          out.x += beta * old.x;
-          out.y += beta * old.y;
-          out.z += beta * old.z;
-          out.w += beta * old.w;
+            for (int j = 0; j < 4; ++j) {
+              const bool in = gr < K && gc + j < N;
+              copy4_async(dst + j, in ? src + j : B, in ? 4 : 0);
+            }
+          }
         }
-        *reinterpret_cast<float4*>(p) = out;
-      } else {
-#pragma unroll
-        for (int j = 0; j < 4; ++j)
-          if (c + j < N) p[j] = alpha * acc[i][h * 4 + j] + (beta == 0.0f ? 0.0f : beta * p[j]);
       }
     }
+    commit_async();  // an empty group past the end keeps the count of groups per step at one
+  };
+  float4 a_next[T::kLoadsA];
+  auto load_a = [&](int k0) {
+#pragma unroll
+    for (int i = 0; i < T::kLoadsA; ++i) {
+      const int f = tid + i * kThreads;
+      if (T::kVecsA % kThreads == 0 || f < T::kVecsA)
+        a_next[i] = load4(A, M, K, row0 + f / (BK / 4), k0 + (f % (BK / 4)) * 4, vec_a);
+    }
+  };
+  auto store_a = [&](int buf) {
+#pragma unroll
+    for (int i = 0; i < T::kLoadsA; ++i) {
+      const int f = tid + i * kThreads;
+      if (T::kVecsA % kThreads == 0 || f < T::kVecsA) {
+        const int m = f / (BK / 4), k = (f % (BK / 4)) * 4;
+        As[buf][k + 0][m] = a_next[i].x;
+        As[buf][k + 1][m] = a_next[i].y;
+        As[buf][k + 2][m] = a_next[i].z;
+        As[buf][k + 3][m] = a_next[i].w;
+      }
+    }
+  };
+
+  float4 a_frag[2][T::kSubM], b_frag[2][T::kSubN];
+  auto load_fragments = [&](int slot, int step, int k) {
+#pragma unroll
+    for (int s = 0; s < T::kSubM; ++s)
+      a_frag[slot][s] = *reinterpret_cast<const float4*>(&As[step & 1][k][m0 + s * T::kStrideM]);
+#pragma unroll
+    for (int s = 0; s < T::kSubN; ++s)
+      b_frag[slot][s] = *reinterpret_cast<const float4*>(&Bs[step % S][k][n0 + s * T::kStrideN]);
+  };
+  float acc[TM][TN] = {};
+  auto multiply = [&](int slot) { outer_product<T>(acc, a_frag[slot], b_frag[slot]); };
+
+  // The first S - 1 B tiles in flight, A's first tile stored; then each step copies the B tile
+  // S - 1 steps ahead into the slot the last step read, loads the next A tile into registers,
+  // and at its last k stores that A tile, waits for its own copies of the next B tile (the
+  // groups of later steps may stay pending) and for every warp (one barrier).
+#pragma unroll
+  for (int s = 0; s < S - 1; ++s) copy_b(s);
+  load_a(0);
+  store_a(0);
+  wait_async<S - 2>();
+  __syncthreads();
+  load_fragments(0, 0, 0);
+  for (int step = 0; step < steps; ++step) {
+    const bool more = step + 1 < steps;
+    copy_b(step + S - 1);
+    if (more) load_a((step + 1) * BK);
+#pragma unroll
+    for (int k = 0; k < BK; ++k) {
+      if (k + 1 < BK) {
+        load_fragments((k + 1) % 2, step, k + 1);
+      } else if (more) {
+        store_a((step + 1) & 1);
+        wait_async<S - 2>();
+        __syncthreads();
+        load_fragments(0, step + 1, 0);
+      }
+      multiply(k % 2);
+    }
   }
+
+  store_c<T>(acc, M, N, alpha, beta, C, row0 + m0, col0 + n0, vec_c);
 }
 
 struct Gemm {
@@ -270,12 +451,18 @@ struct GemmConfig {
 
 template <class T>
 GemmConfig gemm_config() {
+  constexpr auto kernel = [] {
+    if constexpr (T::kStages > 0)
+      return sgemm_piped<T>;
+    else
+      return sgemm_tiled<T>;
+  }();
   // Above 48 KiB a kernel must opt in to its dynamic shared memory; once, before any launch.
-  LAB_CHECK(cudaFuncSetAttribute(sgemm_tiled<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  LAB_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                  static_cast<int>(T::kSmemBytes)));
   return {T::name(), [](const Gemm& g, cudaStream_t s) {
             const dim3 grid((g.N + T::BN - 1) / T::BN, (g.M + T::BM - 1) / T::BM);
-            sgemm_tiled<T><<<grid, T::kThreads, T::kSmemBytes, s>>>(
+            kernel<<<grid, T::kThreads, T::kSmemBytes, s>>>(
                 g.M, g.N, g.K, g.alpha, g.A, g.B, g.beta, g.C, g.K % 4 == 0 && aligned16(g.A),
                 g.N % 4 == 0 && aligned16(g.B), g.N % 4 == 0 && aligned16(g.C));
             LAB_CHECK_LAUNCH();
@@ -324,7 +511,20 @@ std::vector<GemmConfig> gemm_configs() {
           // these read 0.81-0.85; added in session 29, not yet run on a GPU.
           gemm_config<Tiles<128, 128, 8, 64, 64, 8, 16, false, true, 2>>(),
           gemm_config<Tiles<128, 256, 8, 64, 64, 8, 16, false, true, 1>>(),
-          gemm_config<Tiles<256, 128, 8, 64, 64, 16, 8, false, true, 1>>()};
+          gemm_config<Tiles<256, 128, 8, 64, 64, 16, 8, false, true, 1>>(),
+          // Session 30: the reference in a grouped tile order (more L2 hits), and B by cp.async
+          // into a ring of 2 to 4 tiles (sgemm_piped: no registers staging B, one barrier a step),
+          // at the reference's shape, at BK 16, and at cuBLAS's 8 x 16 lanes.
+          gemm_config<Tiles<128, 128, 8, 32, 64, 8, 8, false, true, 2, 16>>(),
+          gemm_config<Piped<Tiles<128, 128, 8, 32, 64, 8, 8, false, true, 2>, 2>>(),
+          gemm_config<Piped<Tiles<128, 128, 8, 32, 64, 8, 8, false, true, 2>, 3>>(),
+          gemm_config<Piped<Tiles<128, 128, 8, 32, 64, 8, 8, false, true, 2>, 4>>(),
+          gemm_config<Piped<Tiles<128, 128, 8, 32, 64, 8, 8, false, true, 2, 16>, 3>>(),
+          gemm_config<Piped<Tiles<128, 128, 16, 32, 64, 8, 8, false, true, 2>, 3>>(),
+          gemm_config<Piped<Tiles<128, 128, 8, 64, 32, 8, 8, false, true, 2>, 3>>(),
+          gemm_config<Piped<Tiles<128, 128, 8, 64, 64, 8, 16, false, true, 2>, 3>>(),
+          gemm_config<Piped<Tiles<128, 128, 8, 64, 64, 8, 16, false, true, 2>, 4>>(),
+          gemm_config<Piped<Tiles<128, 256, 8, 64, 64, 8, 16, false, true, 1>, 3>>()};
 }
 
 // cuBLAS as lesson 05 calls it (see cublas_sgemm there): row-major C = A B is column-major
