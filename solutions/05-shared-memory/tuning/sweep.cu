@@ -524,7 +524,15 @@ std::vector<GemmConfig> gemm_configs() {
           gemm_config<Piped<Tiles<128, 128, 8, 64, 32, 8, 8, false, true, 2>, 3>>(),
           gemm_config<Piped<Tiles<128, 128, 8, 64, 64, 8, 16, false, true, 2>, 3>>(),
           gemm_config<Piped<Tiles<128, 128, 8, 64, 64, 8, 16, false, true, 2>, 4>>(),
-          gemm_config<Piped<Tiles<128, 256, 8, 64, 64, 8, 16, false, true, 1>, 3>>()};
+          gemm_config<Piped<Tiles<128, 256, 8, 64, 64, 8, 16, false, true, 1>, 3>>(),
+          // Around the first shape past 0.90 (128 x 256, 8 x 16 lanes, one buffer, one block an
+          // SM: 0.902 in session 30's first run): the tile the other way round with the same
+          // lanes, other warp shapes, BK 16, and a grouped order.
+          gemm_config<Tiles<256, 128, 8, 64, 64, 8, 16, false, true, 1>>(),
+          gemm_config<Tiles<128, 256, 8, 32, 128, 8, 16, false, true, 1>>(),
+          gemm_config<Tiles<128, 256, 8, 128, 32, 16, 8, false, true, 1>>(),
+          gemm_config<Tiles<128, 256, 16, 64, 64, 8, 16, false, true, 1>>(),
+          gemm_config<Tiles<128, 256, 8, 64, 64, 8, 16, false, true, 1, 8>>()};
 }
 
 // cuBLAS as lesson 05 calls it (see cublas_sgemm there): row-major C = A B is column-major
