@@ -13,21 +13,26 @@
 // 0.987 and 0.990 of the copy ceiling; in the sweep tile[32][33] with 128 threads read 0.943,
 // with scalar accesses 0.665.
 //
-// sgemm: the README's register-blocked block tile (128 x 128 for big matrices, 256 threads, 8 x 8
+// sgemm: the README's register-blocked block tile (128 x 256 for big matrices, 256 threads, 8 x 16
 // outputs per thread, K in steps of BK = 8, A stored transposed in shared memory), with changes
 // aimed at the inner loop, which is all that matters at 4096^3:
-//  * warp tiles: each warp computes a 32 x 64 piece of C, its lanes a 4 x 8 grid over it. For one
-//    k a warp then reads 4 distinct float4s of A and 8 of B from shared memory, each load one
-//    128-byte wavefront; a warp piece of 16 x 128 needs 2 wavefronts for each B load.
+//  * warp tiles: each warp computes a 64 x 64 piece of C, its lanes an 8 x 4 grid over it. For one
+//    k a warp then reads 8 distinct float4s of A and 4 of B in each shared load, each load one
+//    128-byte wavefront, 6 loads for 128 FMAs a lane.
 //  * fragments in two register slots: the values of A and B for k + 1 are read from shared
-//    memory while the 64 FMAs of k run, so a warp never waits on a shared load it just issued;
+//    memory while the 128 FMAs of k run, so a warp never waits on a shared load it just issued;
 //  * across steps the same: the last k of a step stores the prefetched global tiles (between two
 //    barriers) and reads k = 0 of the new tiles, and only then does its own FMAs, which hide the
 //    barriers and that first read.
 //  * one shared buffer, not two: the next tiles already wait in registers while a step computes,
 //    so a second buffer would only save one barrier per step. In the sweep (4096^3, H200) one
-//    buffer ran at 0.894 of cuBLAS, two at 0.865. The sweep measures, it does not explain; a
-//    guess: without a buffer index every shared address is a constant offset from the lane's.
+//    buffer ran faster with every shape it tried (0.90 of cuBLAS against 0.81 for this one). The
+//    sweep measures, it does not explain; a guess: without a buffer index every shared address
+//    is a constant offset from the lane's.
+//  * 255 registers a thread (128 accumulators, two slots of fragments, the next tiles), so one
+//    block of 8 warps per SM; 128 x 128 tiles of 8 x 8 lanes at two blocks per SM read 0.895.
+//  * blocks in a grouped order (tile_of_block), for L2 hits: 0.913 in the sweep, where the
+//    launch order read 0.902 and 0.907.
 // Sizes that are not multiples of the tiles take the same path: loads past M, N or K give zeros
 // (a zero in A or B adds nothing to a dot product), stores past M or N are skipped. float4 global
 // loads and stores only where the row length and the pointer allow them.
@@ -108,18 +113,35 @@ __global__ void __launch_bounds__(kTransposeThreads)
 // ---------------------------------------------------------------------------------------------
 // sgemm
 
-constexpr int kBK = 8;  // depth of a K step: 8 x 64 FMAs per thread between two barriers
+constexpr int kBK = 8;  // depth of a K step: 8 x 128 FMAs per thread between two barriers
 
-// A warp computes a kWarpM x kWarpN piece of the block's tile. Its 32 lanes form a kLaneRows x
-// kLaneCols grid over that piece, and each lane owns four 4 x 4 sub-blocks of it, kWarpM / 2 rows
-// and kWarpN / 2 columns apart (8 x 8 outputs). Neighbouring lanes thus read neighbouring float4s
-// of shared memory (no bank conflicts) and store neighbouring float4s of C (coalesced).
-constexpr int kWarpM = 32;
-constexpr int kWarpN = 64;
-constexpr int kLaneRows = 4;
-constexpr int kLaneCols = 8;
-static_assert(kLaneRows * kLaneCols == 32 && kWarpM == 2 * 4 * kLaneRows &&
-              kWarpN == 2 * 4 * kLaneCols);
+// A block computes a BM x BN tile of C with (BM / WM) x (BN / WN) warps, a warp a WM x WN piece of
+// it. The warp's 32 lanes form a (WM / TM) x (WN / TN) grid over that piece, and a lane owns
+// TM x TN outputs as (TM / 4) x (TN / 4) sub-blocks of 4 x 4, kStrideM rows and kStrideN columns
+// apart. Neighbouring lanes thus read neighbouring float4s of shared memory (no bank conflicts)
+// and store neighbouring float4s of C (coalesced). kGroup: consecutive blocks walk a column of
+// kGroup tiles before the next column (see tile_of_block).
+template <int BM_, int BN_, int WM_, int WN_, int TM_, int TN_, int kGroup_>
+struct Tiles {
+  static constexpr int BM = BM_, BN = BN_, WM = WM_, WN = WN_, TM = TM_, TN = TN_;
+  static constexpr int kGroup = kGroup_;
+  static constexpr int kLaneCols = WN / TN;
+  static constexpr int kSubM = TM / 4, kSubN = TN / 4;
+  static constexpr int kStrideM = WM / kSubM, kStrideN = WN / kSubN;
+  static constexpr int kWarpsN = BN / WN;
+  static constexpr int kThreads = (BM / WM) * kWarpsN * 32;
+  static constexpr int kLoadsA = BM * kBK / 4 / kThreads;  // float4s of the A tile per thread
+  static constexpr int kLoadsB = kBK * BN / 4 / kThreads;  // float4s of the B tile per thread
+  static_assert((WM / TM) * kLaneCols == 32, "a warp's lanes tile its piece exactly");
+  static_assert(TM % 4 == 0 && TN % 4 == 0 && BM % WM == 0 && BN % WN == 0);
+  static_assert(kLoadsA * 4 * kThreads == BM * kBK && kLoadsB * 4 * kThreads == kBK * BN);
+};
+// Big matrices: 128 x 256 tiles, 8 warps of 64 x 64, 8 x 16 outputs per lane (the shape of
+// cuBLAS's FP32 kernels: 6 float4 reads of shared memory for 128 FMAs, where 8 x 8 needs 4 for
+// 64). Its 255 registers a thread leave room for one block per SM, 8 warps. Small grids: 64 x 64
+// tiles of 2 warps, 8 x 8 outputs per lane, 8x the blocks of 128 x 256.
+using BigTiles = Tiles<128, 256, 64, 64, 8, 16, 8>;
+using SmallTiles = Tiles<64, 64, 32, 64, 8, 8, 1>;
 
 // Four consecutive floats P[r][c .. c + 3] of a rows x cols row-major matrix, zeros past its
 // edges. vec: cols % 4 == 0 and P 16-byte aligned, so with c % 4 == 0 a float4 load is aligned.
@@ -136,17 +158,31 @@ __device__ __forceinline__ float4 load4(const float* __restrict__ P, int rows, i
   return v;
 }
 
-template <int BM, int BN>
-__global__ void __launch_bounds__((BM / kWarpM) * (BN / kWarpN) * 32, BM == 128 ? 2 : 1)
+// The (column, row) of the tile this block computes. In launch order blocks run along rows of
+// tiles: the blocks resident at once share a few rows of A but read all of B. Grouped, they
+// walk down a column of G tiles first, then the next column: they share G rows of A and a few
+// columns of B, so more of their reads are L2 hits (about half a percent at 4096^3 on the H200, in the sweep).
+template <int G>
+__device__ __forceinline__ int2 tile_of_block() {
+  if constexpr (G == 1) {
+    return make_int2(blockIdx.x, blockIdx.y);
+  } else {
+    const int id = blockIdx.x + blockIdx.y * gridDim.x;
+    const int per_group = G * gridDim.x;  // tiles in G whole rows
+    const int first_row = id / per_group * G;
+    const int rows = min(static_cast<int>(gridDim.y) - first_row, G);  // the last group: fewer
+    const int in_group = id % per_group;
+    return make_int2(in_group / rows, first_row + in_group % rows);
+  }
+}
+
+template <class T>
+__global__ void __launch_bounds__(T::kThreads)
     sgemm_warp_tiled(int M, int N, int K, float alpha, const float* __restrict__ A,
                      const float* __restrict__ B, float beta, float* __restrict__ C, bool vec_a,
                      bool vec_b, bool vec_c) {
-  constexpr int kWarpsN = BN / kWarpN;                 // warps across the block's tile
-  constexpr int kThreads = (BM / kWarpM) * kWarpsN * 32;
-  constexpr int kLoadsA = BM * kBK / 4 / kThreads;  // float4s of the A tile per thread
-  constexpr int kLoadsB = kBK * BN / 4 / kThreads;  // float4s of the B tile per thread
-  static_assert(BM % kWarpM == 0 && BN % kWarpN == 0);
-  static_assert(kLoadsA * 4 * kThreads == BM * kBK && kLoadsB * 4 * kThreads == kBK * BN);
+  constexpr int BM = T::BM, BN = T::BN, TM = T::TM, TN = T::TN;
+  constexpr int kThreads = T::kThreads;
   static_assert(kBK % 2 == 0, "a step must start on fragment slot 0");
 
   // As holds the A tile transposed (As[k][m]), so a lane's 4 rows of A for one k are one float4.
@@ -157,29 +193,30 @@ __global__ void __launch_bounds__((BM / kWarpM) * (BN / kWarpN) * 32, BM == 128 
 
   const int tid = threadIdx.x;
   const int warp = tid / 32, lane = tid % 32;
-  // This lane's first output in the block's tile (its sub-blocks: see kWarpM above).
-  const int m0 = (warp / kWarpsN) * kWarpM + (lane / kLaneCols) * 4;
-  const int n0 = (warp % kWarpsN) * kWarpN + (lane % kLaneCols) * 4;
-  const int row0 = blockIdx.y * BM;
-  const int col0 = blockIdx.x * BN;
+  // This lane's first output in the block's tile (its sub-blocks: see Tiles above).
+  const int m0 = (warp / T::kWarpsN) * T::WM + (lane / T::kLaneCols) * 4;
+  const int n0 = (warp % T::kWarpsN) * T::WN + (lane % T::kLaneCols) * 4;
+  const int2 tile = tile_of_block<T::kGroup>();
+  const int row0 = tile.y * BM;
+  const int col0 = tile.x * BN;
 
   // The next step's tiles, loaded from global memory into registers while this step computes.
-  float4 a_next[kLoadsA], b_next[kLoadsB];
+  float4 a_next[T::kLoadsA], b_next[T::kLoadsB];
   auto load_tiles = [&](int k0) {  // global memory -> registers
 #pragma unroll
-    for (int i = 0; i < kLoadsA; ++i) {
+    for (int i = 0; i < T::kLoadsA; ++i) {
       const int f = tid + i * kThreads;
       a_next[i] = load4(A, M, K, row0 + f / (kBK / 4), k0 + (f % (kBK / 4)) * 4, vec_a);
     }
 #pragma unroll
-    for (int i = 0; i < kLoadsB; ++i) {
+    for (int i = 0; i < T::kLoadsB; ++i) {
       const int f = tid + i * kThreads;
       b_next[i] = load4(B, K, N, k0 + f / (BN / 4), col0 + (f % (BN / 4)) * 4, vec_b);
     }
   };
   auto store_tiles = [&] {  // registers -> shared memory
 #pragma unroll
-    for (int i = 0; i < kLoadsA; ++i) {
+    for (int i = 0; i < T::kLoadsA; ++i) {
       const int f = tid + i * kThreads;
       const int m = f / (kBK / 4), k = (f % (kBK / 4)) * 4;
       As[k + 0][m] = a_next[i].x;
@@ -188,38 +225,43 @@ __global__ void __launch_bounds__((BM / kWarpM) * (BN / kWarpN) * 32, BM == 128 
       As[k + 3][m] = a_next[i].w;
     }
 #pragma unroll
-    for (int i = 0; i < kLoadsB; ++i) {
+    for (int i = 0; i < T::kLoadsB; ++i) {
       const int f = tid + i * kThreads;
       *reinterpret_cast<float4*>(&Bs[f / (BN / 4)][(f % (BN / 4)) * 4]) = b_next[i];
     }
   };
 
-  // The 8 values of A and 8 of B that one k brings to this lane, in two slots: slot (k + 1) % 2
-  // is read from shared memory while the FMAs use slot k % 2.
-  float4 a_frag[2][2], b_frag[2][2];
+  // The TM values of A and TN of B that one k brings to this lane, in two slots: slot
+  // (k + 1) % 2 is read from shared memory while the FMAs use slot k % 2.
+  float4 a_frag[2][T::kSubM], b_frag[2][T::kSubN];
   auto load_fragments = [&](int slot, int k) {  // shared memory -> registers
-    a_frag[slot][0] = *reinterpret_cast<const float4*>(&As[k][m0]);
-    a_frag[slot][1] = *reinterpret_cast<const float4*>(&As[k][m0 + kWarpM / 2]);
-    b_frag[slot][0] = *reinterpret_cast<const float4*>(&Bs[k][n0]);
-    b_frag[slot][1] = *reinterpret_cast<const float4*>(&Bs[k][n0 + kWarpN / 2]);
+#pragma unroll
+    for (int s = 0; s < T::kSubM; ++s)
+      a_frag[slot][s] = *reinterpret_cast<const float4*>(&As[k][m0 + s * T::kStrideM]);
+#pragma unroll
+    for (int s = 0; s < T::kSubN; ++s)
+      b_frag[slot][s] = *reinterpret_cast<const float4*>(&Bs[k][n0 + s * T::kStrideN]);
   };
 
-  // acc[i][j]: row m0 + i (i < 4) or m0 + kWarpM / 2 + i - 4, column n0 + j (j < 4) or
-  // n0 + kWarpN / 2 + j - 4, the order in which the fragments list them.
-  float acc[8][8];
+  // acc[i][j]: row m0 + (i / 4) kStrideM + i % 4, column n0 + (j / 4) kStrideN + j % 4, the
+  // order in which the fragments list them.
+  float acc[TM][TN] = {};
+  auto multiply = [&](int slot) {  // TM x TN FMAs: the outer product of one k's fragments
+    float a[TM], b[TN];
 #pragma unroll
-  for (int i = 0; i < 8; ++i)
+    for (int s = 0; s < T::kSubM; ++s) {
+      const float4 v = a_frag[slot][s];
+      a[4 * s] = v.x, a[4 * s + 1] = v.y, a[4 * s + 2] = v.z, a[4 * s + 3] = v.w;
+    }
 #pragma unroll
-    for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
-  auto multiply = [&](int slot) {  // 64 FMAs: the outer product of one k's fragments
-    const float4 a0 = a_frag[slot][0], a1 = a_frag[slot][1];
-    const float4 b0 = b_frag[slot][0], b1 = b_frag[slot][1];
-    const float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
-    const float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+    for (int s = 0; s < T::kSubN; ++s) {
+      const float4 v = b_frag[slot][s];
+      b[4 * s] = v.x, b[4 * s + 1] = v.y, b[4 * s + 2] = v.z, b[4 * s + 3] = v.w;
+    }
 #pragma unroll
-    for (int i = 0; i < 8; ++i)
+    for (int i = 0; i < TM; ++i)
 #pragma unroll
-      for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+      for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
   };
 
   const int steps = (K + kBK - 1) / kBK;
@@ -250,12 +292,12 @@ __global__ void __launch_bounds__((BM / kWarpM) * (BN / kWarpN) * 32, BM == 128 
 
   // C = alpha acc + beta C, a float4 at a time where the row allows it.
 #pragma unroll
-  for (int i = 0; i < 8; ++i) {
-    const int r = row0 + m0 + (i / 4) * (kWarpM / 2) + i % 4;
+  for (int i = 0; i < TM; ++i) {
+    const int r = row0 + m0 + (i / 4) * T::kStrideM + i % 4;
     if (r >= M) continue;
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int c = col0 + n0 + h * (kWarpN / 2);
+    for (int h = 0; h < T::kSubN; ++h) {
+      const int c = col0 + n0 + h * T::kStrideN;
       float* p = C + static_cast<std::size_t>(r) * N + c;
       if (vec_c && c + 3 < N) {
         float4 out = make_float4(alpha * acc[i][h * 4 + 0], alpha * acc[i][h * 4 + 1],
@@ -277,15 +319,15 @@ __global__ void __launch_bounds__((BM / kWarpM) * (BN / kWarpN) * 32, BM == 128 
   }
 }
 
-template <int BM, int BN>
+template <class T>
 void launch_sgemm(int M, int N, int K, float alpha, const float* A, const float* B, float beta,
                   float* C, cudaStream_t stream) {
-  const dim3 grid((N + BN - 1) / BN, (M + BM - 1) / BM);
+  const dim3 grid((N + T::BN - 1) / T::BN, (M + T::BM - 1) / T::BM);
   const bool vec_a = K % 4 == 0 && aligned16(A);
   const bool vec_b = N % 4 == 0 && aligned16(B);
   const bool vec_c = N % 4 == 0 && aligned16(C);
-  sgemm_warp_tiled<BM, BN><<<grid, (BM / kWarpM) * (BN / kWarpN) * 32, 0, stream>>>(
-      M, N, K, alpha, A, B, beta, C, vec_a, vec_b, vec_c);
+  sgemm_warp_tiled<T><<<grid, T::kThreads, 0, stream>>>(M, N, K, alpha, A, B, beta, C, vec_a,
+                                                        vec_b, vec_c);
   LAB_CHECK_LAUNCH();
 }
 
@@ -314,13 +356,14 @@ void transpose(const float* in, float* out, int rows, int cols, cudaStream_t str
 
 void sgemm(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C,
            cudaStream_t stream) {
-  // 128 x 128 tiles need enough of them to fill the GPU (2 blocks per SM); below that (1024^3
-  // makes only 64), 64 x 64 tiles give 4x the blocks at some cost in reuse.
-  const long long big_tiles = static_cast<long long>((M + 127) / 128) * ((N + 127) / 128);
-  if (big_tiles >= 2LL * sm_count())
-    launch_sgemm<128, 128>(M, N, K, alpha, A, B, beta, C, stream);
+  // The big tiles need enough of them to fill the GPU (one block per SM); below that (1024^3
+  // makes only 32), 64 x 64 tiles give 8x the blocks at some cost in reuse.
+  const long long big_tiles = static_cast<long long>((M + BigTiles::BM - 1) / BigTiles::BM) *
+                              ((N + BigTiles::BN - 1) / BigTiles::BN);
+  if (big_tiles >= sm_count())
+    launch_sgemm<BigTiles>(M, N, K, alpha, A, B, beta, C, stream);
   else
-    launch_sgemm<64, 64>(M, N, K, alpha, A, B, beta, C, stream);
+    launch_sgemm<SmallTiles>(M, N, K, alpha, A, B, beta, C, stream);
 }
 
 }  // namespace exercise

@@ -52,8 +52,8 @@ bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 
 
 // One configuration. A warp computes a WM x WN piece of the block's tile; its 32 lanes form a
 // kLaneRows x kLaneCols grid over it, and each lane owns (TM / 4) x (TN / 4) sub-blocks of 4 x 4,
-// kStrideM rows and kStrideN columns apart (the reference: 32 x 64 warps, 8 x 8 per lane, two
-// sub-blocks 16 rows and 32 columns apart), so neighbouring lanes read neighbouring float4s.
+// kStrideM rows and kStrideN columns apart (the reference: 64 x 64 warps, 8 x 16 per lane, 2 x 4
+// sub-blocks 32 rows and 16 columns apart), so neighbouring lanes read neighbouring float4s.
 template <int BM_, int BN_, int BK_, int WM_, int WN_, int TM_, int TN_, bool kDoubleBuffer_,
           bool kVecShared_, int kMinBlocks_, int kGroup_ = 1>
 struct Tiles {
@@ -469,15 +469,15 @@ GemmConfig gemm_config() {
           }};
 }
 
-// The configurations: the reference of session 26 first (two buffers; the reference now is the
-// second row, one buffer), then shapes that do well for FP32 SIMT GEMM on
+// The configurations: the reference of session 26 first (two buffers), the reference of sessions
+// 27-29 second (one buffer; the reference since session 30 is the last row), then shapes that do well for FP32 SIMT GEMM on
 // Ampere and Hopper (CUTLASS's and the well-known hand-written ones): bigger block tiles for
 // more reuse per shared load, BK 16 for half the barriers, 64 x 32 warps, 8 x 16 lanes, and
 // the reference with each of its choices undone (one buffer, scalar reads, no 2-block bound).
 std::vector<GemmConfig> gemm_configs() {
   //                      BM   BN  BK  WM  WN  TM  TN  2buf   vec   minB
   return {gemm_config<Tiles<128, 128, 8, 32, 64, 8, 8, true, true, 2>>(),  // session 26's
-          gemm_config<Tiles<128, 128, 8, 32, 64, 8, 8, false, true, 2>>(),  // the reference
+          gemm_config<Tiles<128, 128, 8, 32, 64, 8, 8, false, true, 2>>(),  // sessions 27-29
           gemm_config<Tiles<128, 128, 8, 32, 64, 8, 8, true, false, 2>>(),
           gemm_config<Tiles<128, 128, 8, 32, 64, 8, 8, true, true, 1>>(),
           gemm_config<Tiles<128, 128, 8, 64, 32, 8, 8, true, true, 2>>(),
@@ -494,7 +494,7 @@ std::vector<GemmConfig> gemm_configs() {
           gemm_config<Tiles<256, 128, 8, 64, 64, 16, 8, true, true, 1>>(),
           gemm_config<Tiles<128, 64, 8, 32, 64, 8, 8, true, true, 3>>(),
           gemm_config<Tiles<64, 128, 8, 32, 64, 8, 8, true, true, 3>>(),
-          gemm_config<Tiles<64, 64, 8, 32, 64, 8, 8, true, true, 1>>(),  // reference, small
+          gemm_config<Tiles<64, 64, 8, 32, 64, 8, 8, true, true, 1>>(),  // small, 2 buffers
           // One buffer (the H200 run's best, 0.894) with the next best choices of that run, which
           // it timed only with two: BK 16 (0.884 against BK 8's 0.865), 64 x 32 warps (even with
           // 32 x 64), the launch bound of 1 against 2, the 128 x 256 tile (best of the larger
@@ -508,7 +508,7 @@ std::vector<GemmConfig> gemm_configs() {
           gemm_config<Tiles<64, 64, 8, 32, 64, 8, 8, false, true, 1>>(),
           // One buffer with 128 outputs a lane, as cuBLAS's FP32 kernels on Hopper run (8 warps
           // an SM, 5.3 FMAs per float read from shared memory instead of 8 x 8's 4): with two buffers
-          // these read 0.81-0.85; added in session 29, not yet run on a GPU.
+          // these read 0.81-0.85; added in session 29, first run in session 30 (128 x 256: 0.902).
           gemm_config<Tiles<128, 128, 8, 64, 64, 8, 16, false, true, 2>>(),
           gemm_config<Tiles<128, 256, 8, 64, 64, 8, 16, false, true, 1>>(),
           gemm_config<Tiles<256, 128, 8, 64, 64, 16, 8, false, true, 1>>(),
@@ -527,12 +527,12 @@ std::vector<GemmConfig> gemm_configs() {
           gemm_config<Piped<Tiles<128, 256, 8, 64, 64, 8, 16, false, true, 1>, 3>>(),
           // Around the first shape past 0.90 (128 x 256, 8 x 16 lanes, one buffer, one block an
           // SM: 0.902 in session 30's first run): the tile the other way round with the same
-          // lanes, other warp shapes, BK 16, and a grouped order.
+          // lanes, other warp shapes, BK 16, and a grouped order (the reference since: 0.913).
           gemm_config<Tiles<256, 128, 8, 64, 64, 8, 16, false, true, 1>>(),
           gemm_config<Tiles<128, 256, 8, 32, 128, 8, 16, false, true, 1>>(),
           gemm_config<Tiles<128, 256, 8, 128, 32, 16, 8, false, true, 1>>(),
           gemm_config<Tiles<128, 256, 16, 64, 64, 8, 16, false, true, 1>>(),
-          gemm_config<Tiles<128, 256, 8, 64, 64, 8, 16, false, true, 1, 8>>()};
+          gemm_config<Tiles<128, 256, 8, 64, 64, 8, 16, false, true, 1, 8>>()};  // the reference
 }
 
 // cuBLAS as lesson 05 calls it (see cublas_sgemm there): row-major C = A B is column-major
