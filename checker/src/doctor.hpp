@@ -30,7 +30,9 @@ fs::path doctor_program(const fs::path& build_dir);
 std::optional<json> read_doctor_report(const std::string& text, std::string& error);
 
 /// Runs <build>/common/lab-doctor (and ncu, if present, to see whether counters are readable).
-DoctorReport run_doctor(const fs::path& build_dir, double timeout_s);
+/// @param quick the device and the tools only: no ceilings, no ncu (the main command's, whose
+///        lessons measure their own ceilings and say themselves when counters are refused)
+DoctorReport run_doctor(const fs::path& build_dir, double timeout_s, bool quick = false);
 
 /// The human version of the report.
 std::string doctor_text(const DoctorReport& report);

@@ -123,8 +123,8 @@ void check_output_folder(const std::string& option, const std::string& path) {
 
 // ------------------------------------------------------------------ verbs
 
-int cmd_doctor(const Common& c) {
-  const DoctorReport rep = run_doctor(build_dir_of(c), c.timeout_s > 0 ? c.timeout_s : 300);
+int cmd_doctor(const Common& c, bool quick) {
+  const DoctorReport rep = run_doctor(build_dir_of(c), c.timeout_s > 0 ? c.timeout_s : 300, quick);
   if (c.format == "json") {
     json j = rep.info;
     j["ok"] = rep.exit_code == 0;
@@ -638,6 +638,10 @@ int main(int argc, char** argv) {
 
   auto* doctor = app.add_subcommand("doctor", "What this machine has: GPU, driver, clocks, measured ceilings, "
                                               "nsys/ncu/compute-sanitizer, readable counters. Exit 3 without a GPU.");
+  bool doctor_quick = false;
+  doctor->add_flag("--quick", doctor_quick,
+                   "The GPU, driver, clocks and tools only: no ceilings, no counter probe (the main "
+                   "command's: each lesson measures its own ceilings)");
   auto* list = app.add_subcommand("list", "The lessons, their rules and points (with --overrides: "
                                           "the thresholds in force)");
   std::string list_overrides;
@@ -736,7 +740,7 @@ int main(int argc, char** argv) {
     return rc == 0 ? kOk : kUsage;
   }
   try {
-    if (*doctor) return cmd_doctor(c);
+    if (*doctor) return cmd_doctor(c, doctor_quick);
     if (*list) return cmd_list(c, list_overrides);
     if (*run) return cmd_run(c, run_lessons, run_build, quick, sanitize, overrides, report_only, keep);
     if (*grade) return cmd_grade(c, submissions, out, overrides, grade_sanitize, jobs, force, grading_dir, build_time);

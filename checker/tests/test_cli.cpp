@@ -165,6 +165,13 @@ TEST_CASE("doctor: the machine's report, or one sentence and exit 3 without a GP
   CHECK(contains(r.out, "driver     CUDA 13.0, runtime 12.8"));
   CHECK(contains(r.out, "copy_gbs = 2850.1"));
 
+  // The main command's: the device and the tools, no ceilings, no counter probe.
+  const Cli quick = course().run({"doctor", "--quick"});
+  CHECK(quick.code == 0);
+  CHECK(contains(quick.out, "GPU        Fake GPU (compute capability 9.0, 132 SMs, L2 50 MiB)"));
+  CHECK_FALSE(contains(quick.out, "ceilings"));
+  CHECK(contains(quick.out, "counters   not asked (--quick)"));
+
   setenv("FAKE_NO_GPU", "1", 1);
   const Cli none = course().run({"doctor"});
   unsetenv("FAKE_NO_GPU");

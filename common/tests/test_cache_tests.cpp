@@ -216,6 +216,8 @@ TEST_CASE("with nothing on disk the damage is skipped, and the times say so") {
   cache.writes = false;
   const lab::FirstCallTimes times = run(g, cache, t, 2);
   for (const char* name : {kTruncated, kFlipped, kStale}) CHECK_FALSE(g.find(name));
+  // The setup's process and one a round: the empty folder's second process would repeat its first.
+  CHECK(cache.calls == 1 + 5);
   CHECK_FALSE(times.on_disk);
   CHECK(times.filled == std::vector<double>{20, 20});
   // The damaged rounds' second calls are recorded as plain ones.
