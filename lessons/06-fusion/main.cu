@@ -8,7 +8,8 @@
 // it launches and its bytes: the global-memory bytes its kernels and copies read and write, every
 // one counted once, for n = rows * cols floats per slice and N = batches * n per input (the
 // minimum is 8N: A and B read once).
-#include <cub/cub.cuh>
+#include <cub/device/device_segmented_reduce.cuh>
+#include <cub/device/device_transform.cuh>
 
 #include "exercise.cuh"
 #include "lab/lesson.cuh"

@@ -8,7 +8,7 @@
 // your exercise (the goal: at least 0.9x cub's speed in the same run). Every variant reads x once,
 // so "bytes" is 4n for all of them (the partial sums they write and read back are under 0.5% of
 // it).
-#include <cub/cub.cuh>
+#include <cub/device/device_reduce.cuh>
 
 #include "exercise.cuh"
 #include "lab/lesson.cuh"
