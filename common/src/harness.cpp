@@ -35,9 +35,12 @@ namespace {
 // program was loaded (CUDA's start, the ceilings, each measurement, the lesson's own checks in
 // between), to see where a program's time goes; nothing else changes.
 const auto loaded_at = std::chrono::steady_clock::now();
-void timeline(const std::string& what) {
+bool timeline_on() {
   static const bool on = std::getenv("LAB_TIMELINE") != nullptr;
-  if (!on) return;
+  return on;
+}
+void timeline(const std::string& what) {
+  if (!timeline_on()) return;
   const std::chrono::duration<double> t = std::chrono::steady_clock::now() - loaded_at;
   std::fprintf(stderr, "[timeline] %8.3f s  %s\n", t.count(), what.c_str());
 }
@@ -412,10 +415,11 @@ const Measurement* Lesson::measure(const std::string& variant, Work work,
       verify(s, "timed call " + name);
     };
   nvtx3::scoped_range range{variant};
-  timeline("measure " + variant);
+  if (timeline_on()) timeline("measure " + variant);
   Measurement m = benchmark(launch, stream(), options);
   LAB_CHECK(cudaDeviceSynchronize());
-  timeline("measured " + variant + " (" + std::to_string(m.samples_ms.size()) + " samples)");
+  if (timeline_on())
+    timeline("measured " + variant + " (" + std::to_string(m.samples_ms.size()) + " samples)");
   if (profile) return nullptr;  // a profiled run's times are the profiler's, not a measurement
   if (share_s > 0 && m.stop_reason == "timeout") {
     m.stop_reason = "budget";
@@ -708,8 +712,10 @@ int Lesson::run(int argc, char** argv, const std::function<void(Lesson&)>& body)
     r.device = device_info();
     s.stream = std::make_unique<Stream>();
     timeline("CUDA started");
-    if (!s.profile && !s.no_ceilings) r.ceilings = lab::ceilings();
-    timeline("ceilings measured");
+    if (!s.profile && !s.no_ceilings) {
+      r.ceilings = lab::ceilings();
+      timeline("ceilings measured");
+    }
     if (s.restrict_syscalls) {
       other_gpu_processes();  // loads and opens NVML now, for the question asked at the end
       std::string why;
